@@ -1,0 +1,88 @@
+"""One dataset spec grammar for every entry point (``describe``, Hydra's ``dataset=``, ``gymnasium.make``).
+
+    synthetic:<preset>[:seed]   the generated benchmark (presets: tiny, small, medium, xl)
+    kg:<folder>                 a MINERVA-layout KG folder under <data root>/kg (``kg:umls/umls_inv`` works)
+    locomo                      every LoCoMo JSON file under <data root>/locomo
+    musique                     the MuSiQue set with OpenIE triples under <data root>/hipporag
+    signet:<path to .db>        a real Signet store (read-only), graph only, no queries
+
+    >>> parse_spec("synthetic:small:7")
+    DatasetSpec(kind='synthetic', arg='small', seed=7)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from signet_rl.datasets.base import Dataset, data_root
+
+__all__ = ["KINDS", "DatasetSpec", "load_dataset", "parse_spec"]
+
+KINDS: tuple[str, ...] = ("synthetic", "kg", "locomo", "musique", "signet")
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    kind: str
+    arg: str | None = None
+    seed: int | None = None
+
+    def __str__(self) -> str:
+        parts = [self.kind] + ([self.arg] if self.arg is not None else [])
+        parts += [str(self.seed)] if self.seed is not None else []
+        return ":".join(parts)
+
+
+def parse_spec(spec: str) -> DatasetSpec:
+    """Parse a dataset spec string.
+
+    Raises:
+        ValueError: an unknown kind, a missing argument or a bad seed, naming the spec.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"empty dataset spec {spec!r}; expected one of: {', '.join(KINDS)}")
+    kind, _, rest = spec.strip().partition(":")
+    if kind not in KINDS:
+        raise ValueError(f"unknown dataset {spec!r}; expected synthetic:<preset>[:seed], kg:<folder>, "
+                         "locomo, musique or signet:<path>")
+    if kind == "synthetic":
+        preset, _, seed = rest.partition(":")
+        if not preset:
+            raise ValueError(f"dataset spec {spec!r} names no preset, e.g. synthetic:small")
+        if seed and not seed.lstrip("-").isdigit():
+            raise ValueError(f"dataset spec {spec!r}: seed {seed!r} is not an integer")
+        return DatasetSpec("synthetic", preset, int(seed) if seed else None)
+    if kind in ("kg", "signet"):
+        if not rest:
+            raise ValueError(f"dataset spec {spec!r} needs an argument, e.g. {kind}:"
+                             + ("kinship" if kind == "kg" else "/path/to/memories.db"))
+        return DatasetSpec(kind, rest)
+    if rest:
+        raise ValueError(f"dataset spec {spec!r}: {kind} takes no argument")
+    return DatasetSpec(kind)
+
+
+def load_dataset(spec: str | DatasetSpec, root: str | os.PathLike[str] | None = None) -> Dataset:
+    """Load or generate the dataset a spec names; real data is read from ``root`` (see ``data_root``)."""
+    s = parse_spec(spec) if isinstance(spec, str) else spec
+    if s.kind == "synthetic":
+        from signet_rl.datasets.synthetic import generate
+
+        return generate(s.arg or "small", seed=0 if s.seed is None else s.seed)
+    if s.kind == "kg":
+        from signet_rl.datasets.kg import load_kg
+
+        return load_kg(s.arg or "", root=data_root(root))
+    if s.kind == "locomo":
+        from signet_rl.datasets.locomo import load_locomo
+
+        return load_locomo(root=data_root(root))
+    if s.kind == "musique":
+        from signet_rl.datasets.musique import load_musique
+
+        return load_musique(root=data_root(root))
+    from signet_rl.graph.signet_import import load_signet_dataset
+
+    return load_signet_dataset(Path(s.arg or ""))
