@@ -112,9 +112,17 @@ class Truth:
 
 
 class GroundTruth(Mapping[str, Truth]):
-    """Query id -> :class:`Truth`. Hand it to evaluators and raters, never to policies or features."""
+    """Query id -> :class:`Truth`. Hand it to evaluators and raters, never to policies or features.
 
-    def __init__(self, truths: Sequence[Truth] = ()) -> None:
+    Attributes:
+        labels: planted labels of a generated dataset (domain and community of each entity, bridge,
+            principle and distractor facts, spurious edges, the focus entities of each query), as frames.
+            Like the truths, they are for evaluation and analysis only.
+    """
+
+    def __init__(self, truths: Sequence[Truth] = (),
+                 labels: Mapping[str, pd.DataFrame] | None = None) -> None:
+        self.labels: dict[str, pd.DataFrame] = dict(labels or {})
         self._by_id = {t.query_id: t for t in truths}
         if len(self._by_id) != len(truths):
             dup = Counter(t.query_id for t in truths).most_common(1)[0][0]

@@ -262,6 +262,8 @@ def _normalise_column(table: str, col: Column, values: pd.Series) -> pd.Series:
             if not col.nullable and out.isna().any():
                 bad = out.index[out.isna()][0]
                 raise GraphValidationError(f"{table}: column {col.name!r} is empty in row {bad}")
+            if pd.api.types.infer_dtype(out, skipna=True) in ("string", "empty"):
+                return out
             return out.map(lambda v: v if v is None or isinstance(v, str) else str(v)).astype(object)
         if kind == "float":
             return pd.to_numeric(values, errors="raise").astype(np.float64)

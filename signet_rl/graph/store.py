@@ -1,0 +1,739 @@
+"""The SQLite store: a :class:`~signet_rl.graph.model.KnowledgeGraph` in Signet's own tables.
+
+A store file holds Signet's tables with Signet's column names, types, defaults and NOT NULLs (``memories``,
+``entities``, ``entity_aspects``, ``entity_attributes``, ``entity_dependencies``,
+``memory_entity_mentions``, ``memories_cold``, and the FTS5 index ``memories_fts`` kept up to date by
+Signet's three triggers), so Signet's own queries (``bm25(memories_fts)``, ...) run on it unchanged.
+signet_rl's additions are :data:`MIGRATIONS` applied on top and recorded in ``signet_rl_migrations``; they add
+tables and columns, never rename Signet's. :func:`apply_migrations` upgrades a copy of a real Signet store in
+place the same way.
+
+    >>> from signet_rl.graph.model import Entity, KnowledgeGraph
+    >>> g = KnowledgeGraph.from_records(entities=[Entity(id="e1", name="signet")])
+    >>> read_graph(write_graph(g, tmp / "g.db")) == g  # doctest: +SKIP
+    True
+
+Writing is all or nothing (a temp file beside the target, one transaction, then :func:`os.replace`);
+reading opens the file read-only and never changes it, its ``-wal`` or its ``-journal``. Timestamps are
+written as Signet's JavaScript writes them (``2024-05-01T12:00:00.000Z``); reading also accepts SQLite's
+``datetime('now')`` format. Booleans are 0/1.
+
+Columns that are optional in the model but NOT NULL in Signet (``updated_at``, an aspect's
+``canonical_name``, an attribute's ``normalized_content``) are written with the value Signet would have put
+there (``created_at``; the lower-cased name or content) and the rows that had none are listed in
+``signet_rl_nulls``, so a round trip gives back ``None`` exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import uuid
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from signet_rl.graph.confidence import LADDER
+from signet_rl.graph.model import (
+    TABLES,
+    GraphValidationError,
+    KnowledgeGraph,
+    to_timestamp,
+)
+
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "SIGNET_TABLES",
+    "Migration",
+    "StoreError",
+    "apply_migrations",
+    "open_read_only",
+    "read_connection",
+    "read_graph",
+    "store_versions",
+    "write_graph",
+]
+
+
+class StoreError(Exception):
+    """A store file cannot be read or written: the message names the file, the table and the row or value."""
+
+
+# ----------------------------------------------------------------------------------------------------
+# Signet's schema (v30), for the tables signet_rl models. Copied from Signet's migrations; column order,
+# types, defaults and NOT NULLs are Signet's.
+
+SIGNET_TABLES: dict[str, str] = {
+    "memories": """
+        CREATE TABLE memories (
+            id TEXT PRIMARY KEY,
+            type TEXT NOT NULL DEFAULT 'fact',
+            category TEXT,
+            content TEXT NOT NULL,
+            confidence REAL DEFAULT 1.0,
+            importance REAL DEFAULT 0.5,
+            source_id TEXT,
+            source_type TEXT,
+            tags TEXT,
+            who TEXT,
+            why TEXT,
+            project TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            updated_by TEXT NOT NULL DEFAULT 'system',
+            last_accessed TEXT,
+            access_count INTEGER DEFAULT 0,
+            vector_clock TEXT NOT NULL DEFAULT '{}',
+            version INTEGER DEFAULT 1,
+            manual_override INTEGER DEFAULT 0,
+            pinned INTEGER DEFAULT 0,
+            content_hash TEXT,
+            normalized_content TEXT,
+            is_deleted INTEGER DEFAULT 0,
+            deleted_at TEXT,
+            extraction_status TEXT DEFAULT 'none',
+            embedding_model TEXT,
+            extraction_model TEXT,
+            update_count INTEGER DEFAULT 0,
+            idempotency_key TEXT,
+            runtime_path TEXT,
+            source_path TEXT,
+            source_section TEXT
+        )""",
+    "entities": """
+        CREATE TABLE entities (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            entity_type TEXT NOT NULL,
+            description TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            canonical_name TEXT,
+            mentions INTEGER DEFAULT 0,
+            embedding BLOB,
+            agent_id TEXT NOT NULL DEFAULT 'default',
+            pinned INTEGER NOT NULL DEFAULT 0,
+            pinned_at TEXT
+        )""",
+    "entity_aspects": """
+        CREATE TABLE entity_aspects (
+            id             TEXT PRIMARY KEY,
+            entity_id      TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            agent_id       TEXT NOT NULL DEFAULT 'default',
+            name           TEXT NOT NULL,
+            canonical_name TEXT NOT NULL,
+            weight         REAL NOT NULL DEFAULT 0.5,
+            created_at     TEXT NOT NULL DEFAULT (datetime('now')),
+            updated_at     TEXT NOT NULL DEFAULT (datetime('now')),
+            UNIQUE(entity_id, canonical_name)
+        )""",
+    "entity_attributes": """
+        CREATE TABLE entity_attributes (
+            id                 TEXT PRIMARY KEY,
+            aspect_id          TEXT REFERENCES entity_aspects(id) ON DELETE SET NULL,
+            agent_id           TEXT NOT NULL DEFAULT 'default',
+            memory_id          TEXT REFERENCES memories(id) ON DELETE SET NULL,
+            kind               TEXT NOT NULL,
+            content            TEXT NOT NULL,
+            normalized_content TEXT NOT NULL,
+            confidence         REAL NOT NULL DEFAULT 0.0,
+            importance         REAL NOT NULL DEFAULT 0.5,
+            status             TEXT NOT NULL DEFAULT 'active',
+            superseded_by      TEXT,
+            created_at         TEXT NOT NULL DEFAULT (datetime('now')),
+            updated_at         TEXT NOT NULL DEFAULT (datetime('now'))
+        )""",
+    "entity_dependencies": """
+        CREATE TABLE entity_dependencies (
+            id                TEXT PRIMARY KEY,
+            source_entity_id  TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            target_entity_id  TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            agent_id          TEXT NOT NULL DEFAULT 'default',
+            aspect_id         TEXT REFERENCES entity_aspects(id) ON DELETE SET NULL,
+            dependency_type   TEXT NOT NULL,
+            strength          REAL NOT NULL DEFAULT 0.5,
+            created_at        TEXT NOT NULL DEFAULT (datetime('now')),
+            updated_at        TEXT NOT NULL DEFAULT (datetime('now'))
+        )""",
+    "memory_entity_mentions": """
+        CREATE TABLE memory_entity_mentions (
+            memory_id TEXT NOT NULL,
+            entity_id TEXT NOT NULL,
+            mention_text TEXT,
+            confidence REAL,
+            created_at TEXT,
+            PRIMARY KEY (memory_id, entity_id),
+            FOREIGN KEY (memory_id) REFERENCES memories(id),
+            FOREIGN KEY (entity_id) REFERENCES entities(id)
+        )""",
+    "memories_cold": """
+        CREATE TABLE memories_cold (
+            archive_id TEXT PRIMARY KEY,
+            memory_id TEXT NOT NULL,
+            type TEXT DEFAULT 'fact',
+            category TEXT,
+            content TEXT NOT NULL,
+            confidence REAL DEFAULT 1.0,
+            importance REAL DEFAULT 0.5,
+            source_id TEXT,
+            source_type TEXT,
+            tags TEXT,
+            who TEXT,
+            why TEXT,
+            project TEXT,
+            content_hash TEXT,
+            normalized_content TEXT,
+            extraction_status TEXT,
+            embedding_model TEXT,
+            extraction_model TEXT,
+            update_count INTEGER DEFAULT 0,
+            original_created_at TEXT NOT NULL,
+            archived_at TEXT NOT NULL,
+            archived_reason TEXT,
+            cold_source_id TEXT,
+            agent_id TEXT NOT NULL DEFAULT 'default',
+            original_row_json TEXT
+        )""",
+    "memories_fts": (
+        "CREATE VIRTUAL TABLE memories_fts USING fts5(content, content=memories, content_rowid=rowid)"
+    ),
+}
+
+#: Signet's triggers keeping ``memories_fts`` in step with ``memories``.
+SIGNET_TRIGGERS: tuple[str, ...] = (
+    """CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, content) VALUES('delete', old.rowid, old.content);
+    END""",
+    """CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts(rowid, content) VALUES (new.rowid, new.content);
+    END""",
+    """CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, content) VALUES('delete', old.rowid, old.content);
+        INSERT INTO memories_fts(rowid, content) VALUES (new.rowid, new.content);
+    END""",
+)
+
+#: Signet's indexes on those tables (created after the rows are in: faster than keeping them up to date).
+SIGNET_INDEXES: tuple[str, ...] = (
+    "CREATE INDEX idx_cold_agent ON memories_cold(agent_id)",
+    "CREATE INDEX idx_cold_archived_at ON memories_cold(archived_at)",
+    "CREATE INDEX idx_cold_memory_id ON memories_cold(memory_id)",
+    "CREATE INDEX idx_cold_project ON memories_cold(project)",
+    "CREATE INDEX idx_cold_source ON memories_cold(cold_source_id)",
+    "CREATE INDEX idx_entities_agent ON entities(agent_id)",
+    "CREATE INDEX idx_entities_canonical_name ON entities(canonical_name)",
+    "CREATE INDEX idx_entities_pinned ON entities(agent_id, pinned, pinned_at DESC)",
+    "CREATE INDEX idx_entity_aspects_agent ON entity_aspects(agent_id)",
+    "CREATE INDEX idx_entity_aspects_entity ON entity_aspects(entity_id)",
+    "CREATE INDEX idx_entity_aspects_weight ON entity_aspects(weight DESC)",
+    "CREATE INDEX idx_entity_attributes_agent ON entity_attributes(agent_id)",
+    "CREATE INDEX idx_entity_attributes_aspect ON entity_attributes(aspect_id)",
+    "CREATE INDEX idx_entity_attributes_kind ON entity_attributes(kind)",
+    "CREATE INDEX idx_entity_attributes_status ON entity_attributes(status)",
+    "CREATE INDEX idx_entity_dependencies_agent ON entity_dependencies(agent_id)",
+    "CREATE INDEX idx_entity_dependencies_source ON entity_dependencies(source_entity_id)",
+    "CREATE INDEX idx_entity_dependencies_target ON entity_dependencies(target_entity_id)",
+    "CREATE INDEX idx_memories_category ON memories(category)",
+    "CREATE UNIQUE INDEX idx_memories_content_hash_unique ON memories(content_hash) "
+    "WHERE content_hash IS NOT NULL AND is_deleted = 0",
+    "CREATE INDEX idx_memories_created ON memories(created_at DESC)",
+    "CREATE INDEX idx_memories_deleted_at ON memories(deleted_at) WHERE is_deleted = 1",
+    "CREATE INDEX idx_memories_extraction_status ON memories(extraction_status)",
+    "CREATE UNIQUE INDEX idx_memories_idempotency_key ON memories(idempotency_key) "
+    "WHERE idempotency_key IS NOT NULL",
+    "CREATE INDEX idx_memories_importance ON memories(importance DESC)",
+    "CREATE INDEX idx_memories_is_deleted ON memories(is_deleted)",
+    "CREATE INDEX idx_memories_pinned ON memories(pinned)",
+    "CREATE INDEX idx_memories_type ON memories(type)",
+    "CREATE INDEX idx_memory_entity_mentions_entity ON memory_entity_mentions(entity_id)",
+)
+
+#: Signet tables a store must have to be read.
+REQUIRED_TABLES: tuple[str, ...] = (
+    "memories", "entities", "entity_aspects", "entity_attributes", "entity_dependencies",
+    "memory_entity_mentions", "memories_cold",
+)
+
+
+# ----------------------------------------------------------------------------------------------------
+# signet_rl's migrations on top of Signet's schema. Append new ones; never edit an applied one.
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema change on top of Signet's tables, applied once and recorded in
+    ``signet_rl_migrations``."""
+
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "dependency confidence and reason; communities; graph meta", (
+        # Defaults are the ladder's default reason and its prior (confidence.DEFAULT_REASON), so rows that
+        # Signet itself writes after the upgrade read as what they are: single-memory edges.
+        "ALTER TABLE entity_dependencies ADD COLUMN confidence REAL DEFAULT 0.7",
+        "ALTER TABLE entity_dependencies ADD COLUMN reason TEXT DEFAULT 'single-memory'",
+        """CREATE TABLE communities (
+            id TEXT PRIMARY KEY,
+            label TEXT,
+            cohesion REAL,
+            size INTEGER NOT NULL DEFAULT 0,
+            level INTEGER NOT NULL DEFAULT 0
+        )""",
+        """CREATE TABLE community_members (
+            community_id TEXT NOT NULL REFERENCES communities(id) ON DELETE CASCADE,
+            entity_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            PRIMARY KEY (community_id, entity_id)
+        )""",
+        "CREATE INDEX idx_community_members_entity ON community_members(entity_id)",
+        "CREATE TABLE signet_rl_meta (key TEXT PRIMARY KEY, value TEXT)",
+        # Rows whose model value was None in a column Signet declares NOT NULL (see _FILLS).
+        """CREATE TABLE signet_rl_nulls (
+            table_name TEXT NOT NULL,
+            column_name TEXT NOT NULL,
+            row_ids TEXT NOT NULL,
+            PRIMARY KEY (table_name, column_name)
+        )""",
+    )),
+)
+
+#: The store schema version this code writes and reads up to (the last migration's version).
+SCHEMA_VERSION: int = MIGRATIONS[-1].version
+
+_MIGRATIONS_DDL = """CREATE TABLE IF NOT EXISTS signet_rl_migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT,
+    applied_at TEXT
+)"""
+
+#: Tables that exist only after migration 1.
+_MIGRATED_TABLES: frozenset[str] = frozenset({"communities", "community_members"})
+#: Columns that exist only after migration 1.
+_MIGRATED_COLUMNS: dict[str, frozenset[str]] = {"entity_dependencies": frozenset({"confidence", "reason"})}
+
+
+def _canonical(values: pd.Series) -> pd.Series:
+    """Signet-style normal form of a name or text: trimmed, lower case, runs of spaces as one."""
+    return values.astype(str).str.strip().str.lower().str.replace(r"\s+", " ", regex=True)
+
+
+#: (table, column) optional in the model but NOT NULL in Signet -> the value written in place of None.
+_FILLS: dict[tuple[str, str], Callable[[pd.DataFrame], pd.Series]] = {
+    ("memories", "updated_at"): lambda f: f["created_at"],
+    ("entities", "updated_at"): lambda f: f["created_at"],
+    ("entity_aspects", "canonical_name"): lambda f: _canonical(f["name"]),
+    ("entity_aspects", "updated_at"): lambda f: f["created_at"],
+    ("entity_attributes", "normalized_content"): lambda f: _canonical(f["content"]),
+    ("entity_attributes", "updated_at"): lambda f: f["created_at"],
+    ("entity_dependencies", "updated_at"): lambda f: f["created_at"],
+}
+
+
+def _now_iso() -> str:
+    return _iso(pd.Series([pd.Timestamp.now(tz="UTC")]))[0]  # type: ignore[no-any-return]
+
+
+def _table_names(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def _migration_version(conn: sqlite3.Connection) -> int:
+    if "signet_rl_migrations" not in _table_names(conn):
+        return 0
+    row = conn.execute("SELECT max(version) FROM signet_rl_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def apply_migrations(conn: sqlite3.Connection, where: str | os.PathLike[str] = "store") -> list[int]:
+    """Bring a store (or a plain Signet v30 database) up to :data:`SCHEMA_VERSION`.
+
+    Idempotent: migrations already recorded in ``signet_rl_migrations`` are skipped. Each migration runs
+    inside a savepoint, so it applies completely or not at all (and nests inside a caller's transaction).
+
+    Args:
+        conn: a writable connection.
+        where: how to name the database in errors (its path).
+
+    Returns:
+        The versions applied now (empty when the store was already current).
+
+    Raises:
+        StoreError: the database lacks Signet's tables, or was written by a newer signet_rl.
+    """
+    missing = [t for t in ("entities", "entity_dependencies") if t not in _table_names(conn)]
+    if missing:
+        raise StoreError(f"{where}: not a Signet store: missing tables {', '.join(missing)}")
+    current = _migration_version(conn)
+    if current > SCHEMA_VERSION:
+        raise StoreError(f"{where}: written by a newer signet_rl (store schema version {current}; this "
+                         f"version knows up to {SCHEMA_VERSION})")
+    applied = []
+    for migration in MIGRATIONS:
+        if migration.version <= current:
+            continue
+        conn.execute("SAVEPOINT signet_rl_migrate")
+        try:
+            conn.execute(_MIGRATIONS_DDL)
+            for statement in migration.statements:
+                conn.execute(statement)
+            conn.execute("INSERT INTO signet_rl_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                         (migration.version, migration.name, _now_iso()))
+        except BaseException:
+            conn.execute("ROLLBACK TO signet_rl_migrate")
+            conn.execute("RELEASE signet_rl_migrate")
+            raise
+        conn.execute("RELEASE signet_rl_migrate")
+        applied.append(migration.version)
+    return applied
+
+
+# ----------------------------------------------------------------------------------------------------
+# Writing
+
+
+def _iso(values: pd.Series) -> list[str | None]:
+    """Timestamps as ``2024-05-01T12:00:00.000Z`` (JavaScript's ``toISOString``), NaT as None."""
+    ts = values if pd.api.types.is_datetime64_any_dtype(values) else to_timestamp(values)
+    if getattr(ts.dt, "tz", None) is not None:
+        ts = ts.dt.tz_convert("UTC").dt.tz_localize(None)
+    arr = ts.to_numpy(dtype="datetime64[ms]")
+    text = np.char.add(np.datetime_as_string(arr, unit="ms"), "Z").astype(object)
+    text[np.isnat(arr)] = None
+    return text.tolist()  # type: ignore[no-any-return]
+
+
+def _rows(table: str, frame: pd.DataFrame) -> list[tuple[Any, ...]]:
+    """A table's rows as tuples of SQLite values, in :data:`TABLES` column order."""
+    columns: list[list[Any]] = []
+    for col in TABLES[table]:
+        values = frame[col.name]
+        kind = col.kind.rstrip("?")
+        if kind == "time":
+            columns.append(_iso(values))
+        elif kind in ("bool", "int"):
+            columns.append(values.to_numpy(dtype=np.int64).tolist())
+        elif kind == "float":
+            columns.append(values.to_numpy(dtype=np.float64).tolist())  # NaN is stored as NULL
+        else:
+            columns.append(values.to_numpy(dtype=object).tolist())
+    return list(zip(*columns, strict=True))
+
+
+def _fill_not_null(table: str, frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """Fill the model's None in Signet's NOT NULL columns; return the frame and the ids that were None."""
+    nulls: dict[str, list[str]] = {}
+    for (t, column), fill in _FILLS.items():
+        if t != table:
+            continue
+        missing = frame[column].isna()
+        if missing.any():
+            if not nulls:
+                frame = frame.copy()  # the graph's frames are never edited in place
+            frame[column] = frame[column].where(~missing, fill(frame))
+            nulls[column] = frame.loc[missing, "id"].tolist()
+    return frame, nulls
+
+
+def _check_signet_unique(graph: KnowledgeGraph, aspects: pd.DataFrame, where: Path) -> None:
+    """Signet's UNIQUE constraints the model does not enforce, with errors that name the rows."""
+    for table, frame, keys in (("entities", graph.entities, ["name"]),
+                               ("entity_aspects", aspects, ["entity_id", "canonical_name"])):
+        dup = frame.duplicated(keys, keep=False)
+        if dup.any():
+            rows = frame[dup]
+            first = rows.iloc[0]
+            same = rows[(rows[keys] == first[keys]).all(axis=1)]["id"].tolist()
+            value = first[keys].tolist() if len(keys) > 1 else first[keys[0]]
+            raise StoreError(f"{where}: {table} rows {same} share {'/'.join(keys)} {value!r}; Signet "
+                             f"requires it to be unique")
+
+
+def _meta_rows(meta: dict[str, Any], where: Path) -> list[tuple[str, str]]:
+    rows = []
+    for key, value in meta.items():
+        try:
+            rows.append((str(key), json.dumps(value, allow_nan=False)))
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"{where}: graph meta {key!r} is not JSON-able: {exc}") from exc
+    return rows
+
+
+def write_graph(graph: KnowledgeGraph, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+    """Write ``graph`` to a SQLite store at ``path``, all or nothing.
+
+    The store is built in a temp file next to ``path`` inside one transaction and moved into place with
+    :func:`os.replace`; on any failure the old file (if any) is untouched and the temp file is removed.
+
+    Args:
+        graph: the graph; it is validated first.
+        path: the store file to create.
+        overwrite: replace an existing file (refused otherwise).
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        FileExistsError: ``path`` exists and ``overwrite`` is False.
+        StoreError: the graph is invalid, breaks a Signet UNIQUE constraint, has meta that is not
+            JSON-able, or SQLite failed; the message names the file and the table.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise StoreError(f"{path} is a directory; write_graph needs a file path")
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} already exists; pass overwrite=True to replace it")
+    try:
+        graph.validate()
+    except GraphValidationError as exc:
+        raise StoreError(f"{path}: cannot write an invalid graph: {exc}") from exc
+    frames: dict[str, pd.DataFrame] = {}
+    nulls: dict[tuple[str, str], list[str]] = {}
+    for table, frame in graph.tables().items():
+        frames[table], table_nulls = _fill_not_null(table, frame)
+        nulls.update({(table, column): ids for column, ids in table_nulls.items()})
+    _check_signet_unique(graph, frames["entity_aspects"], path)
+    meta_rows = _meta_rows(graph.meta, path)
+
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    table = "schema"
+    try:
+        with closing(sqlite3.connect(tmp, isolation_level=None)) as conn:
+            conn.execute("PRAGMA journal_mode=MEMORY")  # the temp file is the rollback: no -journal
+            conn.execute("PRAGMA synchronous=OFF")  # fsync'd once below, before the rename
+            conn.execute("BEGIN")
+            for ddl in (*SIGNET_TABLES.values(), *SIGNET_TRIGGERS):
+                conn.execute(ddl)
+            apply_migrations(conn, path)
+            for table, frame in frames.items():
+                cols = [c.name for c in TABLES[table]]
+                sql = (f"INSERT INTO {table} ({', '.join(cols)}) "
+                       f"VALUES ({', '.join('?' * len(cols))})")
+                conn.executemany(sql, _rows(table, frame))
+            table = "signet_rl_nulls"
+            conn.executemany("INSERT INTO signet_rl_nulls VALUES (?, ?, ?)",
+                             [(t, c, json.dumps(ids)) for (t, c), ids in nulls.items()])
+            table = "signet_rl_meta"
+            conn.executemany("INSERT INTO signet_rl_meta (key, value) VALUES (?, ?)", meta_rows)
+            table = "indexes"
+            for ddl in SIGNET_INDEXES:
+                conn.execute(ddl)
+            conn.execute("COMMIT")
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(f"{path}: writing {table} failed: {exc}") from exc
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename durable where the OS allows it (POSIX); harmless elsewhere."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Reading
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def open_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
+    """Open a store or a real Signet database so that nothing on disk changes.
+
+    The file is opened with ``mode=ro``. When it has no ``-wal`` or ``-journal`` beside it (no writer is
+    active and nothing needs recovering), it is also opened ``immutable=1``: otherwise SQLite would create a
+    ``-wal`` and ``-shm`` for a WAL-mode file (as Signet's are) even for a read-only connection. When a
+    ``-wal`` exists (Signet's daemon is running), the plain read-only connection reads through it.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        StoreError: ``path`` is a directory or not a SQLite database.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"Signet store {path} does not exist")
+    if path.is_dir():
+        raise StoreError(f"{path} is a directory, not a SQLite database")
+    with open(path, "rb") as fh:
+        header = fh.read(len(_SQLITE_MAGIC))
+    if header != _SQLITE_MAGIC:
+        what = "the file is empty" if not header else f"it starts with {header[:16]!r}"
+        raise StoreError(f"{path} is not a SQLite database ({what})")
+    live = any(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-journal"))
+    uri = path.resolve().as_uri() + ("?mode=ro" if live else "?mode=ro&immutable=1")
+    return sqlite3.connect(uri, uri=True)
+
+
+def store_versions(conn: sqlite3.Connection) -> dict[str, int | None]:
+    """Signet's schema version (``schema_migrations``; None in a store signet_rl wrote) and
+    signet_rl's (0 for a plain Signet database)."""
+    signet = None
+    if "schema_migrations" in _table_names(conn):
+        row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+        signet = None if row[0] is None else int(row[0])
+    return {"signet": signet, "signet_rl": _migration_version(conn)}
+
+
+def _parse_times(table: str, column: str, frame: pd.DataFrame, where: Path) -> pd.Series:
+    values = frame[column]
+    try:
+        return pd.to_datetime(values, format="ISO8601", utc=True)
+    except (ValueError, TypeError, OverflowError):
+        pass
+    try:
+        return to_timestamp(values)
+    except (ValueError, TypeError, OverflowError):
+        parsed = pd.Series([pd.to_datetime(v, utc=True, errors="coerce") if isinstance(v, str) else v
+                            for v in values], dtype=object)
+        bad = values.notna() & parsed.isna()
+        pos = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
+        raise StoreError(f"{where}: {table} row {_key(table, frame, pos)!r}: {column} "
+                         f"{values.iat[pos]!r} is not a timestamp") from None
+
+
+def _key(table: str, frame: pd.DataFrame, pos: int) -> str:
+    keys = ("memory_id", "entity_id") if table == "memory_entity_mentions" else (
+        ("community_id", "entity_id") if table == "community_members" else (TABLES[table][0].name,))
+    return "/".join(str(frame[k].iat[pos]) for k in keys)
+
+
+def _read_table(conn: sqlite3.Connection, table: str, version: int, where: Path) -> pd.DataFrame:
+    present = set(_columns(conn, table))
+    optional = _MIGRATED_COLUMNS.get(table, frozenset()) if version < 1 else frozenset()
+    wanted = [c.name for c in TABLES[table] if c.name not in optional]
+    missing = [c for c in wanted if c not in present]
+    if missing:
+        raise StoreError(f"{where}: table {table} lacks columns {', '.join(missing)}")
+    try:
+        rows = conn.execute(f"SELECT {', '.join(wanted)} FROM {table} ORDER BY rowid").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{where}: the SQLite database is corrupt or truncated ({exc}) "
+                         f"reading table {table}") from exc
+    frame = pd.DataFrame.from_records(rows, columns=wanted)
+    for col in TABLES[table]:
+        if col.name not in frame.columns:
+            continue
+        kind = col.kind.rstrip("?")
+        nulls = frame[col.name].isna()
+        must_have = not col.nullable and (col.default is None or (table in _MIGRATED_COLUMNS
+                                          and col.name in _MIGRATED_COLUMNS[table]))
+        if must_have and nulls.any():
+            pos = int(np.flatnonzero(nulls.to_numpy())[0])
+            hint = ("; expected a number in [0, 1] (NaN is stored as NULL)" if kind == "float"
+                    else f"; expected one of: {', '.join(r.value for r in LADDER)}"
+                    if col.name == "reason" else "")
+            raise StoreError(f"{where}: {table} row {_key(table, frame, pos)!r}: {col.name} is NULL"
+                             + hint)
+        if kind == "time":
+            frame[col.name] = _parse_times(table, col.name, frame, where)
+    return frame
+
+
+def _restore_nulls(conn: sqlite3.Connection, frames: dict[str, pd.DataFrame], where: Path) -> None:
+    """Put back the None values that Signet's NOT NULL columns made write_graph fill in."""
+    for table, column, ids_json in conn.execute(
+            "SELECT table_name, column_name, row_ids FROM signet_rl_nulls"):
+        fill = _FILLS.get((table, column))
+        if fill is None or table not in frames:
+            raise StoreError(f"{where}: signet_rl_nulls names an unknown column {table}.{column}")
+        try:
+            ids = json.loads(ids_json)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"{where}: signet_rl_nulls row {table}.{column} is not JSON: {exc}") from exc
+        frame = frames[table]
+        # A row Signet has since updated keeps its new value: only the untouched fill reads as None.
+        mask = frame["id"].isin(ids) & (frame[column] == fill(frame))
+        if mask.any():
+            frame[column] = frame[column].astype(object).where(~mask, None)
+
+
+def _read_meta(conn: sqlite3.Connection, where: Path) -> dict[str, Any]:
+    meta = {}
+    for key, value in conn.execute("SELECT key, value FROM signet_rl_meta ORDER BY rowid"):
+        try:
+            meta[key] = json.loads(value)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"{where}: signet_rl_meta {key!r} is not JSON: {exc}") from exc
+    return meta
+
+
+def read_connection(conn: sqlite3.Connection, where: str | os.PathLike[str]) -> KnowledgeGraph:
+    """Read a graph from an open store or Signet database (the one reader behind :func:`read_graph` and
+    :func:`~signet_rl.graph.signet_import.import_signet`).
+
+    A store with signet_rl's migration has dependency ``confidence`` and ``reason``, communities and meta;
+    a plain Signet database has none, and every dependency gets :data:`~signet_rl.graph.confidence.
+    DEFAULT_REASON` and its prior.
+
+    Args:
+        conn: an open connection (see :func:`open_read_only`).
+        where: the file's path, for error messages.
+
+    Raises:
+        StoreError: naming the file and the table, row or value at fault.
+    """
+    where = Path(where)
+    try:
+        names = _table_names(conn)
+    except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc):
+            raise StoreError(f"{where} is not a SQLite database ({exc})") from exc
+        raise StoreError(f"{where}: the SQLite database is corrupt or truncated ({exc})") from exc
+    missing = [t for t in REQUIRED_TABLES if t not in names]
+    if missing:
+        raise StoreError(f"{where}: not a Signet store: missing tables {', '.join(missing)}")
+    try:
+        version = _migration_version(conn)
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{where}: written by a newer signet_rl (store schema version {version}; "
+                             f"this version reads up to {SCHEMA_VERSION})")
+        frames = {table: _read_table(conn, table, version, where)
+                  for table in TABLES if version >= 1 or table not in _MIGRATED_TABLES}
+        meta: dict[str, Any] = {}
+        if version >= 1:
+            _restore_nulls(conn, frames, where)
+            meta = _read_meta(conn, where)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{where}: the SQLite database is corrupt or truncated ({exc})") from exc
+    try:
+        return KnowledgeGraph(frames, meta=meta)
+    except GraphValidationError as exc:
+        raise StoreError(f"{where}: {exc}") from exc
+
+
+def read_graph(path: str | os.PathLike[str]) -> KnowledgeGraph:
+    """Read a store written by :func:`write_graph` (or any Signet v30 database), read-only.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        StoreError: the file is not a SQLite database, is corrupt, lacks Signet's tables or holds a value
+            the model rejects; the message names the file, the table and the row or value.
+    """
+    with closing(open_read_only(path)) as conn:
+        return read_connection(conn, path)

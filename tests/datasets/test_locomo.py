@@ -1,0 +1,206 @@
+"""The LoCoMo loader: counts read independently from the files, evidence mapping, bad evidence."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from signet_rl.datasets.base import DatasetNotFoundError, data_root
+from signet_rl.datasets.locomo import CATEGORIES, extract_names, load_locomo, parse_evidence
+from signet_rl.datasets.registry import load_dataset
+
+_CANONICAL = re.compile(r"^D\d+:\d+$")
+
+
+@functools.cache
+def _load():
+    return load_locomo(data_root())
+
+
+def _samples(folder: Path) -> list[dict]:
+    out = []
+    for f in sorted(folder.glob("*.json")):
+        data = json.loads(f.read_text(encoding="utf-8"))
+        out.extend(data if isinstance(data, list) else [data])
+    return out
+
+
+@pytest.mark.data
+def test_counts_match_the_files(require_data):
+    folder = require_data("locomo")
+    samples = _samples(folder)
+    ds = load_dataset("locomo")
+    assert ds.name == "locomo"
+    assert sorted(ds.graphs) == sorted(s["sample_id"] for s in samples)
+    assert len(ds.queries) == sum(len(s["qa"]) for s in samples)
+    expected = Counter(CATEGORIES[qa["category"]] for s in samples for qa in s["qa"])
+    assert Counter(ds.truth[q.id].category for q in ds.queries) == expected
+    turns = {s["sample_id"]: sum(len(v) for k, v in s["conversation"].items()
+                                 if re.fullmatch(r"session_\d+", k)) for s in samples}
+    assert {sid: g.num_memories for sid, g in ds.graphs.items()} == turns
+    assert {q.split for q in ds.queries} == {"test"}
+
+
+@pytest.mark.data
+def test_turns_become_ordered_memories_with_speakers(require_data):
+    folder = require_data("locomo")
+    ds = _load()
+    sample = _samples(folder)[0]
+    g = ds.graphs[sample["sample_id"]]
+    conv = sample["conversation"]
+    first = conv["session_1"][0]
+    m = g.memory(f"{sample['sample_id']}:{first['dia_id']}")
+    assert m.source_id == first["dia_id"] and m.source_type == "locomo_turn"
+    assert m.who == first["speaker"] and first["text"] in m.content
+    start = pd.to_datetime(conv["session_1_date_time"], format="%I:%M %p on %d %B, %Y", utc=True)
+    assert m.created_at == start
+    session = g.memories[g.memories["tags"] == "session_1"]
+    assert session["created_at"].is_monotonic_increasing
+    assert session["created_at"].is_unique
+    captioned = next(t for t in conv["session_1"] + conv["session_2"] if t.get("blip_caption"))
+    captioned_id = f"{sample['sample_id']}:{captioned['dia_id']}"
+    assert captioned["blip_caption"] in g.memory(captioned_id).content
+    people = g.entities[g.entities["entity_type"] == "person"]["name"]
+    assert set(people) == {conv["speaker_a"], conv["speaker_b"]}
+    # Every turn mentions its speaker.
+    spoke = g.mentions.merge(g.entities[["id", "name"]], left_on="entity_id", right_on="id")
+    spoke = spoke.merge(g.memories[["id", "who"]], left_on="memory_id", right_on="id")
+    assert set(g.memories["id"]) == set(spoke.loc[spoke["name"] == spoke["who"], "memory_id"])
+    extracted = g.entities[g.entities["entity_type"] == "extracted"]
+    assert len(extracted) > 0 and extracted["name"].is_unique
+
+
+@pytest.mark.data
+def test_observations_and_summaries_are_attributes_with_provenance(require_data):
+    folder = require_data("locomo")
+    ds = _load()
+    for sample in _samples(folder):
+        g = ds.graphs[sample["sample_id"]]
+        n_obs = sum(len(f) for per in sample["observation"].values() for f in per.values())
+        n_sum = len(sample["session_summary"])
+        n_events = sum(len(v) for ev in sample["event_summary"].values()
+                       for k, v in ev.items() if k != "date")
+        assert len(g.attributes) == n_obs + n_sum + n_events
+        assert g.attributes["aspect_id"].notna().all()
+        assert g.attributes["memory_id"].notna().mean() > 0.99
+        owners = g.attribute_entity_ids()
+        assert owners.notna().all()
+
+
+@pytest.mark.data
+def test_evidence_maps_to_turn_memories(require_data):
+    folder = require_data("locomo")
+    ds = _load()
+    checked = 0
+    for s in _samples(folder):
+        g = ds.graphs[s["sample_id"]]
+        last = g.memories["created_at"].max()
+        for i, qa in enumerate(s["qa"]):
+            q_id = f"{s['sample_id']}:q{i}"
+            truth = ds.truth[q_id]
+            ev = qa["evidence"]
+            if all(_CANONICAL.match(e) for e in ev):
+                expected = tuple(dict.fromkeys(
+                    f"{s['sample_id']}:{e}" for e in ev if f"{s['sample_id']}:{e}" in
+                    set(g.memories["id"])))
+                assert truth.needed == expected
+                checked += 1
+            answer = qa.get("answer", qa.get("adversarial_answer"))
+            assert truth.answers == (() if answer is None else (str(answer),))
+        assert all(q.timestamp > last for q in ds.queries if q.graph_id == s["sample_id"])
+    assert checked > 0
+    if "conv-26" in ds.graphs:  # known: "When did Caroline go to the LGBTQ support group?"
+        assert ds.truth["conv-26:q0"].needed == ("conv-26:D1:3",)
+        assert ds.truth["conv-26:q0"].category == "temporal"
+
+
+@pytest.mark.data
+def test_odd_evidence_in_the_files_is_reported(require_data):
+    folder = require_data("locomo")
+    ds = _load()
+    reported = {m.row for m in ds.report.malformed}
+    odd = 0
+    for s in _samples(folder):
+        turn_ids = {t["dia_id"] for k, v in s["conversation"].items()
+                    if re.fullmatch(r"session_\d+", k) for t in v}
+        for i, qa in enumerate(s["qa"]):
+            for e in qa["evidence"]:
+                if not _CANONICAL.match(e) or e not in turn_ids:
+                    odd += 1
+                    assert any(r.startswith(f"{s['sample_id']} qa[{i}] evidence") and
+                               (repr(e) in r or any(repr(x) in r for x in parse_evidence(e)[0]))
+                               for r in reported), (s["sample_id"], i, e)
+    assert odd > 0
+
+
+def test_malformed_evidence_reported_and_recovered(tmp_path):
+    sample = {
+        "sample_id": "tiny-1",
+        "conversation": {
+            "speaker_a": "Ann", "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1",
+                 "text": "Hi Bo! I met Jane Doe at the Louvre."},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "Nice, Ann.", "blip_caption": "a cat"},
+            ],
+            "session_2_date_time": "9:00 am on 9 May, 2023",
+            "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "Back again."}],
+        },
+        "observation": {"session_1_observation": {"Ann": [["Ann met Jane Doe.", "D1:1"]]}},
+        "session_summary": {"session_1_summary": "They talked."},
+        "event_summary": {"events_session_1": {"Ann": ["Ann visits a museum."], "Bo": [],
+                                               "date": "8 May, 2023"}},
+        "qa": [
+            {"question": "Who?", "answer": "Jane Doe", "evidence": ["D1:1; D1:2"], "category": 4},
+            {"question": "Where?", "answer": 2023, "evidence": ["D:2:1", "D"], "category": 2},
+            {"question": "Cat?", "adversarial_answer": "a dog", "evidence": ["D9:9"],
+             "category": 5},
+        ],
+    }
+    (tmp_path / "locomo").mkdir()
+    (tmp_path / "locomo" / "any_name.json").write_text(json.dumps([sample]), encoding="utf-8")
+    ds = load_locomo(tmp_path)
+    assert ds.truth["tiny-1:q0"].needed == ("tiny-1:D1:1", "tiny-1:D1:2")
+    assert ds.truth["tiny-1:q1"].needed == ("tiny-1:D2:1",)
+    assert ds.truth["tiny-1:q1"].answers == ("2023",)
+    assert ds.truth["tiny-1:q2"].needed == () and ds.truth["tiny-1:q2"].answers == ("a dog",)
+    rows = {(m.row, m.problem) for m in ds.report.malformed}
+    assert ("tiny-1 qa[0] evidence 'D1:1; D1:2'", "evidence id written oddly") in rows
+    assert ("tiny-1 qa[1] evidence 'D:2:1'", "evidence id written oddly") in rows
+    assert ("tiny-1 qa[1] evidence 'D'", "unreadable evidence id") in rows
+    assert ("tiny-1 qa[2] evidence 'D9:9'", "evidence id points at no turn") in rows
+    assert all(m.file.endswith("any_name.json") for m in ds.report.malformed)
+    g = ds.graphs["tiny-1"]
+    assert "[shares an image: a cat]" in g.memory("tiny-1:D1:2").content
+    assert g.memory("tiny-1:D2:1").created_at == pd.Timestamp("2023-05-09 09:00", tz="UTC")
+    names = set(g.entities["name"])
+    assert {"Ann", "Bo", "Jane Doe", "Louvre"} <= names
+    obs = g.attributes[g.attributes["content"] == "Ann met Jane Doe."].iloc[0]
+    assert obs["memory_id"] == "tiny-1:D1:1" and obs["aspect_id"] == "person:ann/observations"
+
+
+def test_extract_names_heuristic():
+    assert extract_names("Yesterday I went to the Museum of Modern Art with John.") == [
+        "Museum of Modern Art", "John"]
+    assert extract_names("Paris is lovely. Hey, I'm fine!") == []
+    assert extract_names("We saw Ed Sheeran's show on Friday") == ["Ed Sheeran"]
+
+
+def test_parse_evidence():
+    assert parse_evidence("D8:6; D9:17") == (["D8:6", "D9:17"], True)
+    assert parse_evidence("D:11:26") == (["D11:26"], True)
+    assert parse_evidence("D1:3") == (["D1:3"], False)
+    assert parse_evidence("D") == ([], True)
+
+
+def test_missing_folder_hints_env_var(tmp_path):
+    with pytest.raises(DatasetNotFoundError, match="SIGNET_RL_DATA") as err:
+        load_locomo(tmp_path)
+    assert str(tmp_path / "locomo") in str(err.value)
