@@ -5,16 +5,17 @@ For each synthetic preset (``tiny``, ``small``, ``medium``, ``xl``) a fresh subp
 
 * ``generate``: :func:`signet_rl.datasets.synthetic.generate` (the graph is ``dataset.graph``);
 * ``arrays``: :meth:`signet_rl.graph.arrays.GraphArrays.from_graph`;
-* ``baseline_dict``: the same two-way, score-ordered adjacency as Python dict-of-lists built from the
-  dependency frame (what the CSR replaces), measured in the same run;
-* ``lookup_csr`` / ``lookup_dict``: the best ``--branching`` neighbours of every entity, through each;
+* ``baseline_dict``: the same two-way, score-ordered adjacency as Python dict-of-lists built from
+  the dependency frame (what the CSR replaces), measured in the same run;
+* ``lookup_csr`` / ``lookup_dict``: the best ``--branching`` neighbours of every entity, through the
+  CSR as one frontier (:meth:`GraphArrays.frontier_slots`) and through the dict entity by entity;
 * ``store_write`` / ``store_read``: :func:`~signet_rl.graph.store.write_graph` and
   :func:`~signet_rl.graph.store.read_graph` on a temp file;
 * ``import_pyg``, ``to_pyg``, ``to_hetero``: importing torch_geometric, then the two conversions.
 
-Peak memory is the process's resident-set high-water mark: per stage (reset before each stage through
-``/proc/self/clear_refs`` on Linux, read from ``VmHWM``), and for the whole process. Where the reset is
-not available, stage peaks are the running ``ru_maxrss``.
+Peak memory is the process's resident-set high-water mark: per stage (reset before each stage
+through ``/proc/self/clear_refs`` on Linux, read from ``VmHWM``), and for the whole process. Where
+the reset is not available, stage peaks are the running ``ru_maxrss``.
 
 The ``xl`` target: generate + build the in-memory view in under 60 s and under 4 GiB on 2 cores.
 PASS/MISS is printed, never asserted.
@@ -140,9 +141,9 @@ def measure(meter: PeakMeter, fn: Callable[[], Any]) -> tuple[Any, StageResult]:
 
 
 def dict_adjacency(dependencies: Any) -> dict[str, list[tuple[float, int, int, str]]]:
-    """Entity id -> ``[(-score, edge row, direction key, neighbour id), ...]``, both directions, sorted
-    by confidence × strength descending (ties by edge row, outgoing first): the CSR's content and
-    order as Python objects."""
+    """Entity id -> ``[(-score, edge row, direction key, neighbour id), ...]``, both directions,
+    sorted by confidence × strength descending (ties by edge row, outgoing first): the CSR's content
+    and order as Python objects."""
     adj: dict[str, list[tuple[float, int, int, str]]] = {}
     rows = zip(dependencies["source_entity_id"].tolist(), dependencies["target_entity_id"].tolist(),
                dependencies["confidence"].tolist(), dependencies["strength"].tolist(), strict=True)
@@ -217,10 +218,11 @@ def run_preset(preset: str, seed: int, branching: int) -> dict[str, Any]:
     adj, stages["baseline_dict"] = measure(meter, lambda: dict_adjacency(graph.dependencies))
     seen_csr, stages["lookup_csr"] = measure(meter, lambda: lookup_csr(arrays, branching))
     entity_ids = graph.entities["id"].tolist()
-    seen_dict, stages["lookup_dict"] = measure(meter, lambda: lookup_dict(adj, entity_ids, branching))
+    seen_dict, stages["lookup_dict"] = measure(
+        meter, lambda: lookup_dict(adj, entity_ids, branching))
     if seen_csr != seen_dict:
         raise RuntimeError(f"lookups disagree: CSR saw {seen_csr} neighbours, dict {seen_dict}")
-    del adj
+    adj.clear()  # free the baseline before the next stages
     with tempfile.TemporaryDirectory(prefix="bench_foundation_") as tmp:
         path = Path(tmp) / f"{preset}.db"
         _, stages["store_write"] = measure(meter, lambda: write_graph(graph, path))
@@ -236,7 +238,8 @@ def run_preset(preset: str, seed: int, branching: int) -> dict[str, Any]:
     _, stages["import_pyg"] = measure(meter, import_pyg)
     data, stages["to_pyg"] = measure(meter, arrays.to_pyg)
     hetero, stages["to_hetero"] = measure(meter, arrays.to_hetero)
-    valid = bool(data.validate(raise_on_error=False)) and bool(hetero.validate(raise_on_error=False))
+    valid = bool(data.validate(raise_on_error=False)) and bool(
+        hetero.validate(raise_on_error=False))
 
     arrays_bytes = sum(v.nbytes for v in vars(arrays).values() if hasattr(v, "nbytes"))
     return {
@@ -278,7 +281,8 @@ def _pin(cores: int) -> list[int] | None:
 def spawn(preset: str, seed: int, cores: int, branching: int, timeout: float) -> dict[str, Any]:
     """Run one preset in a fresh interpreter limited to ``cores`` CPUs and threads."""
     env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                "NUMEXPR_NUM_THREADS"):
         env[var] = str(cores)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", preset, "--seed", str(seed),
            "--cores", str(cores), "--branching", str(branching)]
@@ -304,6 +308,12 @@ def target_verdict(result: dict[str, Any]) -> str:
             f"(< {TARGET['peak_gib']:.0f} GiB){note}")
 
 
+def _ratio(result: dict[str, Any], slow: str, fast: str) -> float:
+    """How many times longer stage ``slow`` took than stage ``fast``."""
+    stages = result["stages"]
+    return float(stages[slow]["seconds"]) / max(float(stages[fast]["seconds"]), 1e-9)
+
+
 def print_tables(results: list[dict[str, Any]]) -> None:
     """Stage x preset tables of seconds and peak MiB, then sizes and the target."""
     ok = [r for r in results if "error" not in r]
@@ -311,7 +321,7 @@ def print_tables(results: list[dict[str, Any]]) -> None:
     width = max(11, *(len(n) + 2 for n in names)) if names else 11
 
     def row(label: str, cells: list[str]) -> str:
-        return f"{label:<16}" + "".join(f"{c:>{width}}" for c in cells)
+        return f"{label:<18}" + "".join(f"{c:>{width}}" for c in cells)
 
     print()
     print(row("sizes", names))
@@ -326,12 +336,8 @@ def print_tables(results: list[dict[str, Any]]) -> None:
     print(row("arrays MiB", [f"{r['arrays_nbytes'] / MIB:.1f}" for r in ok]))
     print(row("store MiB", [f"{r['store_bytes'] / MIB:.1f}" for r in ok]))
     print(row("process peak", [f"{r['process_peak_mib']:.0f}" for r in ok]))
-    print(row("dict/arrays build", [
-        f"{r['stages']['baseline_dict']['seconds'] / max(r['stages']['arrays']['seconds'], 1e-9):.1f}x"
-        for r in ok]))
-    print(row("dict/csr lookup", [
-        f"{r['stages']['lookup_dict']['seconds'] / max(r['stages']['lookup_csr']['seconds'], 1e-9):.1f}x"
-        for r in ok]))
+    print(row("dict/arrays build", [f"{_ratio(r, 'baseline_dict', 'arrays'):.1f}x" for r in ok]))
+    print(row("dict/csr lookup", [f"{_ratio(r, 'lookup_dict', 'lookup_csr'):.1f}x" for r in ok]))
     print()
     for r in results:
         if "error" in r:

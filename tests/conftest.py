@@ -15,8 +15,10 @@ def _require(relative: str) -> Path:
     when ``SIGNET_RL_REQUIRE_DATA=1`` (CI points the data root at ../shared/data and sets it)."""
     path = data_root() / relative
     if not path.exists():
-        reason = (f"dataset {relative!r} not found under the data root {data_root()} "
-                  f"(set {DATA_ENV} to the folder holding kg/, locomo/, hipporag/)")
+        reason = (
+            f"dataset {relative!r} not found under the data root {data_root()} "
+            f"(set {DATA_ENV} to the folder holding kg/, locomo/, hipporag/)"
+        )
         if os.environ.get(REQUIRE_DATA_ENV) == "1":
             pytest.fail(reason + f"; {REQUIRE_DATA_ENV}=1 makes this a failure")
         pytest.skip(reason)

@@ -120,8 +120,9 @@ class GroundTruth(Mapping[str, Truth]):
             Like the truths, they are for evaluation and analysis only.
     """
 
-    def __init__(self, truths: Sequence[Truth] = (),
-                 labels: Mapping[str, pd.DataFrame] | None = None) -> None:
+    def __init__(
+        self, truths: Sequence[Truth] = (), labels: Mapping[str, pd.DataFrame] | None = None
+    ) -> None:
         self.labels: dict[str, pd.DataFrame] = dict(labels or {})
         self._by_id = {t.query_id: t for t in truths}
         if len(self._by_id) != len(truths):

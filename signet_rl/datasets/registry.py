@@ -1,13 +1,13 @@
 """One dataset spec grammar for every entry point (``describe``, Hydra's ``dataset=``, ``gymnasium.make``).
 
-    synthetic:<preset>[:seed]   the generated benchmark (presets: tiny, small, medium, xl)
-    kg:<folder>                 a MINERVA-layout KG folder under <data root>/kg (``kg:umls/umls_inv`` works)
-    locomo                      every LoCoMo JSON file under <data root>/locomo
-    musique                     the MuSiQue set with OpenIE triples under <data root>/hipporag
-    signet:<path to .db>        a real Signet store (read-only), graph only, no queries
+synthetic:<preset>[:seed]   the generated benchmark (presets: tiny, small, medium, xl)
+kg:<folder>                 a MINERVA-layout KG folder under <data root>/kg (``kg:umls/umls_inv`` works)
+locomo                      every LoCoMo JSON file under <data root>/locomo
+musique                     the MuSiQue set with OpenIE triples under <data root>/hipporag
+signet:<path to .db>        a real Signet store (read-only), graph only, no queries
 
-    >>> parse_spec("synthetic:small:7")
-    DatasetSpec(kind='synthetic', arg='small', seed=7)
+>>> parse_spec("synthetic:small:7")
+DatasetSpec(kind='synthetic', arg='small', seed=7)
 """
 
 from __future__ import annotations
@@ -45,8 +45,10 @@ def parse_spec(spec: str) -> DatasetSpec:
         raise ValueError(f"empty dataset spec {spec!r}; expected one of: {', '.join(KINDS)}")
     kind, _, rest = spec.strip().partition(":")
     if kind not in KINDS:
-        raise ValueError(f"unknown dataset {spec!r}; expected synthetic:<preset>[:seed], kg:<folder>, "
-                         "locomo, musique or signet:<path>")
+        raise ValueError(
+            f"unknown dataset {spec!r}; expected synthetic:<preset>[:seed], kg:<folder>, "
+            "locomo, musique or signet:<path>"
+        )
     if kind == "synthetic":
         preset, _, seed = rest.partition(":")
         if not preset:
@@ -56,8 +58,10 @@ def parse_spec(spec: str) -> DatasetSpec:
         return DatasetSpec("synthetic", preset, int(seed) if seed else None)
     if kind in ("kg", "signet"):
         if not rest:
-            raise ValueError(f"dataset spec {spec!r} needs an argument, e.g. {kind}:"
-                             + ("kinship" if kind == "kg" else "/path/to/memories.db"))
+            raise ValueError(
+                f"dataset spec {spec!r} needs an argument, e.g. {kind}:"
+                + ("kinship" if kind == "kg" else "/path/to/memories.db")
+            )
         return DatasetSpec(kind, rest)
     if rest:
         raise ValueError(f"dataset spec {spec!r}: {kind} takes no argument")

@@ -112,7 +112,12 @@ class SyntheticConfig:
     chitchat_rate: float = 0.04
     chitchat_deleted: float = 0.3
     intent_mix: tuple[tuple[str, float], ...] = (
-        ("what", 0.3), ("relate", 0.2), ("action", 0.2), ("changed", 0.15), ("none", 0.15))
+        ("what", 0.3),
+        ("relate", 0.2),
+        ("action", 0.2),
+        ("changed", 0.15),
+        ("none", 0.15),
+    )
     multi_hop_share: float = 0.5
     bridge_share: float = 0.15
     split_fractions: tuple[float, float, float] = (0.6, 0.2, 0.2)
@@ -127,12 +132,27 @@ class SyntheticConfig:
             ("days", self.days >= 7, ">= 7"),
             ("domain_weights", len(self.domain_weights) == len(DOMAIN_NAMES), f"{len(DOMAIN_NAMES)} weights"),
             ("split_fractions", abs(sum(self.split_fractions) - 1) < 1e-9, "summing to 1"),
-            ("intent_mix", {k for k, _ in self.intent_mix} <= set(INTENTS)
-             and abs(sum(w for _, w in self.intent_mix) - 1) < 1e-9, f"weights over {INTENTS} summing to 1"),
+            (
+                "intent_mix",
+                {k for k, _ in self.intent_mix} <= set(INTENTS)
+                and abs(sum(w for _, w in self.intent_mix) - 1) < 1e-9,
+                f"weights over {INTENTS} summing to 1",
+            ),
         ]
-        for name in ("constraint_rate", "p_same_community", "p_same_domain", "spurious_rate",
-                     "supersede_rate", "drift_rate", "distractor_rate", "distractor_memory_rate",
-                     "chitchat_rate", "chitchat_deleted", "multi_hop_share", "bridge_share"):
+        for name in (
+            "constraint_rate",
+            "p_same_community",
+            "p_same_domain",
+            "spurious_rate",
+            "supersede_rate",
+            "drift_rate",
+            "distractor_rate",
+            "distractor_memory_rate",
+            "chitchat_rate",
+            "chitchat_deleted",
+            "multi_hop_share",
+            "bridge_share",
+        ):
             checks.append((name, 0.0 <= getattr(self, name) <= 1.0, "in [0, 1]"))
         for name, ok, allowed in checks:
             if not ok:
@@ -148,10 +168,8 @@ class SyntheticConfig:
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {"n_entities": 60, "n_memories": 80, "n_queries": 80, "community_size": 6, "days": 30},
     "small": {"n_entities": 500, "n_memories": 600, "n_queries": 400, "community_size": 25, "days": 120},
-    "medium": {"n_entities": 4000, "n_memories": 4500, "n_queries": 1500, "community_size": 40,
-               "days": 240},
-    "xl": {"n_entities": 43520, "n_memories": 40000, "n_queries": 4000, "community_size": 40,
-           "days": 365},
+    "medium": {"n_entities": 4000, "n_memories": 4500, "n_queries": 1500, "community_size": 40, "days": 240},
+    "xl": {"n_entities": 43520, "n_memories": 40000, "n_queries": 4000, "community_size": 40, "days": 365},
 }
 
 
@@ -184,10 +202,73 @@ def generate(preset: str = "small", seed: int = 0, **overrides: Any) -> Dataset:
 _SLOT = re.compile(r"\{(\w+)\}")
 _TOKEN = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
-    "a an and are as at be by do does for from has have i in is it its me my of on or s the to what "
-    "who why how about know tell remind depend should things needs behind relate relates connects link "
-    "between there handle now need work anything must keep mind changed change new any with this that "
-    "x y is".split())
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "s",
+        "the",
+        "to",
+        "what",
+        "who",
+        "why",
+        "how",
+        "about",
+        "know",
+        "tell",
+        "remind",
+        "depend",
+        "should",
+        "things",
+        "needs",
+        "behind",
+        "relate",
+        "relates",
+        "connects",
+        "link",
+        "between",
+        "there",
+        "handle",
+        "now",
+        "need",
+        "work",
+        "anything",
+        "must",
+        "keep",
+        "mind",
+        "changed",
+        "change",
+        "new",
+        "any",
+        "with",
+        "this",
+        "that",
+        "x",
+        "y",
+        "is",
+    ]
+)
 
 
 def tokens(text: str) -> set[str]:
@@ -209,8 +290,18 @@ class _Facts:
     group: list[int] = field(default_factory=list)  # bridge group or principle id, else -1
     names: list[tuple[int, ...]] = field(default_factory=list)  # entities named in the text
 
-    def add(self, entity: int, aspect: int, kind: int, category: int, content: str, template: str = "",
-            edge: int = -1, group: int = -1, names: tuple[int, ...] = ()) -> int:
+    def add(
+        self,
+        entity: int,
+        aspect: int,
+        kind: int,
+        category: int,
+        content: str,
+        template: str = "",
+        edge: int = -1,
+        group: int = -1,
+        names: tuple[int, ...] = (),
+    ) -> int:
         self.entity.append(entity)
         self.aspect.append(aspect)
         self.kind.append(kind)
@@ -251,8 +342,9 @@ class _Generator:
         n = c.n_entities
         n_comm = max(len(DOMAIN_NAMES), math.ceil(n / c.community_size))
         w = np.asarray(c.domain_weights) / sum(c.domain_weights)
-        comm_domain = np.concatenate([np.arange(len(DOMAIN_NAMES)),
-                                      rng.choice(len(DOMAIN_NAMES), n_comm - len(DOMAIN_NAMES), p=w)])
+        comm_domain = np.concatenate(
+            [np.arange(len(DOMAIN_NAMES)), rng.choice(len(DOMAIN_NAMES), n_comm - len(DOMAIN_NAMES), p=w)]
+        )
         community = np.concatenate([np.arange(n_comm), rng.integers(0, n_comm, n - n_comm)])
         community = np.sort(community)  # entities of a community are contiguous
         domain = comm_domain[community]
@@ -264,8 +356,10 @@ class _Generator:
             etype[idx] = np.asarray(types, dtype=object)[rng.choice(len(types), len(idx), p=p / p.sum())]
         syl = np.asarray(V.SYLLABLES, dtype=object)
         codes = rng.choice(len(syl) ** 3, size=2 * n, replace=False)
-        words = [syl[x // len(syl) ** 2] + syl[(x // len(syl)) % len(syl)] + syl[x % len(syl)]
-                 for x in codes.tolist()]
+        words = [
+            syl[x // len(syl) ** 2] + syl[(x // len(syl)) % len(syl)] + syl[x % len(syl)]
+            for x in codes.tolist()
+        ]
         names = []
         for i in range(n):
             t = etype[i]
@@ -273,8 +367,11 @@ class _Generator:
                 names.append(f"{words[i].capitalize()} {words[n + i].capitalize()}")
             else:
                 suffixes = V.NAME_SUFFIX[t]
-                names.append(f"{words[i]} {suffixes[i % len(suffixes)]}"
-                             if t not in ("system", "tool") else f"{words[i]}-{suffixes[i % len(suffixes)]}")
+                names.append(
+                    f"{words[i]} {suffixes[i % len(suffixes)]}"
+                    if t not in ("system", "tool")
+                    else f"{words[i]}-{suffixes[i % len(suffixes)]}"
+                )
         self.n, self.n_comm = n, n_comm
         self.community, self.domain, self.etype, self.names = community, domain, etype, names
         self.comm_start = np.searchsorted(community, np.arange(n_comm + 1))
@@ -298,8 +395,9 @@ class _Generator:
         rows, slot, weight = rows[order], slot[order], weight[order]
         names_by_domain = [V.DOMAINS[d]["aspects"] for d in DOMAIN_NAMES]
         self.asp_entity = rows
-        self.asp_name = [names_by_domain[d][j] for d, j in zip(self.domain[rows].tolist(), slot.tolist(),
-                                                               strict=True)]
+        self.asp_name = [
+            names_by_domain[d][j] for d, j in zip(self.domain[rows].tolist(), slot.tolist(), strict=True)
+        ]
         self.asp_weight = weight.tolist()
         self.ent_aspects = self._ent_aspects_fast()
 
@@ -334,8 +432,11 @@ class _Generator:
             sel = self.domain[src] == d
             tgt_dom[sel] = members[rng.integers(0, len(members), int(sel.sum()))]
         tgt_any = rng.integers(0, n, len(src))
-        tgt = np.where(u < c.p_same_community, tgt_comm,
-                       np.where(u < c.p_same_community + c.p_same_domain, tgt_dom, tgt_any))
+        tgt = np.where(
+            u < c.p_same_community,
+            tgt_comm,
+            np.where(u < c.p_same_community + c.p_same_domain, tgt_dom, tgt_any),
+        )
         n_true = len(src)
         n_sp = int(round(c.spurious_rate * n_true / max(1e-9, 1 - c.spurious_rate)))
         src = np.concatenate([src, rng.integers(0, n, n_sp)])
@@ -352,10 +453,12 @@ class _Generator:
         st, tt = self.etype[src], self.etype[tgt]
         r = rng.random(len(src))
         dtype[:] = np.where(r < 0.5, "uses", "informs")
-        dtype[np.isin(st, ["system", "tool"])] = np.where(r[np.isin(st, ["system", "tool"])] < 0.6,
-                                                          "uses", "requires")
+        dtype[np.isin(st, ["system", "tool"])] = np.where(
+            r[np.isin(st, ["system", "tool"])] < 0.6, "uses", "requires"
+        )
         dtype[np.isin(st, ["task", "project"])] = np.where(
-            r[np.isin(st, ["task", "project"])] < 0.5, "blocks", "requires")
+            r[np.isin(st, ["task", "project"])] < 0.5, "blocks", "requires"
+        )
         dtype[st == "concept"] = "informs"
         dtype[tt == "person"] = "owned_by"
         # Reasons: informative but imperfect.
@@ -364,8 +467,9 @@ class _Generator:
         rung = np.where(spurious, rng.choice(6, len(src), p=p_spur), rng.choice(6, len(src), p=p_true))
         prior = np.asarray([r.prior for r in LADDER])[rung]
         conf = np.clip(prior + rng.normal(0, 0.05, len(src)), 0.0, 1.0).round(4)
-        strength = np.where(spurious, rng.uniform(0.2, 0.9, len(src)),
-                            rng.uniform(0.3, 1.0, len(src))).round(4)
+        strength = np.where(spurious, rng.uniform(0.2, 0.9, len(src)), rng.uniform(0.3, 1.0, len(src))).round(
+            4
+        )
         self.e_src, self.e_tgt, self.e_type, self.e_spurious = src, tgt, dtype, spurious
         self.e_reason = np.asarray([LADDER[i].value for i in rung], dtype=object)
         self.e_conf, self.e_strength = conf, strength
@@ -418,8 +522,9 @@ class _Generator:
 
     # -- time ---------------------------------------------------------------------------------------
 
-    def session_times(self, domains: np.ndarray, lo: np.ndarray | float = 0.0,
-                      hi: np.ndarray | float | None = None) -> np.ndarray:
+    def session_times(
+        self, domains: np.ndarray, lo: np.ndarray | float = 0.0, hi: np.ndarray | float | None = None
+    ) -> np.ndarray:
         """Seconds since start for sessions of the given domains, with each domain's rhythm, drawn in
         [lo, hi) days (snapped forward to an allowed day and hour, so never before ``lo``)."""
         rng = self.rng
@@ -430,7 +535,7 @@ class _Generator:
         hour_sd = np.asarray([V.DOMAINS[d]["hour"][1] for d in DOMAIN_NAMES])[domains]
         wk = np.asarray([V.DOMAINS[d]["weekday"] for d in DOMAIN_NAMES])[domains]
         want_weekday = rng.random(k) < wk
-        start_dow = pd.Timestamp(self.c.start).dayofweek
+        start_dow = pd.Timestamp(self.c.start).day_of_week
         for _ in range(7):  # walk forward to a day of the wanted kind
             dow = (start_dow + day) % 7
             bad = (dow < 5) != want_weekday
@@ -450,13 +555,16 @@ class _Generator:
         n_facts = len(f.entity)
         ent = np.asarray(f.entity)
         # Updates first (their count sets how many memories the base facts get).
-        candidates = np.flatnonzero((np.asarray(f.category) == REGULAR))
+        candidates = np.flatnonzero(np.asarray(f.category) == REGULAR)
         n_upd = int(round(c.supersede_rate * len(candidates)))
-        n_extra = (int(round(c.distractor_memory_rate * self.n)) + int(round(c.chitchat_rate * c.n_memories)))
+        n_extra = int(round(c.distractor_memory_rate * self.n)) + int(round(c.chitchat_rate * c.n_memories))
         n_base = max(1, min(n_facts, c.n_memories - n_upd - n_extra))
         order = np.lexsort((rng.random(n_facts), ent, self.community[ent]))
-        cuts = np.sort(rng.choice(np.arange(1, n_facts), size=n_base - 1, replace=False)) if n_base > 1 \
+        cuts = (
+            np.sort(rng.choice(np.arange(1, n_facts), size=n_base - 1, replace=False))
+            if n_base > 1
             else np.array([], dtype=np.int64)
+        )
         chunk_of_sorted = np.zeros(n_facts, dtype=np.int64)
         chunk_of_sorted[cuts] = 1
         chunk_of_sorted = np.cumsum(chunk_of_sorted)
@@ -486,8 +594,11 @@ class _Generator:
         drift_facts: set[int] = set()
         if c.drift:
             mid = c.days / 2
-            prefs = [i for i in candidates.tolist()
-                     if self.asp_name[f.aspect[i]] in V.PREFERENCE_ASPECTS and fact_time[i] < mid * DAY]
+            prefs = [
+                i
+                for i in candidates.tolist()
+                if self.asp_name[f.aspect[i]] in V.PREFERENCE_ASPECTS and fact_time[i] < mid * DAY
+            ]
             k = int(round(c.drift_rate * len(prefs)))
             drift_facts = set(rng.choice(prefs, size=k, replace=False).tolist()) if k else set()
             upd = np.union1d(upd, np.fromiter(drift_facts, dtype=np.int64))
@@ -495,7 +606,7 @@ class _Generator:
         t_old = fact_time[upd] / DAY
         lo_day = t_old + rng.exponential(c.days / 6, len(upd))
         late = lo_day >= c.days  # keep every update inside the timeline
-        lo_day[late] = rng.uniform(t_old[late], c.days)
+        lo_day[late] = rng.uniform(np.minimum(t_old[late], c.days - 1), c.days)
         drifted = np.isin(upd, np.fromiter(drift_facts, dtype=np.int64))
         lo_day[drifted] = c.days / 2
         t_new_all = self.session_times(self.domain[ent[upd]], lo_day, np.minimum(lo_day + 3, c.days))
@@ -533,8 +644,9 @@ class _Generator:
         dist_time = self.session_times(self.domain[hosts]) if len(hosts) else np.array([])
         n_chit = int(round(c.chitchat_rate * c.n_memories))
         for i in range(n_chit):
-            mem_content.append(V.CHITCHAT_MEMORIES[i % len(V.CHITCHAT_MEMORIES)]
-                               + f" (session {int(rng.integers(1, 999))})")
+            mem_content.append(
+                V.CHITCHAT_MEMORIES[i % len(V.CHITCHAT_MEMORIES)] + f" (session {int(rng.integers(1, 999))})"
+            )
             mem_mentions.append([])
             mem_kind.append("chitchat")
         chit_time = self.session_times(rng.choice(len(DOMAIN_NAMES), n_chit)) if n_chit else np.array([])
@@ -553,8 +665,9 @@ class _Generator:
     # -- tables -------------------------------------------------------------------------------------
 
     def ts(self, seconds: np.ndarray) -> pd.Series:
-        return pd.Series(pd.to_datetime(self.t0 + np.asarray(seconds, dtype=np.float64), unit="s",
-                                        utc=True)).astype("datetime64[ms, UTC]")
+        return pd.Series(
+            pd.to_datetime(self.t0 + np.asarray(seconds, dtype=np.float64), unit="s", utc=True)
+        ).astype("datetime64[ms, UTC]")
 
     def graph(self) -> KnowledgeGraph:
         c, rng, f = self.c, self.rng, self.f
@@ -567,8 +680,14 @@ class _Generator:
         fact = pd.DataFrame({"mem": self.fact_mem, "imp": 0.0})
         kind = np.asarray(f.kind)
         cat = np.asarray(f.category)
-        imp = np.clip(rng.beta(2.0, 3.0, n_facts) + 0.25 * kind - 0.15 * (cat == DISTRACTOR)
-                      + 0.1 * np.asarray(self.asp_weight)[np.asarray(f.aspect)], 0.0, 1.0).round(4)
+        imp = np.clip(
+            rng.beta(2.0, 3.0, n_facts)
+            + 0.25 * kind
+            - 0.15 * (cat == DISTRACTOR)
+            + 0.1 * np.asarray(self.asp_weight)[np.asarray(f.aspect)],
+            0.0,
+            1.0,
+        ).round(4)
         fact["imp"] = imp
         mem_imp = fact.groupby("mem")["imp"].mean().reindex(range(n_mem))
         mem_imp = mem_imp.fillna(pd.Series(rng.uniform(0.1, 0.5, n_mem))).round(4).to_numpy()
@@ -578,73 +697,123 @@ class _Generator:
             deleted[rng.choice(chit, size=int(round(c.chitchat_deleted * len(chit))), replace=False)] = True
         mem_time = self.mem_time
         del_time = np.where(deleted, mem_time + DAY, np.nan)
-        memories = pd.DataFrame({
-            "id": self.mem_ids, "type": np.where(np.asarray(self.mem_kind) == "chitchat", "chitchat", "fact"),
-            "content": self.mem_content, "importance": mem_imp, "source_type": "synthetic-session",
-            "created_at": self.ts(mem_time), "updated_at": self.ts(mem_time),
-            "is_deleted": deleted,
-            "deleted_at": pd.Series(pd.to_datetime(self.t0 + del_time, unit="s", utc=True)),
-        })
+        memories = pd.DataFrame(
+            {
+                "id": self.mem_ids,
+                "type": np.where(np.asarray(self.mem_kind) == "chitchat", "chitchat", "fact"),
+                "content": self.mem_content,
+                "importance": mem_imp,
+                "source_type": "synthetic-session",
+                "created_at": self.ts(mem_time),
+                "updated_at": self.ts(mem_time),
+                "is_deleted": deleted,
+                "deleted_at": pd.Series(pd.to_datetime(self.t0 + del_time, unit="s", utc=True)),
+            }
+        )
         ment_m = np.repeat(np.arange(n_mem), [len(x) for x in self.mem_mentions])
         ment_e = np.fromiter((e for x in self.mem_mentions for e in x), dtype=np.int64, count=len(ment_m))
-        mentions = pd.DataFrame({
-            "memory_id": np.asarray(self.mem_ids, dtype=object)[ment_m],
-            "entity_id": np.asarray(self.ent_ids, dtype=object)[ment_e],
-            "mention_text": np.asarray(self.names, dtype=object)[ment_e],
-            "confidence": 1.0, "created_at": self.ts(mem_time[ment_m]),
-        })
+        mentions = pd.DataFrame(
+            {
+                "memory_id": np.asarray(self.mem_ids, dtype=object)[ment_m],
+                "entity_id": np.asarray(self.ent_ids, dtype=object)[ment_e],
+                "mention_text": np.asarray(self.names, dtype=object)[ment_e],
+                "confidence": 1.0,
+                "created_at": self.ts(mem_time[ment_m]),
+            }
+        )
         live = ~deleted[ment_m]
         first_seen = pd.Series(mem_time[ment_m][live]).groupby(ment_e[live]).min()
         ent_time = first_seen.reindex(range(self.n)).fillna(0.0).to_numpy()
         n_mentions = np.bincount(ment_e[live], minlength=self.n)
-        entities = pd.DataFrame({
-            "id": self.ent_ids, "name": self.names, "entity_type": self.etype.astype(object),
-            "canonical_name": [s.lower() for s in self.names], "mentions": n_mentions,
-            "created_at": self.ts(ent_time), "updated_at": self.ts(ent_time),
-        })
+        entities = pd.DataFrame(
+            {
+                "id": self.ent_ids,
+                "name": self.names,
+                "entity_type": self.etype.astype(object),
+                "canonical_name": [s.lower() for s in self.names],
+                "mentions": n_mentions,
+                "created_at": self.ts(ent_time),
+                "updated_at": self.ts(ent_time),
+            }
+        )
         asp_of_fact = np.asarray(f.aspect)
         asp_time = pd.Series(self.fact_time).groupby(asp_of_fact).min().reindex(range(n_asp)).fillna(0.0)
-        aspects = pd.DataFrame({
-            "id": self.asp_ids, "entity_id": np.asarray(self.ent_ids, dtype=object)[self.asp_entity],
-            "name": self.asp_name, "canonical_name": self.asp_name, "weight": self.asp_weight,
-            "created_at": self.ts(asp_time.to_numpy()), "updated_at": self.ts(asp_time.to_numpy()),
-        })
+        aspects = pd.DataFrame(
+            {
+                "id": self.asp_ids,
+                "entity_id": np.asarray(self.ent_ids, dtype=object)[self.asp_entity],
+                "name": self.asp_name,
+                "canonical_name": self.asp_name,
+                "weight": self.asp_weight,
+                "created_at": self.ts(asp_time.to_numpy()),
+                "updated_at": self.ts(asp_time.to_numpy()),
+            }
+        )
         succ = self.succ
         has_succ = succ >= 0
         updated = np.where(has_succ, self.fact_time[np.maximum(succ, 0)], self.fact_time)
-        attributes = pd.DataFrame({
-            "id": self.att_ids, "aspect_id": np.asarray(self.asp_ids, dtype=object)[asp_of_fact],
-            "memory_id": np.asarray(self.mem_ids, dtype=object)[self.fact_mem],
-            "kind": np.where(kind == 1, "constraint", "attribute"), "content": f.content,
-            "normalized_content": [s.lower() for s in f.content],
-            "confidence": np.clip(rng.normal(0.8, 0.1, n_facts), 0, 1).round(4), "importance": imp,
-            "status": np.where(has_succ, "superseded", "active"),
-            "superseded_by": pd.Series(np.asarray(self.att_ids, dtype=object)[np.maximum(succ, 0)]).where(
-                has_succ, None),
-            "created_at": self.ts(self.fact_time), "updated_at": self.ts(updated),
-        })
-        dependencies = pd.DataFrame({
-            "id": self.dep_ids, "source_entity_id": np.asarray(self.ent_ids, dtype=object)[self.e_src],
-            "target_entity_id": np.asarray(self.ent_ids, dtype=object)[self.e_tgt],
-            "aspect_id": pd.Series(np.asarray(self.asp_ids, dtype=object)[np.maximum(self.e_aspect, 0)]).where(
-                self.e_aspect >= 0, None),
-            "dependency_type": self.e_type, "strength": self.e_strength, "confidence": self.e_conf,
-            "reason": self.e_reason, "created_at": self.ts(self.e_time), "updated_at": self.ts(self.e_time),
-        })
+        attributes = pd.DataFrame(
+            {
+                "id": self.att_ids,
+                "aspect_id": np.asarray(self.asp_ids, dtype=object)[asp_of_fact],
+                "memory_id": np.asarray(self.mem_ids, dtype=object)[self.fact_mem],
+                "kind": np.where(kind == 1, "constraint", "attribute"),
+                "content": f.content,
+                "normalized_content": [s.lower() for s in f.content],
+                "confidence": np.clip(rng.normal(0.8, 0.1, n_facts), 0, 1).round(4),
+                "importance": imp,
+                "status": np.where(has_succ, "superseded", "active"),
+                "superseded_by": pd.Series(np.asarray(self.att_ids, dtype=object)[np.maximum(succ, 0)]).where(
+                    has_succ, None
+                ),
+                "created_at": self.ts(self.fact_time),
+                "updated_at": self.ts(updated),
+            }
+        )
+        dependencies = pd.DataFrame(
+            {
+                "id": self.dep_ids,
+                "source_entity_id": np.asarray(self.ent_ids, dtype=object)[self.e_src],
+                "target_entity_id": np.asarray(self.ent_ids, dtype=object)[self.e_tgt],
+                "aspect_id": pd.Series(
+                    np.asarray(self.asp_ids, dtype=object)[np.maximum(self.e_aspect, 0)]
+                ).where(self.e_aspect >= 0, None),
+                "dependency_type": self.e_type,
+                "strength": self.e_strength,
+                "confidence": self.e_conf,
+                "reason": self.e_reason,
+                "created_at": self.ts(self.e_time),
+                "updated_at": self.ts(self.e_time),
+            }
+        )
         cold_idx = np.flatnonzero(deleted)
-        memories_cold = pd.DataFrame({
-            "archive_id": [f"cold-{i:06d}" for i in range(len(cold_idx))],
-            "memory_id": np.asarray(self.mem_ids, dtype=object)[cold_idx],
-            "type": "chitchat", "content": np.asarray(self.mem_content, dtype=object)[cold_idx],
-            "importance": mem_imp[cold_idx], "original_created_at": self.ts(mem_time[cold_idx]),
-            "archived_at": self.ts(del_time[cold_idx]), "archived_reason": "deleted",
-        })
+        memories_cold = pd.DataFrame(
+            {
+                "archive_id": [f"cold-{i:06d}" for i in range(len(cold_idx))],
+                "memory_id": np.asarray(self.mem_ids, dtype=object)[cold_idx],
+                "type": "chitchat",
+                "content": np.asarray(self.mem_content, dtype=object)[cold_idx],
+                "importance": mem_imp[cold_idx],
+                "original_created_at": self.ts(mem_time[cold_idx]),
+                "archived_at": self.ts(del_time[cold_idx]),
+                "archived_reason": "deleted",
+            }
+        )
         self.imp = imp
         return KnowledgeGraph.from_frames(
-            memories=memories, entities=entities, aspects=aspects, attributes=attributes,
-            dependencies=dependencies, mentions=mentions, memories_cold=memories_cold,
-            meta={"dataset": f"synthetic:{c.preset}:{self.seed}", "generator": "synthetic",
-                  "config_hash": self.hash})
+            memories=memories,
+            entities=entities,
+            aspects=aspects,
+            attributes=attributes,
+            dependencies=dependencies,
+            mentions=mentions,
+            memories_cold=memories_cold,
+            meta={
+                "dataset": f"synthetic:{c.preset}:{self.seed}",
+                "generator": "synthetic",
+                "config_hash": self.hash,
+            },
+        )
 
     # -- queries ------------------------------------------------------------------------------------
 
@@ -660,11 +829,11 @@ class _Generator:
         self.pred = pred
         order = np.argsort(self.a_aspect, kind="stable")
         bounds = np.searchsorted(self.a_aspect[order], np.arange(len(self.asp_name) + 1))
-        self.aspect_facts = [order[bounds[a]:bounds[a + 1]] for a in range(len(self.asp_name))]
+        self.aspect_facts = [order[bounds[a] : bounds[a + 1]] for a in range(len(self.asp_name))]
         true = np.flatnonzero(~self.e_spurious)
         order = true[np.argsort(self.e_src[true], kind="stable")]
         bounds = np.searchsorted(self.e_src[order], np.arange(self.n + 1))
-        self.out_true = [order[bounds[i]:bounds[i + 1]] for i in range(self.n)]
+        self.out_true = [order[bounds[i] : bounds[i + 1]] for i in range(self.n)]
         self.edge_link = np.full(len(self.e_src), -1)
         link = np.flatnonzero(self.a_edge >= 0)
         self.edge_link[self.a_edge[link]] = link
@@ -700,25 +869,41 @@ class _Generator:
         lo = min(after / DAY + gap, self.c.days + 7)
         return float(self.session_times(self.domain[[entity]], lo, lo + 1)[0])
 
-    def pick(self, pool: np.ndarray) -> int:
-        return int(pool[int(self.rng.integers(len(pool)))])
+    def pick(self, pool: np.ndarray, by_importance: bool = False) -> int:
+        """A random fact of ``pool``; important facts are asked about more often when ``by_importance``."""
+        if not by_importance:
+            return int(pool[int(self.rng.integers(len(pool)))])
+        cum = np.cumsum(self.imp[pool] ** 2)
+        return int(pool[min(len(pool) - 1, int(np.searchsorted(cum, self.rng.random() * cum[-1])))])
 
     def one_query(self, intent: str) -> dict[str, Any] | None:
         rng, c = self.rng, self.c
         tpl = V.QUERIES
         multi = rng.random() < c.multi_hop_share
         if intent == "none":
-            t = float(self.session_times(rng.choice(len(DOMAIN_NAMES), 1), 1.0)[0])
+            a = self.pick(self.regular)  # chit-chat happens in the same sessions as real questions
+            t = self.query_time(int(self.a_entity[a]), self.fact_time[a])
             text = tpl["none"][int(rng.integers(len(tpl["none"])))]
-            return {"text": text, "t": t, "needed": [], "misleading": [], "category": "none", "hops": None,
-                    "x": -1, "y": -1}
+            return {
+                "text": text,
+                "t": t,
+                "needed": [],
+                "misleading": [],
+                "category": "none",
+                "hops": None,
+                "x": -1,
+                "y": -1,
+            }
         if intent == "what" and not multi:
-            a = self.pick(self.regular)
+            a = self.pick(self.regular, by_importance=True)
             x, asp = int(self.a_entity[a]), int(self.a_aspect[a])
             t = self.query_time(x, self.fact_time[a])
             needed = self.latest(self.aspect_facts[asp], t)
-            text = self.fill(tpl["what"][int(rng.integers(len(tpl["what"])))], x=self.names[x],
-                             aspect=self.aspect_words(asp))
+            text = self.fill(
+                tpl["what"][int(rng.integers(len(tpl["what"])))],
+                x=self.names[x],
+                aspect=self.aspect_words(asp),
+            )
             return {"text": text, "t": t, "needed": needed, "category": "hop0", "hops": 0, "x": x, "y": -1}
         if intent == "what":
             a = self.pick(self.links_uses)
@@ -747,8 +932,9 @@ class _Generator:
                 t = self.query_time(x, self.fact_time[a])
                 path = [e]
                 if multi:
-                    nxt = [e2 for e2 in self.out_true[y].tolist()
-                           if self.e_time[e2] <= t and self.e_tgt[e2] != x]
+                    nxt = [
+                        e2 for e2 in self.out_true[y].tolist() if self.e_time[e2] <= t and self.e_tgt[e2] != x
+                    ]
                     direct = set(self.e_tgt[self.out_true[x]].tolist())
                     nxt = [e2 for e2 in nxt if int(self.e_tgt[e2]) not in direct]
                     if not nxt:
@@ -761,11 +947,19 @@ class _Generator:
             if rng.random() < 0.5:
                 x, y = y, x
             text = tpl["relate"][int(rng.integers(len(tpl["relate"])))].format(
-                x=self.names[x], y=self.names[y])
-            return {"text": text, "t": t, "needed": needed, "category": category, "hops": hops,
-                    "x": x, "y": y}
+                x=self.names[x], y=self.names[y]
+            )
+            return {
+                "text": text,
+                "t": t,
+                "needed": needed,
+                "category": category,
+                "hops": hops,
+                "x": x,
+                "y": y,
+            }
         if intent == "action":
-            a = self.pick(self.action_anchor)
+            a = self.pick(self.action_anchor, by_importance=True)
             x = int(self.a_entity[a])
             t = self.query_time(x, self.fact_time[a])
             needed = []
@@ -783,18 +977,31 @@ class _Generator:
                         needed += [b for b in self.latest(self.aspect_facts[asp], t) if self.a_kind[b] == 1]
                         hops = 1
             text = tpl["action"][int(rng.integers(len(tpl["action"])))].format(x=self.names[x])
-            return {"text": text, "t": t, "needed": needed, "category": f"hop{hops}", "hops": hops,
-                    "x": x, "y": -1}
+            return {
+                "text": text,
+                "t": t,
+                "needed": needed,
+                "category": f"hop{hops}",
+                "hops": hops,
+                "x": x,
+                "y": -1,
+            }
         # changed
         if not len(self.updates):
             return None
         a = self.pick(self.updates)
         x, asp = int(self.a_entity[a]), int(self.a_aspect[a])
         t = self.query_time(x, self.fact_time[a])
-        needed = [b for b in self.latest(self.aspect_facts[asp], t)
-                  if self.pred[b] >= 0 and self.fact_time[self.pred[b]] <= t]
-        text = self.fill(tpl["changed"][int(rng.integers(len(tpl["changed"])))], x=self.names[x],
-                         aspect=self.aspect_words(asp))
+        needed = [
+            b
+            for b in self.latest(self.aspect_facts[asp], t)
+            if self.pred[b] >= 0 and self.fact_time[self.pred[b]] <= t
+        ]
+        text = self.fill(
+            tpl["changed"][int(rng.integers(len(tpl["changed"])))],
+            x=self.names[x],
+            aspect=self.aspect_words(asp),
+        )
         return {"text": text, "t": t, "needed": needed, "category": "hop0", "hops": 0, "x": x, "y": -1}
 
     def queries(self) -> tuple[list[Query], list[Truth], pd.DataFrame]:
@@ -805,8 +1012,9 @@ class _Generator:
         uses = np.isin(self.e_type[np.maximum(self.a_edge, 0)], ["uses", "requires"])
         self.links_uses = np.flatnonzero((self.a_cat == LINK) & uses)
         proc_asp = np.asarray([n in V.PROCEDURAL_ASPECTS for n in self.asp_name])
-        self.action_anchor = np.flatnonzero((self.a_cat != DISTRACTOR)
-                                            & ((self.a_kind == 1) | proc_asp[self.a_aspect]))
+        self.action_anchor = np.flatnonzero(
+            (self.a_cat != DISTRACTOR) & ((self.a_kind == 1) | proc_asp[self.a_aspect])
+        )
         self.updates = np.flatnonzero(self.pred >= 0)
         self.ent_aspects_all = [[] for _ in range(self.n)]
         for a, e in enumerate(self.asp_entity.tolist()):
@@ -826,8 +1034,10 @@ class _Generator:
             q["misleading"] = self.stale(q["needed"], q["t"]) if intent != "none" else []
             rows.append(q)
         if len(rows) < c.n_queries:
-            raise RuntimeError(f"synthetic:{c.preset}: could only generate {len(rows)} of {c.n_queries} "
-                               "queries; the graph is too small for the requested mix")
+            raise RuntimeError(
+                f"synthetic:{c.preset}: could only generate {len(rows)} of {c.n_queries} "
+                "queries; the graph is too small for the requested mix"
+            )
         rows.sort(key=lambda r: r["t"])
         n = len(rows)
         cut1 = int(round(c.split_fractions[0] * n))
@@ -837,18 +1047,34 @@ class _Generator:
         for i, r in enumerate(rows):
             qid = f"q-{i:05d}"
             split = "train" if i < cut1 else "validation" if i < cut2 else "test"
-            queries.append(Query(id=qid, text=r["text"], graph_id="main", split=split,
-                                 timestamp=times.iat[i]))
+            queries.append(
+                Query(id=qid, text=r["text"], graph_id="main", split=split, timestamp=times.iat[i])
+            )
             flat = None
             if r["needed"]:
                 qt = tokens(r["text"])
-                flat = all(bool(qt & (tokens(self.f.content[a]) | self.memory_tokens(a))) for a in r["needed"])
-            truths.append(Truth(
-                query_id=qid, needed=tuple(self.att_ids[a] for a in r["needed"]), needed_kind="attribute",
-                misleading=tuple(self.att_ids[a] for a in r["misleading"]), intent=r["intent"],
-                category=r["category"], hops=r["hops"], flat_solvable=flat))
-            focus.append({"query_id": qid, "x": self.ent_ids[r["x"]] if r["x"] >= 0 else None,
-                          "y": self.ent_ids[r["y"]] if r["y"] >= 0 else None})
+                flat = all(
+                    bool(qt & (tokens(self.f.content[a]) | self.memory_tokens(a))) for a in r["needed"]
+                )
+            truths.append(
+                Truth(
+                    query_id=qid,
+                    needed=tuple(self.att_ids[a] for a in r["needed"]),
+                    needed_kind="attribute",
+                    misleading=tuple(self.att_ids[a] for a in r["misleading"]),
+                    intent=r["intent"],
+                    category=r["category"],
+                    hops=r["hops"],
+                    flat_solvable=flat,
+                )
+            )
+            focus.append(
+                {
+                    "query_id": qid,
+                    "x": self.ent_ids[r["x"]] if r["x"] >= 0 else None,
+                    "y": self.ent_ids[r["y"]] if r["y"] >= 0 else None,
+                }
+            )
         return queries, truths, pd.DataFrame(focus)
 
     def memory_tokens(self, a: int) -> set[str]:
@@ -863,14 +1089,25 @@ class _Generator:
         f = self.f
         group = np.asarray(f.group)
         return {
-            "entities": pd.DataFrame({"entity_id": self.ent_ids, "domain": np.asarray(DOMAIN_NAMES)[self.domain],
-                                      "community": self.community}),
-            "attributes": pd.DataFrame({
-                "attribute_id": self.att_ids, "category": np.asarray(FACT_CATEGORIES)[self.a_cat],
-                "bridge_group": np.where(self.a_cat == BRIDGE, group, -1),
-                "principle": [self.principle_names[g] if cat == PRINCIPLE else None
-                              for g, cat in zip(group.tolist(), self.a_cat.tolist(), strict=True)],
-                "edge": [self.dep_ids[e] if e >= 0 else None for e in self.a_edge.tolist()]}),
+            "entities": pd.DataFrame(
+                {
+                    "entity_id": self.ent_ids,
+                    "domain": np.asarray(DOMAIN_NAMES)[self.domain],
+                    "community": self.community,
+                }
+            ),
+            "attributes": pd.DataFrame(
+                {
+                    "attribute_id": self.att_ids,
+                    "category": np.asarray(FACT_CATEGORIES)[self.a_cat],
+                    "bridge_group": np.where(self.a_cat == BRIDGE, group, -1),
+                    "principle": [
+                        self.principle_names[g] if cat == PRINCIPLE else None
+                        for g, cat in zip(group.tolist(), self.a_cat.tolist(), strict=True)
+                    ],
+                    "edge": [self.dep_ids[e] if e >= 0 else None for e in self.a_edge.tolist()],
+                }
+            ),
             "dependencies": pd.DataFrame({"dependency_id": self.dep_ids, "spurious": self.e_spurious}),
             "memories": pd.DataFrame({"memory_id": self.mem_ids, "kind": self.mem_kind}),
         }
@@ -889,15 +1126,24 @@ class _Generator:
         labels = self.labels()
         labels["queries"] = focus
         name = f"synthetic:{self.c.preset}:{self.seed}"
-        return Dataset(name=name, graphs={"main": graph}, queries=queries,
-                       truth=GroundTruth(truths, labels=labels), report=LoadReport(),
-                       meta={"generator": "synthetic", "config": self.c.to_dict(), "config_hash": self.hash,
-                             "seed": self.seed})
+        return Dataset(
+            name=name,
+            graphs={"main": graph},
+            queries=queries,
+            truth=GroundTruth(truths, labels=labels),
+            report=LoadReport(),
+            meta={
+                "generator": "synthetic",
+                "config": self.c.to_dict(),
+                "config_hash": self.hash,
+                "seed": self.seed,
+            },
+        )
 
     def _ent_aspects_fast(self) -> list[np.ndarray]:
         order = np.lexsort((-np.asarray(self.asp_weight), self.asp_entity))
         bounds = np.searchsorted(self.asp_entity[order], np.arange(self.n + 1))
-        return [order[bounds[i]:bounds[i + 1]] for i in range(self.n)]
+        return [order[bounds[i] : bounds[i + 1]] for i in range(self.n)]
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -976,11 +1222,20 @@ def signal_auc(dataset: Dataset, max_queries: int = 500, seed: int = 0) -> dict[
 def describe_mix(dataset: Dataset) -> Mapping[str, Any]:
     """Per intent and category: query counts and the share whose needed facts flat retrieval can see."""
     rows = [dataset.truth[q.id] for q in dataset.queries]
-    df = pd.DataFrame({"intent": [t.intent for t in rows], "category": [t.category for t in rows],
-                       "flat": [t.flat_solvable for t in rows], "needed": [len(t.needed) for t in rows]})
+    df = pd.DataFrame(
+        {
+            "intent": [t.intent for t in rows],
+            "category": [t.category for t in rows],
+            "flat": [t.flat_solvable for t in rows],
+            "needed": [len(t.needed) for t in rows],
+        }
+    )
     out: dict[str, Any] = {}
     for (intent, cat), grp in df.groupby(["intent", "category"]):
         flat = grp["flat"].dropna()
-        out[f"{intent}/{cat}"] = {"queries": len(grp), "mean_needed": round(float(grp["needed"].mean()), 2),
-                                  "flat_solvable": round(float(flat.mean()), 3) if len(flat) else None}
+        out[f"{intent}/{cat}"] = {
+            "queries": len(grp),
+            "mean_needed": round(float(grp["needed"].mean()), 2),
+            "flat_solvable": round(float(flat.mean()), 3) if len(flat) else None,
+        }
     return out

@@ -70,7 +70,14 @@ class EntityType:
     PRINCIPLE = "principle"  # signet_rl's addition
 
     SIGNET: ClassVar[tuple[str, ...]] = (
-        "person", "project", "system", "tool", "concept", "skill", "task", "unknown",
+        "person",
+        "project",
+        "system",
+        "tool",
+        "concept",
+        "skill",
+        "task",
+        "unknown",
     )
 
 
@@ -221,9 +228,13 @@ TABLES: dict[str, tuple[Column, ...]] = {
 }
 
 _KEYS: dict[str, tuple[str, ...]] = {
-    name: (("memory_id", "entity_id") if name == "memory_entity_mentions"
-           else ("community_id", "entity_id") if name == "community_members"
-           else (cols[0].name,))
+    name: (
+        ("memory_id", "entity_id")
+        if name == "memory_entity_mentions"
+        else ("community_id", "entity_id")
+        if name == "community_members"
+        else (cols[0].name,)
+    )
     for name, cols in TABLES.items()
 }
 
@@ -452,8 +463,17 @@ class CommunityMember:
 
 _RECORD_TYPES: dict[str, type] = {
     cls.TABLE: cls  # type: ignore[attr-defined]
-    for cls in (Memory, Entity, Aspect, Attribute, Dependency, Mention, ColdMemory, Community,
-                CommunityMember)
+    for cls in (
+        Memory,
+        Entity,
+        Aspect,
+        Attribute,
+        Dependency,
+        Mention,
+        ColdMemory,
+        Community,
+        CommunityMember,
+    )
 }
 
 
@@ -502,8 +522,12 @@ class KnowledgeGraph:
     communities: pd.DataFrame
     community_members: pd.DataFrame
 
-    def __init__(self, tables: Mapping[str, pd.DataFrame | None] | None = None,
-                 meta: Mapping[str, Any] | None = None, validate: bool = True) -> None:
+    def __init__(
+        self,
+        tables: Mapping[str, pd.DataFrame | None] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        validate: bool = True,
+    ) -> None:
         tables = dict(tables or {})
         unknown = set(tables) - set(TABLES)
         if unknown:
@@ -518,8 +542,9 @@ class KnowledgeGraph:
     # -- construction -------------------------------------------------------------------------------
 
     @classmethod
-    def from_frames(cls, *, meta: Mapping[str, Any] | None = None, validate: bool = True,
-                    **frames: pd.DataFrame | None) -> KnowledgeGraph:
+    def from_frames(
+        cls, *, meta: Mapping[str, Any] | None = None, validate: bool = True, **frames: pd.DataFrame | None
+    ) -> KnowledgeGraph:
         """Build from frames keyed by short name (``entities=``, ``aspects=``, ``attributes=``, ...) or by
         Signet table name. Missing optional columns take their defaults."""
         by_attr = {v: k for k, v in _ATTR.items()}
@@ -527,8 +552,9 @@ class KnowledgeGraph:
         return cls(tables, meta=meta, validate=validate)
 
     @classmethod
-    def from_records(cls, *, meta: Mapping[str, Any] | None = None, validate: bool = True,
-                     **records: Iterable[Any]) -> KnowledgeGraph:
+    def from_records(
+        cls, *, meta: Mapping[str, Any] | None = None, validate: bool = True, **records: Iterable[Any]
+    ) -> KnowledgeGraph:
         """Build from typed records keyed by short table name, e.g. ``entities=[Entity(...)]``."""
         by_attr = {v: k for k, v in _ATTR.items()}
         frames = {}
@@ -607,8 +633,12 @@ class KnowledgeGraph:
     def attribute_entity_ids(self) -> pd.Series:
         """The entity each attribute belongs to (through its aspect), None for unclassified ones."""
         owner = self.aspects.set_index("id")["entity_id"]
-        return self.attributes["aspect_id"].map(owner).astype(object).where(
-            self.attributes["aspect_id"].notna(), None)
+        return (
+            self.attributes["aspect_id"]
+            .map(owner)
+            .astype(object)
+            .where(self.attributes["aspect_id"].notna(), None)
+        )
 
     # -- checks -------------------------------------------------------------------------------------
 
@@ -624,13 +654,14 @@ class KnowledgeGraph:
             if dup.any():
                 row = frame.loc[dup.idxmax(), list(keys)].tolist()
                 raise GraphValidationError(f"{table}: duplicate key {row}")
-        ids = {t: set(self.table(t)["id"]) for t in ("memories", "entities", "entity_aspects",
-                                                      "entity_attributes", "communities")}
+        ids = {
+            t: set(self.table(t)["id"])
+            for t in ("memories", "entities", "entity_aspects", "entity_attributes", "communities")
+        }
         self._check_refs("entity_aspects", "entity_id", ids["entities"], "entities")
         self._check_refs("entity_attributes", "aspect_id", ids["entity_aspects"], "entity_aspects")
         self._check_refs("entity_attributes", "memory_id", ids["memories"], "memories")
-        self._check_refs("entity_attributes", "superseded_by", ids["entity_attributes"],
-                         "entity_attributes")
+        self._check_refs("entity_attributes", "superseded_by", ids["entity_attributes"], "entity_attributes")
         self._check_refs("entity_dependencies", "source_entity_id", ids["entities"], "entities")
         self._check_refs("entity_dependencies", "target_entity_id", ids["entities"], "entities")
         self._check_refs("entity_dependencies", "aspect_id", ids["entity_aspects"], "entity_aspects")
@@ -641,9 +672,14 @@ class KnowledgeGraph:
         self._check_enum("entity_attributes", "kind", {k.value for k in AttributeKind})
         self._check_enum("entity_attributes", "status", {s.value for s in AttributeStatus})
         self._check_enum("entity_dependencies", "reason", {r.value for r in LADDER})
-        for table, column in (("entity_dependencies", "confidence"), ("entity_dependencies", "strength"),
-                              ("entity_aspects", "weight"), ("entity_attributes", "importance"),
-                              ("entity_attributes", "confidence"), ("memories", "importance")):
+        for table, column in (
+            ("entity_dependencies", "confidence"),
+            ("entity_dependencies", "strength"),
+            ("entity_aspects", "weight"),
+            ("entity_attributes", "importance"),
+            ("entity_attributes", "confidence"),
+            ("memories", "importance"),
+        ):
             self._check_unit(table, column)
 
     def _key_of(self, table: str, pos: int) -> str:
@@ -658,7 +694,8 @@ class KnowledgeGraph:
             pos = int(np.flatnonzero(bad.to_numpy())[0])
             raise GraphValidationError(
                 f"{table} row {self._key_of(table, pos)!r}: {column} {values.iat[pos]!r} does not exist "
-                f"in {target} ({int(bad.sum())} such rows)")
+                f"in {target} ({int(bad.sum())} such rows)"
+            )
 
     def _check_enum(self, table: str, column: str, allowed: set[str]) -> None:
         values = self.table(table)[column]
@@ -667,7 +704,8 @@ class KnowledgeGraph:
             pos = int(np.flatnonzero(bad.to_numpy())[0])
             raise GraphValidationError(
                 f"{table} row {self._key_of(table, pos)!r}: unknown {column} {values.iat[pos]!r}; "
-                f"expected one of: {', '.join(sorted(allowed))}")
+                f"expected one of: {', '.join(sorted(allowed))}"
+            )
 
     def _check_unit(self, table: str, column: str) -> None:
         values = self.table(table)[column].to_numpy(dtype=np.float64)
@@ -676,7 +714,8 @@ class KnowledgeGraph:
             pos = int(np.flatnonzero(bad)[0])
             raise GraphValidationError(
                 f"{table} row {self._key_of(table, pos)!r}: {column} {float(values[pos])!r} is not a number "
-                f"in [0, 1]")
+                f"in [0, 1]"
+            )
 
     # -- comparison ---------------------------------------------------------------------------------
 

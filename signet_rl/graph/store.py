@@ -1,12 +1,12 @@
 """The SQLite store: a :class:`~signet_rl.graph.model.KnowledgeGraph` in Signet's own tables.
 
-A store file holds Signet's tables with Signet's column names, types, defaults and NOT NULLs (``memories``,
-``entities``, ``entity_aspects``, ``entity_attributes``, ``entity_dependencies``,
+A store file holds Signet's tables with Signet's column names, types, defaults and NOT NULLs
+(``memories``, ``entities``, ``entity_aspects``, ``entity_attributes``, ``entity_dependencies``,
 ``memory_entity_mentions``, ``memories_cold``, and the FTS5 index ``memories_fts`` kept up to date by
 Signet's three triggers), so Signet's own queries (``bm25(memories_fts)``, ...) run on it unchanged.
-signet_rl's additions are :data:`MIGRATIONS` applied on top and recorded in ``signet_rl_migrations``; they add
-tables and columns, never rename Signet's. :func:`apply_migrations` upgrades a copy of a real Signet store in
-place the same way.
+signet_rl's additions are :data:`MIGRATIONS` applied on top and recorded in ``signet_rl_migrations``;
+they add tables and columns, never rename Signet's. :func:`apply_migrations` upgrades a copy of a real
+Signet store in place the same way.
 
     >>> from signet_rl.graph.model import Entity, KnowledgeGraph
     >>> g = KnowledgeGraph.from_records(entities=[Entity(id="e1", name="signet")])
@@ -14,14 +14,14 @@ place the same way.
     True
 
 Writing is all or nothing (a temp file beside the target, one transaction, then :func:`os.replace`);
-reading opens the file read-only and never changes it, its ``-wal`` or its ``-journal``. Timestamps are
-written as Signet's JavaScript writes them (``2024-05-01T12:00:00.000Z``); reading also accepts SQLite's
-``datetime('now')`` format. Booleans are 0/1.
+reading opens the file read-only and never changes it, nor creates a ``-wal`` or ``-journal`` beside it.
+Timestamps are written as Signet's JavaScript writes them (``2024-05-01T12:00:00.000Z``); reading also
+accepts SQLite's ``datetime('now')`` format. Booleans are 0/1.
 
 Columns that are optional in the model but NOT NULL in Signet (``updated_at``, an aspect's
-``canonical_name``, an attribute's ``normalized_content``) are written with the value Signet would have put
-there (``created_at``; the lower-cased name or content) and the rows that had none are listed in
-``signet_rl_nulls``, so a round trip gives back ``None`` exactly.
+``canonical_name``, an attribute's ``normalized_content``) are written with the value Signet would have
+put there (``created_at``; the lower-cased name or content) and the ids of the rows that had none are
+listed in ``signet_rl_nulls``, so a round trip gives ``None`` back exactly.
 """
 
 from __future__ import annotations
@@ -63,12 +63,12 @@ __all__ = [
 
 
 class StoreError(Exception):
-    """A store file cannot be read or written: the message names the file, the table and the row or value."""
+    """A store cannot be read or written: the message names the file, the table and the row or value."""
 
 
-# ----------------------------------------------------------------------------------------------------
-# Signet's schema (v30), for the tables signet_rl models. Copied from Signet's migrations; column order,
-# types, defaults and NOT NULLs are Signet's.
+# --------------------------------------------------------------------------------------------------
+# Signet's schema (v30), for the tables signet_rl models, copied from Signet's migrations: column
+# order, types, defaults and NOT NULLs are Signet's.
 
 SIGNET_TABLES: dict[str, str] = {
     "memories": """
@@ -202,25 +202,34 @@ SIGNET_TABLES: dict[str, str] = {
             original_row_json TEXT
         )""",
     "memories_fts": (
-        "CREATE VIRTUAL TABLE memories_fts USING fts5(content, content=memories, content_rowid=rowid)"
+        "CREATE VIRTUAL TABLE memories_fts USING fts5(content, content=memories, "
+        "content_rowid=rowid)"
     ),
 }
 
-#: Signet's triggers keeping ``memories_fts`` in step with ``memories``.
+#: Signet's triggers keeping ``memories_fts`` in step with ``memories`` (created after the bulk load,
+#: which indexes all rows at once with FTS5's ``rebuild``: five times faster than row by row).
 SIGNET_TRIGGERS: tuple[str, ...] = (
-    """CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
-        INSERT INTO memories_fts(memories_fts, rowid, content) VALUES('delete', old.rowid, old.content);
-    END""",
-    """CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
-        INSERT INTO memories_fts(rowid, content) VALUES (new.rowid, new.content);
-    END""",
-    """CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
-        INSERT INTO memories_fts(memories_fts, rowid, content) VALUES('delete', old.rowid, old.content);
-        INSERT INTO memories_fts(rowid, content) VALUES (new.rowid, new.content);
-    END""",
+    """CREATE TRIGGER memories_ad
+        AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content)
+            VALUES('delete', old.rowid, old.content);
+        END""",
+    """CREATE TRIGGER memories_ai
+        AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, content)
+            VALUES (new.rowid, new.content);
+        END""",
+    """CREATE TRIGGER memories_au
+        AFTER UPDATE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content)
+            VALUES('delete', old.rowid, old.content);
+            INSERT INTO memories_fts(rowid, content)
+            VALUES (new.rowid, new.content);
+        END""",
 )
 
-#: Signet's indexes on those tables (created after the rows are in: faster than keeping them up to date).
+#: Signet's indexes on those tables (created after the rows are in: faster than growing them).
 SIGNET_INDEXES: tuple[str, ...] = (
     "CREATE INDEX idx_cold_agent ON memories_cold(agent_id)",
     "CREATE INDEX idx_cold_archived_at ON memories_cold(archived_at)",
@@ -262,7 +271,7 @@ REQUIRED_TABLES: tuple[str, ...] = (
 )
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # signet_rl's migrations on top of Signet's schema. Append new ones; never edit an applied one.
 
 
@@ -278,8 +287,8 @@ class Migration:
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "dependency confidence and reason; communities; graph meta", (
-        # Defaults are the ladder's default reason and its prior (confidence.DEFAULT_REASON), so rows that
-        # Signet itself writes after the upgrade read as what they are: single-memory edges.
+        # The defaults are confidence.DEFAULT_REASON and its prior, so existing rows of an upgraded
+        # Signet store, and rows Signet writes after the upgrade, read as single-memory edges.
         "ALTER TABLE entity_dependencies ADD COLUMN confidence REAL DEFAULT 0.7",
         "ALTER TABLE entity_dependencies ADD COLUMN reason TEXT DEFAULT 'single-memory'",
         """CREATE TABLE communities (
@@ -318,15 +327,18 @@ _MIGRATIONS_DDL = """CREATE TABLE IF NOT EXISTS signet_rl_migrations (
 #: Tables that exist only after migration 1.
 _MIGRATED_TABLES: frozenset[str] = frozenset({"communities", "community_members"})
 #: Columns that exist only after migration 1.
-_MIGRATED_COLUMNS: dict[str, frozenset[str]] = {"entity_dependencies": frozenset({"confidence", "reason"})}
+_MIGRATED_COLUMNS: dict[str, frozenset[str]] = {
+    "entity_dependencies": frozenset({"confidence", "reason"}),
+}
 
 
 def _canonical(values: pd.Series) -> pd.Series:
-    """Signet-style normal form of a name or text: trimmed, lower case, runs of spaces as one."""
-    return values.astype(str).str.strip().str.lower().str.replace(r"\s+", " ", regex=True)
+    """Signet-style normal form of a name or text: lower case, runs of white space as one space."""
+    return pd.Series([" ".join(str(v).lower().split()) for v in values], index=values.index,
+                     dtype=object)
 
 
-#: (table, column) optional in the model but NOT NULL in Signet -> the value written in place of None.
+#: (table, column) optional in the model but NOT NULL in Signet -> what is written in place of None.
 _FILLS: dict[tuple[str, str], Callable[[pd.DataFrame], pd.Series]] = {
     ("memories", "updated_at"): lambda f: f["created_at"],
     ("entities", "updated_at"): lambda f: f["created_at"],
@@ -343,7 +355,8 @@ def _now_iso() -> str:
 
 
 def _table_names(conn: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+    return {r[0] for r in rows}
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
@@ -357,11 +370,13 @@ def _migration_version(conn: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
-def apply_migrations(conn: sqlite3.Connection, where: str | os.PathLike[str] = "store") -> list[int]:
+def apply_migrations(conn: sqlite3.Connection,
+                     where: str | os.PathLike[str] = "store") -> list[int]:
     """Bring a store (or a plain Signet v30 database) up to :data:`SCHEMA_VERSION`.
 
-    Idempotent: migrations already recorded in ``signet_rl_migrations`` are skipped. Each migration runs
-    inside a savepoint, so it applies completely or not at all (and nests inside a caller's transaction).
+    Idempotent: migrations already recorded in ``signet_rl_migrations`` are skipped. Each migration
+    runs inside a savepoint, so it applies completely or not at all (and nests inside a caller's
+    transaction). Upgrade a *copy* of a Signet store, not the one its daemon is using.
 
     Args:
         conn: a writable connection.
@@ -378,8 +393,8 @@ def apply_migrations(conn: sqlite3.Connection, where: str | os.PathLike[str] = "
         raise StoreError(f"{where}: not a Signet store: missing tables {', '.join(missing)}")
     current = _migration_version(conn)
     if current > SCHEMA_VERSION:
-        raise StoreError(f"{where}: written by a newer signet_rl (store schema version {current}; this "
-                         f"version knows up to {SCHEMA_VERSION})")
+        raise StoreError(f"{where}: written by a newer signet_rl (store schema version {current}; "
+                         f"this version knows up to {SCHEMA_VERSION})")
     applied = []
     for migration in MIGRATIONS:
         if migration.version <= current:
@@ -389,8 +404,8 @@ def apply_migrations(conn: sqlite3.Connection, where: str | os.PathLike[str] = "
             conn.execute(_MIGRATIONS_DDL)
             for statement in migration.statements:
                 conn.execute(statement)
-            conn.execute("INSERT INTO signet_rl_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                         (migration.version, migration.name, _now_iso()))
+            conn.execute("INSERT INTO signet_rl_migrations (version, name, applied_at) "
+                         "VALUES (?, ?, ?)", (migration.version, migration.name, _now_iso()))
         except BaseException:
             conn.execute("ROLLBACK TO signet_rl_migrate")
             conn.execute("RELEASE signet_rl_migrate")
@@ -400,7 +415,7 @@ def apply_migrations(conn: sqlite3.Connection, where: str | os.PathLike[str] = "
     return applied
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Writing
 
 
@@ -432,8 +447,9 @@ def _rows(table: str, frame: pd.DataFrame) -> list[tuple[Any, ...]]:
     return list(zip(*columns, strict=True))
 
 
-def _fill_not_null(table: str, frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str]]]:
-    """Fill the model's None in Signet's NOT NULL columns; return the frame and the ids that were None."""
+def _fill_not_null(table: str,
+                   frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """Fill the model's None in Signet's NOT NULL columns; return the frame and the ids of those rows."""
     nulls: dict[str, list[str]] = {}
     for (t, column), fill in _FILLS.items():
         if t != table:
@@ -457,8 +473,8 @@ def _check_signet_unique(graph: KnowledgeGraph, aspects: pd.DataFrame, where: Pa
             first = rows.iloc[0]
             same = rows[(rows[keys] == first[keys]).all(axis=1)]["id"].tolist()
             value = first[keys].tolist() if len(keys) > 1 else first[keys[0]]
-            raise StoreError(f"{where}: {table} rows {same} share {'/'.join(keys)} {value!r}; Signet "
-                             f"requires it to be unique")
+            raise StoreError(f"{where}: {table} rows {same} share {'/'.join(keys)} {value!r}; "
+                             f"Signet requires it to be unique")
 
 
 def _meta_rows(meta: dict[str, Any], where: Path) -> list[tuple[str, str]]:
@@ -471,11 +487,13 @@ def _meta_rows(meta: dict[str, Any], where: Path) -> list[tuple[str, str]]:
     return rows
 
 
-def write_graph(graph: KnowledgeGraph, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+def write_graph(graph: KnowledgeGraph, path: str | os.PathLike[str], *,
+                overwrite: bool = False) -> Path:
     """Write ``graph`` to a SQLite store at ``path``, all or nothing.
 
-    The store is built in a temp file next to ``path`` inside one transaction and moved into place with
-    :func:`os.replace`; on any failure the old file (if any) is untouched and the temp file is removed.
+    The store is built in a temp file next to ``path`` inside one transaction and moved into place
+    with :func:`os.replace`; on any failure the old file (if any) is untouched and the temp file is
+    removed.
 
     Args:
         graph: the graph; it is validated first.
@@ -557,7 +575,7 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Reading
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -566,10 +584,10 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 def open_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
     """Open a store or a real Signet database so that nothing on disk changes.
 
-    The file is opened with ``mode=ro``. When it has no ``-wal`` or ``-journal`` beside it (no writer is
-    active and nothing needs recovering), it is also opened ``immutable=1``: otherwise SQLite would create a
-    ``-wal`` and ``-shm`` for a WAL-mode file (as Signet's are) even for a read-only connection. When a
-    ``-wal`` exists (Signet's daemon is running), the plain read-only connection reads through it.
+    The file is opened with ``mode=ro``. When it has no ``-wal`` or ``-journal`` beside it (no writer
+    is active and nothing needs recovering), it is also opened ``immutable=1``: otherwise SQLite creates
+    a ``-wal`` and ``-shm`` for a WAL-mode file (as Signet's are) even on a read-only connection. When
+    a ``-wal`` exists (Signet's daemon is running), the read-only connection reads through it.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
@@ -684,12 +702,12 @@ def _read_meta(conn: sqlite3.Connection, where: Path) -> dict[str, Any]:
 
 
 def read_connection(conn: sqlite3.Connection, where: str | os.PathLike[str]) -> KnowledgeGraph:
-    """Read a graph from an open store or Signet database (the one reader behind :func:`read_graph` and
-    :func:`~signet_rl.graph.signet_import.import_signet`).
+    """Read a graph from an open store or Signet database: the one reader behind :func:`read_graph`
+    and :func:`~signet_rl.graph.signet_import.import_signet`.
 
-    A store with signet_rl's migration has dependency ``confidence`` and ``reason``, communities and meta;
-    a plain Signet database has none, and every dependency gets :data:`~signet_rl.graph.confidence.
-    DEFAULT_REASON` and its prior.
+    A store with signet_rl's migration has dependency ``confidence`` and ``reason``, communities and
+    meta; a plain Signet database has none, and every dependency gets
+    :data:`~signet_rl.graph.confidence.DEFAULT_REASON` and its prior.
 
     Args:
         conn: an open connection (see :func:`open_read_only`).
@@ -711,8 +729,8 @@ def read_connection(conn: sqlite3.Connection, where: str | os.PathLike[str]) -> 
     try:
         version = _migration_version(conn)
         if version > SCHEMA_VERSION:
-            raise StoreError(f"{where}: written by a newer signet_rl (store schema version {version}; "
-                             f"this version reads up to {SCHEMA_VERSION})")
+            raise StoreError(f"{where}: written by a newer signet_rl (store schema version "
+                             f"{version}; this version reads up to {SCHEMA_VERSION})")
         frames = {table: _read_table(conn, table, version, where)
                   for table in TABLES if version >= 1 or table not in _MIGRATED_TABLES}
         meta: dict[str, Any] = {}
@@ -732,8 +750,8 @@ def read_graph(path: str | os.PathLike[str]) -> KnowledgeGraph:
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
-        StoreError: the file is not a SQLite database, is corrupt, lacks Signet's tables or holds a value
-            the model rejects; the message names the file, the table and the row or value.
+        StoreError: the file is not a SQLite database, is corrupt, lacks Signet's tables or holds a
+            value the model rejects; the message names the file, the table and the row or value.
     """
     with closing(open_read_only(path)) as conn:
         return read_connection(conn, path)

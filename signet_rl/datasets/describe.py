@@ -1,0 +1,145 @@
+"""What is in a dataset: counts by type, reason, intent and split, malformed rows, and for the synthetic
+benchmark its config hash, query mix and how informative the cheap signals are on their own."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pandas as pd
+
+from signet_rl.datasets.base import SPLITS, Dataset
+
+__all__ = ["describe", "format_description"]
+
+
+def _count(values: pd.Series) -> dict[str, int]:
+    return {str(k): int(v) for k, v in values.value_counts(dropna=False).sort_index().items()}
+
+
+def _merge(counters: list[dict[str, int]]) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for c in counters:
+        total.update(c)
+    return dict(sorted(total.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def describe(dataset: Dataset, signals: bool = True) -> dict[str, Any]:
+    """Counts for every graph of ``dataset`` (summed over graphs), its queries and its load report.
+
+    Args:
+        signals: also compute the cheap-signal AUCs of a generated benchmark (a few seconds at ``xl``).
+    """
+    gs = list(dataset.graphs.values())
+    attrs = [g.attributes for g in gs]
+    deps = [g.dependencies for g in gs]
+    out: dict[str, Any] = {
+        "name": dataset.name,
+        "graphs": len(gs),
+        "entities": sum(g.num_entities for g in gs),
+        "entities_by_type": _merge([_count(g.entities["entity_type"]) for g in gs]),
+        "aspects": sum(len(g.aspects) for g in gs),
+        "attributes": sum(len(a) for a in attrs),
+        "attributes_by_kind": _merge([_count(a["kind"]) for a in attrs]),
+        "attributes_by_status": _merge([_count(a["status"]) for a in attrs]),
+        "constraints": sum(int((a["kind"] == "constraint").sum()) for a in attrs),
+        "superseded_attributes": sum(int((a["status"] == "superseded").sum()) for a in attrs),
+        "unclassified_attributes": sum(int(a["aspect_id"].isna().sum()) for a in attrs),
+        "dependencies": sum(len(d) for d in deps),
+        "dependencies_by_type": _merge([_count(d["dependency_type"]) for d in deps]),
+        "dependencies_by_reason": _merge([_count(d["reason"]) for d in deps]),
+        "memories": sum(g.num_memories for g in gs),
+        "deleted_memories": sum(int(g.memories["is_deleted"].sum()) for g in gs),
+        "mentions": sum(len(g.mentions) for g in gs),
+        "cold_tier": sum(len(g.memories_cold) for g in gs),
+        "communities": sum(len(g.communities) for g in gs),
+    }
+    truth = dataset.truth
+    rows = [(q.split, truth[q.id].intent or "-", truth[q.id].category or "-") for q in dataset.queries]
+    qdf = pd.DataFrame(rows, columns=["split", "intent", "category"])
+    out["queries"] = len(qdf)
+    out["queries_by_split"] = {s: int((qdf["split"] == s).sum()) for s in SPLITS}
+    out["queries_by_intent_and_split"] = (
+        {intent: {s: int((grp["split"] == s).sum()) for s in SPLITS} for intent, grp in qdf.groupby("intent")}
+        if len(qdf)
+        else {}
+    )
+    if len(qdf) and (qdf["category"] != "-").any():
+        out["queries_by_category"] = _count(qdf["category"])
+    out["malformed"] = dataset.report.to_dict()
+    if dataset.meta.get("generator") == "synthetic":
+        from signet_rl.datasets.synthetic import describe_mix, signal_auc
+
+        out["config_hash"] = dataset.meta["config_hash"]
+        out["config"] = dataset.meta["config"]
+        out["query_mix"] = dict(describe_mix(dataset))
+        if signals:
+            auc = signal_auc(dataset)
+            out["signal_auc"] = auc
+            out["too_easy_signals"] = [
+                k for k, v in auc.items() if k != "spurious_edge_confidence" and v >= 0.9
+            ]
+    return out
+
+
+def _block(title: str, counts: dict[str, int], limit: int = 15) -> list[str]:
+    lines = [f"{title}:"]
+    items = list(counts.items())
+    for k, v in items[:limit]:
+        lines.append(f"  {k:<32} {v:>10,}")
+    if len(items) > limit:
+        rest = sum(v for _, v in items[limit:])
+        lines.append(f"  ... {len(items) - limit} more types{'':<16} {rest:>10,}")
+    return lines
+
+
+def format_description(d: dict[str, Any]) -> str:
+    """The text ``python -m signet_rl.datasets describe`` prints."""
+    lines = [f"dataset {d['name']}" + (f"  ({d['graphs']} graphs)" if d["graphs"] > 1 else "")]
+    if "config_hash" in d:
+        lines.append(f"generator config hash {d['config_hash']}")
+    for key in (
+        "entities",
+        "aspects",
+        "attributes",
+        "constraints",
+        "superseded_attributes",
+        "unclassified_attributes",
+        "dependencies",
+        "memories",
+        "deleted_memories",
+        "mentions",
+        "cold_tier",
+        "communities",
+        "queries",
+    ):
+        lines.append(f"{key.replace('_', ' '):<34} {d[key]:>10,}")
+    lines += _block("entities by type", d["entities_by_type"])
+    lines += _block("attributes by status", d["attributes_by_status"])
+    lines += _block("dependencies by type", d["dependencies_by_type"])
+    lines += _block("dependencies by reason", d["dependencies_by_reason"])
+    lines.append("queries by split:  " + "  ".join(f"{k} {v:,}" for k, v in d["queries_by_split"].items()))
+    if d["queries_by_intent_and_split"]:
+        lines.append(f"queries by intent: {'':<16}" + "".join(f"{s:>12}" for s in SPLITS))
+        for intent, per in d["queries_by_intent_and_split"].items():
+            lines.append(f"  {intent:<32}" + "".join(f"{per[s]:>12,}" for s in SPLITS))
+    if "queries_by_category" in d:
+        lines += _block("queries by category", d["queries_by_category"])
+    if "query_mix" in d:
+        lines.append("query mix (intent/category: queries, mean needed, share flat-solvable):")
+        for k, v in d["query_mix"].items():
+            flat = "-" if v["flat_solvable"] is None else f"{v['flat_solvable']:.2f}"
+            lines.append(f"  {k:<32} {v['queries']:>6,} {v['mean_needed']:>6.2f} {flat:>6}")
+    if "signal_auc" in d:
+        lines.append("AUC of cheap signals alone (0.5 = no signal; near 1 = benchmark too easy):")
+        for k, v in d["signal_auc"].items():
+            lines.append(f"  {k:<32} {v:>10.3f}")
+        if d["too_easy_signals"]:
+            lines.append(f"  WARNING: {', '.join(d['too_easy_signals'])} alone nearly solve the task")
+    m = d["malformed"]
+    lines.append(f"malformed rows: {m['malformed_total']:,}")
+    for problem, n in m["malformed_by_problem"].items():
+        lines.append(f"  {problem:<60} {n:>6,}")
+    for ex in m["malformed_examples"][:5]:
+        lines.append(f"  e.g. {ex['file']} {ex['row']}: {ex['problem']} ({ex['action']})")
+    return "\n".join(lines)
