@@ -441,7 +441,7 @@ def _rows(table: str, frame: pd.DataFrame) -> list[tuple[Any, ...]]:
         elif kind in ("bool", "int"):
             columns.append(values.to_numpy(dtype=np.int64).tolist())
         elif kind == "float":
-            columns.append(values.to_numpy(dtype=np.float64).tolist())  # NaN is stored as NULL
+            columns.append(values.to_numpy(dtype=np.float64).tolist())  # SQLite stores NaN as NULL
         else:
             columns.append(values.to_numpy(dtype=object).tolist())
     return list(zip(*columns, strict=True))
@@ -449,7 +449,7 @@ def _rows(table: str, frame: pd.DataFrame) -> list[tuple[Any, ...]]:
 
 def _fill_not_null(table: str,
                    frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str]]]:
-    """Fill the model's None in Signet's NOT NULL columns; return the frame and the ids of those rows."""
+    """Fill the model's None in Signet's NOT NULL columns; return the frame and those rows' ids."""
     nulls: dict[str, list[str]] = {}
     for (t, column), fill in _FILLS.items():
         if t != table:
@@ -457,14 +457,14 @@ def _fill_not_null(table: str,
         missing = frame[column].isna()
         if missing.any():
             if not nulls:
-                frame = frame.copy()  # the graph's frames are never edited in place
+                frame = frame.copy()  # the graph's own frames are never edited
             frame[column] = frame[column].where(~missing, fill(frame))
             nulls[column] = frame.loc[missing, "id"].tolist()
     return frame, nulls
 
 
 def _check_signet_unique(graph: KnowledgeGraph, aspects: pd.DataFrame, where: Path) -> None:
-    """Signet's UNIQUE constraints the model does not enforce, with errors that name the rows."""
+    """Signet's UNIQUE constraints that the model does not check, with errors naming the rows."""
     for table, frame, keys in (("entities", graph.entities, ["name"]),
                                ("entity_aspects", aspects, ["entity_id", "canonical_name"])):
         dup = frame.duplicated(keys, keep=False)
@@ -526,27 +526,30 @@ def write_graph(graph: KnowledgeGraph, path: str | os.PathLike[str], *,
     meta_rows = _meta_rows(graph.meta, path)
 
     tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-    table = "schema"
+    step = "the schema"
     try:
         with closing(sqlite3.connect(tmp, isolation_level=None)) as conn:
             conn.execute("PRAGMA journal_mode=MEMORY")  # the temp file is the rollback: no -journal
             conn.execute("PRAGMA synchronous=OFF")  # fsync'd once below, before the rename
+            conn.execute("PRAGMA cache_size=-262144")  # 256 MiB while loading
             conn.execute("BEGIN")
-            for ddl in (*SIGNET_TABLES.values(), *SIGNET_TRIGGERS):
+            for ddl in SIGNET_TABLES.values():
                 conn.execute(ddl)
             apply_migrations(conn, path)
             for table, frame in frames.items():
+                step = f"table {table}"
                 cols = [c.name for c in TABLES[table]]
                 sql = (f"INSERT INTO {table} ({', '.join(cols)}) "
                        f"VALUES ({', '.join('?' * len(cols))})")
                 conn.executemany(sql, _rows(table, frame))
-            table = "signet_rl_nulls"
+            step = "table signet_rl_nulls"
             conn.executemany("INSERT INTO signet_rl_nulls VALUES (?, ?, ?)",
                              [(t, c, json.dumps(ids)) for (t, c), ids in nulls.items()])
-            table = "signet_rl_meta"
+            step = "table signet_rl_meta"
             conn.executemany("INSERT INTO signet_rl_meta (key, value) VALUES (?, ?)", meta_rows)
-            table = "indexes"
-            for ddl in SIGNET_INDEXES:
+            step = "the full-text index and indexes"
+            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES('rebuild')")
+            for ddl in (*SIGNET_TRIGGERS, *SIGNET_INDEXES):
                 conn.execute(ddl)
             conn.execute("COMMIT")
         with open(tmp, "rb+") as fh:
@@ -555,7 +558,7 @@ def write_graph(graph: KnowledgeGraph, path: str | os.PathLike[str], *,
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
         if isinstance(exc, sqlite3.Error):
-            raise StoreError(f"{path}: writing {table} failed: {exc}") from exc
+            raise StoreError(f"{path}: writing {step} failed: {exc}") from exc
         raise
     _fsync_dir(path.parent)
     return path
@@ -584,10 +587,11 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 def open_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
     """Open a store or a real Signet database so that nothing on disk changes.
 
-    The file is opened with ``mode=ro``. When it has no ``-wal`` or ``-journal`` beside it (no writer
-    is active and nothing needs recovering), it is also opened ``immutable=1``: otherwise SQLite creates
-    a ``-wal`` and ``-shm`` for a WAL-mode file (as Signet's are) even on a read-only connection. When
-    a ``-wal`` exists (Signet's daemon is running), the read-only connection reads through it.
+    The file is opened with ``mode=ro``. When it has no ``-wal`` or ``-journal`` beside it (no
+    writer is active and nothing needs recovering), it is also opened ``immutable=1``: otherwise
+    SQLite creates a ``-wal`` and ``-shm`` for a WAL-mode file (as Signet's are) even on a read-only
+    connection. When a ``-wal`` exists (Signet's daemon is running), the read-only connection reads
+    through it.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
@@ -601,11 +605,13 @@ def open_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
     with open(path, "rb") as fh:
         header = fh.read(len(_SQLITE_MAGIC))
     if header != _SQLITE_MAGIC:
-        what = "the file is empty" if not header else f"it starts with {header[:16]!r}"
+        what = "the file is empty" if not header else f"it starts with {header!r}"
         raise StoreError(f"{path} is not a SQLite database ({what})")
     live = any(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-journal"))
     uri = path.resolve().as_uri() + ("?mode=ro" if live else "?mode=ro&immutable=1")
-    return sqlite3.connect(uri, uri=True)
+    conn = sqlite3.connect(uri, uri=True)
+    conn.execute("PRAGMA cache_size=-262144")
+    return conn
 
 
 def store_versions(conn: sqlite3.Connection) -> dict[str, int | None]:
@@ -618,7 +624,15 @@ def store_versions(conn: sqlite3.Connection) -> dict[str, int | None]:
     return {"signet": signet, "signet_rl": _migration_version(conn)}
 
 
+def _key(table: str, frame: pd.DataFrame, pos: int) -> str:
+    keys = (("memory_id", "entity_id") if table == "memory_entity_mentions"
+            else ("community_id", "entity_id") if table == "community_members"
+            else (TABLES[table][0].name,))
+    return "/".join(str(frame[k].iat[pos]) for k in keys)
+
+
 def _parse_times(table: str, column: str, frame: pd.DataFrame, where: Path) -> pd.Series:
+    """Parse a timestamp column (fast path for ISO-8601, which covers both Signet formats)."""
     values = frame[column]
     try:
         return pd.to_datetime(values, format="ISO8601", utc=True)
@@ -627,66 +641,80 @@ def _parse_times(table: str, column: str, frame: pd.DataFrame, where: Path) -> p
     try:
         return to_timestamp(values)
     except (ValueError, TypeError, OverflowError):
-        parsed = pd.Series([pd.to_datetime(v, utc=True, errors="coerce") if isinstance(v, str) else v
-                            for v in values], dtype=object)
-        bad = values.notna() & parsed.isna()
-        pos = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
-        raise StoreError(f"{where}: {table} row {_key(table, frame, pos)!r}: {column} "
-                         f"{values.iat[pos]!r} is not a timestamp") from None
+        for pos, value in enumerate(values):
+            try:
+                to_timestamp([value])
+            except (ValueError, TypeError, OverflowError):
+                raise StoreError(f"{where}: {table} row {_key(table, frame, pos)!r}: {column} "
+                                 f"{value!r} is not a timestamp") from None
+        raise
 
 
-def _key(table: str, frame: pd.DataFrame, pos: int) -> str:
-    keys = ("memory_id", "entity_id") if table == "memory_entity_mentions" else (
-        ("community_id", "entity_id") if table == "community_members" else (TABLES[table][0].name,))
-    return "/".join(str(frame[k].iat[pos]) for k in keys)
+def _column_array(values: tuple[Any, ...], kind: str) -> np.ndarray:
+    """One fetched column as a numpy array: float64 / int64 where the values allow, else object
+    (the model then converts it, or names the bad value)."""
+    if kind in ("float", "int", "bool"):
+        for dtype in ((np.int64, np.float64) if kind != "float" else (np.float64,)):
+            try:
+                return np.array(values, dtype=dtype)  # None -> NaN for float64
+            except (TypeError, ValueError, OverflowError):
+                continue
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
 
 
-def _read_table(conn: sqlite3.Connection, table: str, version: int, where: Path) -> pd.DataFrame:
+def _read_table(conn: sqlite3.Connection, table: str, version: int,
+                where: Path) -> pd.DataFrame:
     present = set(_columns(conn, table))
     optional = _MIGRATED_COLUMNS.get(table, frozenset()) if version < 1 else frozenset()
-    wanted = [c.name for c in TABLES[table] if c.name not in optional]
-    missing = [c for c in wanted if c not in present]
+    cols = [c for c in TABLES[table] if c.name not in optional]
+    missing = [c.name for c in cols if c.name not in present]
     if missing:
         raise StoreError(f"{where}: table {table} lacks columns {', '.join(missing)}")
+    sql = f"SELECT {', '.join(c.name for c in cols)} FROM {table} ORDER BY rowid"
     try:
-        rows = conn.execute(f"SELECT {', '.join(wanted)} FROM {table} ORDER BY rowid").fetchall()
+        rows = conn.execute(sql).fetchall()
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{where}: the SQLite database is corrupt or truncated ({exc}) "
+        raise StoreError(f"{where}: the SQLite database is corrupt or truncated ({exc}); "
                          f"reading table {table}") from exc
-    frame = pd.DataFrame.from_records(rows, columns=wanted)
-    for col in TABLES[table]:
-        if col.name not in frame.columns:
-            continue
+    by_column = list(zip(*rows, strict=True)) if rows else [() for _ in cols]
+    frame = pd.DataFrame({c.name: _column_array(v, c.kind.rstrip("?"))
+                          for c, v in zip(cols, by_column, strict=True)})
+    for col in cols:
         kind = col.kind.rstrip("?")
-        nulls = frame[col.name].isna()
-        must_have = not col.nullable and (col.default is None or (table in _MIGRATED_COLUMNS
-                                          and col.name in _MIGRATED_COLUMNS[table]))
-        if must_have and nulls.any():
-            pos = int(np.flatnonzero(nulls.to_numpy())[0])
-            hint = ("; expected a number in [0, 1] (NaN is stored as NULL)" if kind == "float"
-                    else f"; expected one of: {', '.join(r.value for r in LADDER)}"
-                    if col.name == "reason" else "")
-            raise StoreError(f"{where}: {table} row {_key(table, frame, pos)!r}: {col.name} is NULL"
-                             + hint)
+        migrated = col.name in _MIGRATED_COLUMNS.get(table, frozenset())
+        if not col.nullable and (col.default is None or migrated):
+            nulls = frame[col.name].isna().to_numpy()
+            if nulls.any():
+                pos = int(np.flatnonzero(nulls)[0])
+                hint = ("; expected a number in [0, 1] (NaN is stored as NULL)" if kind == "float"
+                        else f"; expected one of: {', '.join(r.value for r in LADDER)}"
+                        if col.name == "reason" else "")
+                raise StoreError(f"{where}: {table} row {_key(table, frame, pos)!r}: {col.name} "
+                                 f"is NULL{hint}")
         if kind == "time":
             frame[col.name] = _parse_times(table, col.name, frame, where)
     return frame
 
 
-def _restore_nulls(conn: sqlite3.Connection, frames: dict[str, pd.DataFrame], where: Path) -> None:
+def _restore_nulls(conn: sqlite3.Connection, frames: dict[str, pd.DataFrame],
+                   where: Path) -> None:
     """Put back the None values that Signet's NOT NULL columns made write_graph fill in."""
-    for table, column, ids_json in conn.execute(
-            "SELECT table_name, column_name, row_ids FROM signet_rl_nulls"):
+    rows = conn.execute("SELECT table_name, column_name, row_ids FROM signet_rl_nulls").fetchall()
+    for table, column, ids_json in rows:
         fill = _FILLS.get((table, column))
-        if fill is None or table not in frames:
+        if fill is None:
             raise StoreError(f"{where}: signet_rl_nulls names an unknown column {table}.{column}")
         try:
-            ids = json.loads(ids_json)
+            ids = set(json.loads(ids_json))
         except (TypeError, ValueError) as exc:
-            raise StoreError(f"{where}: signet_rl_nulls row {table}.{column} is not JSON: {exc}") from exc
+            raise StoreError(f"{where}: signet_rl_nulls row {table}.{column} is not a JSON list: "
+                             f"{exc}") from exc
         frame = frames[table]
-        # A row Signet has since updated keeps its new value: only the untouched fill reads as None.
-        mask = frame["id"].isin(ids) & (frame[column] == fill(frame))
+        listed = np.fromiter((i in ids for i in frame["id"]), dtype=bool, count=len(frame))
+        # A row Signet has updated since keeps its new value: only an untouched fill reads as None.
+        mask = listed & (frame[column] == fill(frame)).to_numpy()
         if mask.any():
             frame[column] = frame[column].astype(object).where(~mask, None)
 
@@ -702,8 +730,8 @@ def _read_meta(conn: sqlite3.Connection, where: Path) -> dict[str, Any]:
 
 
 def read_connection(conn: sqlite3.Connection, where: str | os.PathLike[str]) -> KnowledgeGraph:
-    """Read a graph from an open store or Signet database: the one reader behind :func:`read_graph`
-    and :func:`~signet_rl.graph.signet_import.import_signet`.
+    """Read a graph from an open store or Signet database: the one reader behind
+    :func:`read_graph` and :func:`~signet_rl.graph.signet_import.import_signet`.
 
     A store with signet_rl's migration has dependency ``confidence`` and ``reason``, communities and
     meta; a plain Signet database has none, and every dependency gets
