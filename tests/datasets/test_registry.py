@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import pytest
+
+from signet_rl.datasets.__main__ import main
+from signet_rl.datasets.registry import DatasetSpec, load_dataset, parse_spec
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ("synthetic:small", DatasetSpec("synthetic", "small", None)),
+    ("synthetic:xl:7", DatasetSpec("synthetic", "xl", 7)),
+    ("kg:kinship", DatasetSpec("kg", "kinship")),
+    ("kg:umls/umls_inv", DatasetSpec("kg", "umls/umls_inv")),
+    ("locomo", DatasetSpec("locomo")),
+    ("musique", DatasetSpec("musique")),
+    ("signet:/tmp/a:b.db", DatasetSpec("signet", "/tmp/a:b.db")),
+])
+def test_parse(spec, expected):
+    assert parse_spec(spec) == expected
+    assert str(parse_spec(spec)) == spec
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("", "empty dataset spec ''"),
+    ("wikidata", "unknown dataset 'wikidata'; expected synthetic:<preset>"),
+    ("synthetic", "dataset spec 'synthetic' names no preset, e.g. synthetic:small"),
+    ("synthetic:small:x", "dataset spec 'synthetic:small:x': seed 'x' is not an integer"),
+    ("kg", "dataset spec 'kg' needs an argument, e.g. kg:kinship"),
+    ("locomo:conv-26", "dataset spec 'locomo:conv-26': locomo takes no argument"),
+])
+def test_bad_specs(spec, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        parse_spec(spec)
+
+
+def test_unknown_preset_is_named():
+    with pytest.raises(ValueError, match="unknown synthetic preset 'huge'"):
+        load_dataset("synthetic:huge")
+
+
+def test_describe_cli_prints_counts_and_hash(capsys):
+    assert main(["describe", "synthetic:tiny", "--no-signals"]) == 0
+    out = capsys.readouterr().out
+    ds = load_dataset("synthetic:tiny")
+    assert f"generator config hash {ds.meta['config_hash']}" in out
+    lines = {line.rsplit(None, 1)[0].strip(): line.rsplit(None, 1)[1] for line in out.splitlines()
+             if line and not line.startswith(" ") and len(line.split()) >= 2}
+    assert lines["entities"] == "60"
+    assert lines["attributes"] == f"{len(ds.graph.attributes):,}"
+    assert lines["superseded attributes"] == f"{(ds.graph.attributes['status'] == 'superseded').sum():,}"
+    assert lines["queries"] == f"{len(ds.queries):,}"
+
+
+def test_describe_cli_json_and_errors(capsys):
+    import json
+
+    assert main(["describe", "synthetic:tiny", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    ds = load_dataset("synthetic:tiny")
+    assert d["entities"] == 60 and d["attributes"] == len(ds.graph.attributes)
+    assert sum(d["queries_by_split"].values()) == len(ds.queries)
+    assert set(d["signal_auc"]) >= {"attribute_importance", "recency", "dependency_confidence"}
+    assert main(["describe", "synthetic:nope"]) == 2
+    assert "unknown synthetic preset 'nope'" in capsys.readouterr().err
