@@ -38,7 +38,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -68,7 +68,7 @@ ATTR_STATUSES: tuple[str, ...] = (
 )
 
 #: What may be passed as a query time: epoch seconds, or anything :func:`to_timestamp` parses.
-TimeLike = float | int | str | pd.Timestamp | np.datetime64
+TimeLike: TypeAlias = float | int | str | pd.Timestamp | np.datetime64
 
 
 class Neighbors(NamedTuple):

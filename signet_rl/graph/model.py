@@ -305,8 +305,10 @@ def _normalise(table: str, frame: pd.DataFrame | None) -> pd.DataFrame:
     for col in cols:
         if col.name in frame.columns:
             values = frame[col.name]
-            if col.default is not None:
-                values = values.where(values.notna(), col.default) if n else values
+            # An empty cell takes the column default, except in numeric columns: a NaN confidence or
+            # weight is bad input that validate() must report, not a value to paper over.
+            if col.default is not None and col.kind not in ("float", "int") and n:
+                values = values.where(values.notna(), col.default)
         elif col.default is not None or col.nullable or n == 0:
             values = pd.Series([col.default] * n, dtype=object)
         else:
