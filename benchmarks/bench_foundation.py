@@ -352,11 +352,16 @@ def print_tables(results: list[dict[str, Any]]) -> None:
     print(row("sizes", names))
     for key in ("entities", "dependencies", "aspects", "attributes", "memories", "mentions"):
         print(row(f"  {key}", [f"{r['sizes'][key]:,}" for r in ok]))
-    for title, key, fmt in (("seconds", "seconds", "{:.3f}"), ("peak MiB", "peak_mib", "{:.0f}")):
+    tables: list[tuple[str, Callable[[dict[str, float]], str]]] = [
+        ("seconds", lambda st: f"{st['seconds']:.3f}"),
+        ("peak RSS MiB", lambda st: f"{st['peak_mib']:.0f}"),
+        ("peak - start MiB", lambda st: f"{st['peak_mib'] - st['rss_start_mib']:.0f}"),
+    ]
+    for title, cell in tables:
         print()
         print(row(title, names))
         for stage in STAGES:
-            print(row(f"  {stage}", [fmt.format(r["stages"][stage][key]) for r in ok]))
+            print(row(f"  {stage}", [cell(r["stages"][stage]) for r in ok]))
     print()
     print(row("arrays MiB", [f"{r['arrays_nbytes'] / MIB:.1f}" for r in ok]))
     print(row("store MiB", [f"{r['store_bytes'] / MIB:.1f}" for r in ok]))

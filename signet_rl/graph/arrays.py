@@ -38,6 +38,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import numpy as np
@@ -97,7 +98,7 @@ class GraphArrays:
 
     Attributes:
         entity_ids: entity ids in frame order. Shape ``[N]``, object (str).
-        entity_index: entity id -> index into ``entity_ids`` (a dict, built once).
+        entity_index: entity id -> index into ``entity_ids`` (a read-only dict, built once).
         entity_type: code into ``entity_type_vocab``. Shape ``[N]``, int32.
         entity_type_vocab: the distinct ``entity_type`` strings, sorted.
         entity_mentions: Signet's ``entities.mentions`` counter. Shape ``[N]``, int64.
@@ -122,6 +123,7 @@ class GraphArrays:
         edge_confidence: Shape ``[E]``, float32.
         edge_reason: Shape ``[E]``, int8 ladder rungs.
         edge_aspect: the aspect a dependency is scoped to, or -1. Shape ``[E]``.
+        edge_created: ``created_at`` in epoch seconds. Shape ``[E]``, float64.
         aspect_ids: aspect ids in frame order. Shape ``[A]``, object (str).
         aspect_entity: the entity each aspect belongs to. Shape ``[A]``.
         aspect_weight: Shape ``[A]``, float32.
@@ -176,6 +178,7 @@ class GraphArrays:
     edge_confidence: FloatArray
     edge_reason: Int8Array
     edge_aspect: IntArray
+    edge_created: Float64Array
 
     aspect_ids: ObjArray
     aspect_entity: IntArray
@@ -231,7 +234,8 @@ class GraphArrays:
         attrs, mems, ments = graph.attributes, graph.memories, graph.mentions
         n, n_asp, n_mem = len(ents), len(asps), len(mems)
 
-        entity_ids = ents["id"].to_numpy(dtype=object)
+        # Arrays that could be views of the frames are copied, so the snapshot owns its memory.
+        entity_ids = ents["id"].to_numpy(dtype=object, copy=True)
         ent_idx = pd.Index(entity_ids, dtype=object)
         asp_idx = pd.Index(asps["id"].to_numpy(dtype=object), dtype=object)
         attr_idx = pd.Index(attrs["id"].to_numpy(dtype=object), dtype=object)
@@ -276,11 +280,11 @@ class GraphArrays:
 
         return cls(
             entity_ids=entity_ids,
-            entity_index=dict(zip(entity_ids.tolist(), range(n), strict=True)),
+            entity_index=MappingProxyType(dict(zip(entity_ids.tolist(), range(n), strict=True))),
             entity_type=entity_type,
             entity_type_vocab=entity_type_vocab,
-            entity_mentions=ents["mentions"].to_numpy(dtype=np.int64),
-            entity_pinned=ents["pinned"].to_numpy(dtype=bool),
+            entity_mentions=ents["mentions"].to_numpy(dtype=np.int64, copy=True),
+            entity_pinned=ents["pinned"].to_numpy(dtype=bool, copy=True),
             dep_indptr=dep_indptr,
             dep_neighbor=np.concatenate([dst, src])[order],
             dep_edge=dep_edge,
@@ -290,7 +294,7 @@ class GraphArrays:
             dep_strength=strength64.astype(np.float32)[dep_edge],
             dep_confidence=confidence64.astype(np.float32)[dep_edge],
             dep_reason=edge_reason[dep_edge],
-            edge_ids=deps["id"].to_numpy(dtype=object),
+            edge_ids=deps["id"].to_numpy(dtype=object, copy=True),
             edge_source=src,
             edge_target=dst,
             edge_type=edge_type,
@@ -299,12 +303,13 @@ class GraphArrays:
             edge_reason=edge_reason,
             edge_aspect=_lookup(asp_idx, deps["aspect_id"], "entity_dependencies", "aspect_id",
                                 nullable=True),
-            aspect_ids=asp_idx.to_numpy(dtype=object),
+            edge_created=_epoch_seconds(deps["created_at"]),
+            aspect_ids=asp_idx.to_numpy(dtype=object, copy=True),
             aspect_entity=aspect_entity,
             aspect_weight=weight.astype(np.float32),
             ent_aspect_indptr=_indptr(aspect_entity, n),
             ent_aspect=ent_aspect,
-            attribute_ids=attr_idx.to_numpy(dtype=object),
+            attribute_ids=attr_idx.to_numpy(dtype=object, copy=True),
             attr_aspect=attr_aspect,
             attr_entity=attr_entity,
             aspect_attr_indptr=_indptr(attr_aspect[classified], n_asp),
@@ -317,9 +322,9 @@ class GraphArrays:
                                        "superseded_by", nullable=True),
             attr_memory=_lookup(mem_idx, attrs["memory_id"], "entity_attributes", "memory_id",
                                 nullable=True),
-            memory_ids=mem_idx.to_numpy(dtype=object),
+            memory_ids=mem_idx.to_numpy(dtype=object, copy=True),
             memory_created=_epoch_seconds(mems["created_at"]),
-            memory_deleted=mems["is_deleted"].to_numpy(dtype=bool),
+            memory_deleted=mems["is_deleted"].to_numpy(dtype=bool, copy=True),
             memory_importance=mems["importance"].to_numpy(dtype=np.float32),
             ent_mem_indptr=_indptr(ment_ent, n),
             ent_mem=ment_mem[np.lexsort((ment_mem, ment_ent))],
@@ -439,6 +444,11 @@ class GraphArrays:
         """
         return self.attr_created <= _to_epoch(t)
 
+    def visible_dependencies(self, t: TimeLike) -> BoolArray:
+        """Which dependencies existed at time ``t`` (``created_at <= t``), per edge: shape ``[E]``.
+        Index it with ``dep_edge`` for a per-slot mask (``[2E]``)."""
+        return self.edge_created <= _to_epoch(t)
+
     def visible_memories(self, t: TimeLike) -> BoolArray:
         """Which memories existed at time ``t`` (``created_at <= t``), deleted or not (see
         ``memory_deleted``). Returns a mask of shape ``[K]``."""
@@ -447,16 +457,19 @@ class GraphArrays:
     # -- PyTorch Geometric -------------------------------------------------------------------------
 
     def entity_features(self) -> FloatArray:
-        """Numeric entity features: one-hot ``entity_type``, ``log1p(mentions)``, ``pinned``.
+        """Numeric entity features: one-hot ``entity_type`` and ``pinned``.
+
+        The one-hot columns follow this graph's ``entity_type_vocab``; map codes to a shared vocab
+        before comparing features across graphs. The ``mentions`` counter is left out: it counts
+        mentions over all time, so at a past query time it would leak the future.
 
         Shapes:
-            output: ``[N, len(entity_type_vocab) + 2]``, float32.
+            output: ``[N, len(entity_type_vocab) + 1]``, float32.
         """
         onehot = np.zeros((self.num_entities, len(self.entity_type_vocab)), np.float32)
         onehot[np.arange(self.num_entities), self.entity_type] = 1.0
-        extra = np.stack([np.log1p(self.entity_mentions.astype(np.float32)),
-                          self.entity_pinned.astype(np.float32)], axis=1)
-        return np.concatenate([onehot, extra.reshape(self.num_entities, 2)], axis=1)
+        pinned = self.entity_pinned.astype(np.float32).reshape(self.num_entities, 1)
+        return np.concatenate([onehot, pinned], axis=1)
 
     def to_pyg(self) -> Data:
         """The entity/dependency graph as a homogeneous :class:`torch_geometric.data.Data`.
@@ -484,7 +497,8 @@ class GraphArrays:
 
         Node features are plain numeric columns, never labels: entity as :meth:`entity_features`;
         aspect ``[weight]``; attribute ``[importance, is_constraint, is_superseded, is_deleted]``;
-        memory ``[importance, is_deleted]``.
+        memory ``[importance, is_deleted]``. Status and deletion flags describe the graph as
+        stored; a learner that answers past queries must mask them by time itself.
 
         Shapes:
             entity.x: ``[N, F]``, aspect.x: ``[A, 1]``, attribute.x: ``[T, 4]``,
@@ -516,6 +530,7 @@ class GraphArrays:
         dep.edge_index = _tensor(torch, np.stack([self.edge_source, self.edge_target]))
         dep.edge_type = _tensor(torch, self.edge_type.astype(np.int64))
         dep.edge_attr = _tensor(torch, np.stack([self.edge_strength, self.edge_confidence], axis=1))
+        dep.edge_reason = _tensor(torch, self.edge_reason.astype(np.int64))
         data["entity", "has_aspect", "aspect"].edge_index = _tensor(
             torch, np.stack([self.aspect_entity, np.arange(self.num_aspects, dtype=np.int64)]))
         aspect_of_slot = np.repeat(np.arange(self.num_aspects, dtype=np.int64),

@@ -275,7 +275,9 @@ def _normalise_column(table: str, col: Column, values: pd.Series) -> pd.Series:
                 raise GraphValidationError(f"{table}: column {col.name!r} is empty in row {bad}")
             if pd.api.types.infer_dtype(out, skipna=True) in ("string", "empty"):
                 return out
-            return out.map(lambda v: v if v is None or isinstance(v, str) else str(v)).astype(object)
+            # Built as an object array: pandas 3's .map would infer a str dtype and turn None into NaN.
+            cells = [v if v is None or isinstance(v, str) else str(v) for v in out.tolist()]
+            return pd.Series(np.asarray(cells, dtype=object), index=values.index, dtype=object)
         if kind == "float":
             return pd.to_numeric(values, errors="raise").astype(np.float64)
         if kind == "int":

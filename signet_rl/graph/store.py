@@ -458,7 +458,11 @@ def _fill_not_null(table: str,
         if missing.any():
             if not nulls:
                 frame = frame.copy()  # the graph's own frames are never edited
-            frame[column] = frame[column].where(~missing, fill(frame))
+            values = frame[column]
+            values = (values.copy() if pd.api.types.is_datetime64_any_dtype(values)
+                      else values.astype(object))
+            values[missing] = fill(frame[missing])
+            frame[column] = values
             nulls[column] = frame.loc[missing, "id"].tolist()
     return frame, nulls
 
@@ -610,8 +614,20 @@ def open_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
     live = any(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-journal"))
     uri = path.resolve().as_uri() + ("?mode=ro" if live else "?mode=ro&immutable=1")
     conn = sqlite3.connect(uri, uri=True)
-    conn.execute("PRAGMA cache_size=-262144")
+    try:
+        conn.execute("PRAGMA cache_size=-262144")  # reads the schema: fails on a damaged file
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise _damaged(path, exc) from exc
     return conn
+
+
+def _damaged(where: Path, exc: sqlite3.DatabaseError, table: str | None = None) -> StoreError:
+    """The error for a file SQLite cannot read."""
+    if "not a database" in str(exc):
+        return StoreError(f"{where} is not a SQLite database ({exc})")
+    reading = f" reading table {table}" if table else ""
+    return StoreError(f"{where}: the SQLite database is corrupt or truncated ({exc}){reading}")
 
 
 def store_versions(conn: sqlite3.Connection) -> dict[str, int | None]:
@@ -676,10 +692,11 @@ def _read_table(conn: sqlite3.Connection, table: str, version: int,
     try:
         rows = conn.execute(sql).fetchall()
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{where}: the SQLite database is corrupt or truncated ({exc}); "
-                         f"reading table {table}") from exc
+        raise _damaged(where, exc, table) from exc
     by_column = list(zip(*rows, strict=True)) if rows else [() for _ in cols]
-    frame = pd.DataFrame({c.name: _column_array(v, c.kind.rstrip("?"))
+    # Object columns stay object (pandas would otherwise turn them into slower Arrow strings).
+    frame = pd.DataFrame({c.name: pd.Series(_column_array(v, c.kind.rstrip("?")), copy=False,
+                                            dtype=None if c.kind[0] in "fib" else object)
                           for c, v in zip(cols, by_column, strict=True)})
     for col in cols:
         kind = col.kind.rstrip("?")
@@ -712,11 +729,17 @@ def _restore_nulls(conn: sqlite3.Connection, frames: dict[str, pd.DataFrame],
             raise StoreError(f"{where}: signet_rl_nulls row {table}.{column} is not a JSON list: "
                              f"{exc}") from exc
         frame = frames[table]
-        listed = np.fromiter((i in ids for i in frame["id"]), dtype=bool, count=len(frame))
+        listed = np.fromiter((i in ids for i in frame["id"].to_numpy(dtype=object)), dtype=bool,
+                             count=len(frame))
         # A row Signet has updated since keeps its new value: only an untouched fill reads as None.
-        mask = listed & (frame[column] == fill(frame)).to_numpy()
-        if mask.any():
-            frame[column] = frame[column].astype(object).where(~mask, None)
+        sub = frame[listed]
+        untouched = (sub[column] == fill(sub)).to_numpy()
+        if untouched.any():
+            values = frame[column]
+            is_time = pd.api.types.is_datetime64_any_dtype(values)
+            values = values.copy() if is_time else values.astype(object)
+            values[sub.index[untouched]] = pd.NaT if is_time else None
+            frame[column] = values
 
 
 def _read_meta(conn: sqlite3.Connection, where: Path) -> dict[str, Any]:
@@ -748,9 +771,7 @@ def read_connection(conn: sqlite3.Connection, where: str | os.PathLike[str]) -> 
     try:
         names = _table_names(conn)
     except sqlite3.DatabaseError as exc:
-        if "not a database" in str(exc):
-            raise StoreError(f"{where} is not a SQLite database ({exc})") from exc
-        raise StoreError(f"{where}: the SQLite database is corrupt or truncated ({exc})") from exc
+        raise _damaged(where, exc) from exc
     missing = [t for t in REQUIRED_TABLES if t not in names]
     if missing:
         raise StoreError(f"{where}: not a Signet store: missing tables {', '.join(missing)}")
@@ -766,7 +787,7 @@ def read_connection(conn: sqlite3.Connection, where: str | os.PathLike[str]) -> 
             _restore_nulls(conn, frames, where)
             meta = _read_meta(conn, where)
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{where}: the SQLite database is corrupt or truncated ({exc})") from exc
+        raise _damaged(where, exc) from exc
     try:
         return KnowledgeGraph(frames, meta=meta)
     except GraphValidationError as exc:

@@ -50,7 +50,7 @@ def graph() -> KnowledgeGraph:
                        reason="user-asserted", aspect_id="a2"),                       # self-loop
             Dependency(id="d4", source_entity_id="e4", target_entity_id="e0",
                        dependency_type="uses", strength=0.2, confidence=0.3,
-                       reason="llm-uncertain"),                                       # 0.06
+                       reason="llm-uncertain", created_at=ts("2024-03-01")),  # 0.06
         ],
         aspects=[
             Aspect(id="a0", entity_id="e0", name="history", weight=0.3),
@@ -189,6 +189,8 @@ def test_visibility_masks_at_a_timestamp(ga: GraphArrays, t: object) -> None:
     # Rows created exactly at t are visible; later ones are not.
     assert ga.visible_memories(t).tolist() == [True, True, False]
     assert ga.visible_attributes(t).tolist() == [True, True, True, True, False, False]
+    assert ga.visible_dependencies(t).tolist() == [True, True, True, True, False]
+    assert ga.visible_dependencies(t)[ga.neighbors(0).edge].tolist() == [True, True, True, False]
 
 
 def test_visibility_before_and_after_everything(ga: GraphArrays) -> None:
@@ -196,9 +198,12 @@ def test_visibility_before_and_after_everything(ga: GraphArrays) -> None:
     assert ga.visible_memories("2100-01-01").all()
 
 
-def test_arrays_are_read_only(ga: GraphArrays) -> None:
+def test_arrays_are_read_only_and_own_their_memory(graph: KnowledgeGraph, ga: GraphArrays) -> None:
     with pytest.raises(ValueError, match="read-only"):
         ga.dep_neighbor[0] = 3
+    for name in ("entity_ids", "entity_mentions", "edge_ids", "attribute_ids", "memory_deleted"):
+        assert not ga.__dict__[name].flags.writeable
+    assert not np.shares_memory(ga.entity_mentions, graph.entities["mentions"].to_numpy())
 
 
 def test_unresolved_reference_names_table_and_value() -> None:
@@ -220,7 +225,8 @@ def test_to_pyg_validates_with_shapes(ga: GraphArrays) -> None:
     assert data.edge_type.shape == (5,)
     assert data.edge_attr.shape == (5, 2)
     assert data.edge_attr[0].tolist() == pytest.approx([0.5, 0.9])
-    assert data.x.shape == (5, len(ga.entity_type_vocab) + 2)
+    assert data.x.shape == (5, len(ga.entity_type_vocab) + 1)
+    assert data.x[:, -1].tolist() == [0.0, 1.0, 0.0, 0.0, 0.0]  # pinned
     assert data.x[:, : len(ga.entity_type_vocab)].sum(dim=1).tolist() == [1.0] * 5
 
 

@@ -1,0 +1,84 @@
+"""Import a real Signet memory store (``memories.db``, schema v30) as a knowledge graph, read-only.
+
+The import is :func:`~signet_rl.graph.store.read_graph`'s reader on a file opened read-only: nothing in
+the source file changes, and no ``-wal`` or ``-journal`` is created beside it. A plain Signet store has
+no ``confidence`` or ``reason`` on its dependencies, so every dependency gets
+:data:`~signet_rl.graph.confidence.DEFAULT_REASON` (``single-memory``) and its prior, 0.7; a store that
+signet_rl has upgraded (:func:`~signet_rl.graph.store.apply_migrations`) or written keeps its own.
+
+What real stores hold, and how it lands:
+
+- attributes whose ``aspect_id`` is NULL (not yet classified) keep ``aspect_id=None``;
+- superseded attributes keep ``status='superseded'`` and ``superseded_by``;
+- deleted memories are kept, with ``is_deleted=True`` and ``deleted_at``;
+- entity types beyond Signet's documented list (``extracted``, ``chunk_group``) are kept as they are;
+- duplicate dependencies (same source, target and type; Signet has no unique constraint) stay two rows.
+
+    >>> ds = load_signet_dataset("~/.agents/memory/memories.db")  # doctest: +SKIP
+    >>> ds.graph.num_entities  # doctest: +SKIP
+    43520
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import closing
+from pathlib import Path
+
+from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport
+from signet_rl.graph.model import KnowledgeGraph
+from signet_rl.graph.store import open_read_only, read_connection, store_versions
+
+__all__ = ["import_signet", "load_signet_dataset"]
+
+
+def import_signet(path: str | os.PathLike[str]) -> KnowledgeGraph:
+    """Read a Signet store into a :class:`~signet_rl.graph.model.KnowledgeGraph`, read-only.
+
+    The graph's ``meta["signet_store"]`` records the file and its schema versions (Signet's
+    ``schema_migrations`` and signet_rl's migrations; 0 for a store signet_rl never touched).
+
+    Args:
+        path: the Signet database file.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        StoreError: the file is not a SQLite database, is corrupt, lacks Signet's tables, or holds a
+            row the model rejects; the message names the file, the table and the row or value.
+    """
+    path = Path(path).expanduser()
+    with closing(open_read_only(path)) as conn:
+        graph = read_connection(conn, path)
+        versions = store_versions(conn)
+    graph.meta["signet_store"] = {"path": str(path), "signet_schema_version": versions["signet"],
+                                  "signet_rl_schema_version": versions["signet_rl"]}
+    return graph
+
+
+def load_signet_dataset(path: str | os.PathLike[str]) -> Dataset:
+    """A real Signet store as a :class:`~signet_rl.datasets.base.Dataset` (spec ``signet:<path>``):
+    its graph under ``"main"``, no queries and empty ground truth.
+
+    Args:
+        path: the Signet database file.
+
+    Raises:
+        FileNotFoundError, StoreError: as :func:`import_signet`.
+    """
+    path = Path(path).expanduser()
+    graph = import_signet(path)
+    store = graph.meta["signet_store"]
+    return Dataset(
+        name=f"signet:{path}",
+        graphs={"main": graph},
+        queries=[],
+        truth=GroundTruth(),
+        report=LoadReport(files=[str(path)]),
+        meta={"name": path.stem, "file": str(path),
+              "signet_schema_version": store["signet_schema_version"],
+              "signet_rl_schema_version": store["signet_rl_schema_version"],
+              "counts": {"memories": graph.num_memories, "entities": graph.num_entities,
+                         "aspects": len(graph.aspects), "attributes": len(graph.attributes),
+                         "dependencies": len(graph.dependencies),
+                         "mentions": len(graph.mentions)}},
+    )
