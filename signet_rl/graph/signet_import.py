@@ -11,6 +11,7 @@ What real stores hold, and how it lands:
 - attributes whose ``aspect_id`` is NULL (not yet classified) keep ``aspect_id=None``;
 - superseded attributes keep ``status='superseded'`` and ``superseded_by``;
 - deleted memories are kept, with ``is_deleted=True`` and ``deleted_at``;
+- a NULL ``memories.importance`` (Signet's column allows it, default 0.5) reads as 0.5;
 - entity types beyond Signet's documented list (``extracted``, ``chunk_group``) are kept as they are;
 - duplicate dependencies (same source, target and type; Signet has no unique constraint) stay two rows.
 

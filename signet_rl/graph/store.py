@@ -351,7 +351,7 @@ _FILLS: dict[tuple[str, str], Callable[[pd.DataFrame], pd.Series]] = {
 
 
 def _now_iso() -> str:
-    return _iso(pd.Series([pd.Timestamp.now(tz="UTC")]))[0]  # type: ignore[no-any-return]
+    return str(_iso(pd.Series([pd.Timestamp.now(tz="UTC")]))[0])
 
 
 def _table_names(conn: sqlite3.Connection) -> set[str]:
@@ -427,7 +427,7 @@ def _iso(values: pd.Series) -> list[str | None]:
     arr = ts.to_numpy(dtype="datetime64[ms]")
     text = np.char.add(np.datetime_as_string(arr, unit="ms"), "Z").astype(object)
     text[np.isnat(arr)] = None
-    return text.tolist()  # type: ignore[no-any-return]
+    return text.tolist()
 
 
 def _rows(table: str, frame: pd.DataFrame) -> list[tuple[Any, ...]]:
@@ -710,6 +710,11 @@ def _read_table(conn: sqlite3.Connection, table: str, version: int,
                         if col.name == "reason" else "")
                 raise StoreError(f"{where}: {table} row {_key(table, frame, pos)!r}: {col.name} "
                                  f"is NULL{hint}")
+        elif kind == "float" and col.default is not None and not migrated:
+            # Signet's memories.importance allows NULL and defaults to 0.5: NULL reads as the
+            # default. (Its NOT NULL REAL columns cannot hold a NULL, nor a NaN, which SQLite
+            # stores as NULL.)
+            frame[col.name] = frame[col.name].fillna(col.default)
         if kind == "time":
             frame[col.name] = _parse_times(table, col.name, frame, where)
     return frame

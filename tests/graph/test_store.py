@@ -160,6 +160,12 @@ def test_round_trip_empty_graph(tmp_path: Path) -> None:
     assert all(len(frame) == 0 for frame in h.tables().values())
 
 
+def test_odd_file_names_work(tmp_path: Path) -> None:
+    path = tmp_path / "my store #1?%20 ☃.db"
+    assert read_graph(write_graph(hand_built(), path)) == hand_built()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
 def test_rows_keep_their_order(stored: Path) -> None:
     h = read_graph(stored)
     assert h.attributes["id"].tolist() == ["t1", "t2", "t3", "t4", "t5"]
@@ -423,7 +429,7 @@ def graphs(draw: st.DrawFn) -> KnowledgeGraph:
         meta=draw(st.dictionaries(_text, _json, max_size=3)))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graphs())
 def test_round_trip_property(g: KnowledgeGraph) -> None:
     with tempfile.TemporaryDirectory() as folder:
