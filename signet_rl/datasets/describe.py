@@ -119,7 +119,7 @@ def format_description(d: dict[str, Any]) -> str:
     lines += _block("dependencies by type", d["dependencies_by_type"])
     lines += _block("dependencies by reason", d["dependencies_by_reason"])
     lines.append("queries by split:  " + "  ".join(f"{k} {v:,}" for k, v in d["queries_by_split"].items()))
-    if d["queries_by_intent_and_split"]:
+    if set(d["queries_by_intent_and_split"]) - {"-"}:
         lines.append(f"queries by intent: {'':<16}" + "".join(f"{s:>12}" for s in SPLITS))
         for intent, per in d["queries_by_intent_and_split"].items():
             lines.append(f"  {intent:<32}" + "".join(f"{per[s]:>12,}" for s in SPLITS))

@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 
-class StoreError(Exception):
+class StoreError(ValueError):
     """A store cannot be read or written: the message names the file, the table and the row or value."""
 
 

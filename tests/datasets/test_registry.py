@@ -62,3 +62,20 @@ def test_describe_cli_json_and_errors(capsys):
     assert set(d["signal_auc"]) >= {"attribute_importance", "recency", "dependency_confidence"}
     assert main(["describe", "synthetic:nope"]) == 2
     assert "unknown synthetic preset 'nope'" in capsys.readouterr().err
+
+
+def test_describe_a_signet_store(tmp_path, capsys):
+    from signet_rl.graph.store import write_graph
+
+    ds = load_dataset("synthetic:tiny")
+    path = write_graph(ds.graph, tmp_path / "memories.db")
+    assert main(["describe", f"signet:{path}", "--json"]) == 0
+    import json
+
+    d = json.loads(capsys.readouterr().out)
+    assert d["entities"] == 60 and d["dependencies"] == len(ds.graph.dependencies)
+    assert d["queries"] == 0 and d["memories"] == ds.graph.num_memories
+    not_sqlite = tmp_path / "notes.txt"
+    not_sqlite.write_text("hello")
+    assert main(["describe", f"signet:{not_sqlite}"]) == 2
+    assert f"{not_sqlite} is not a SQLite database" in capsys.readouterr().err
