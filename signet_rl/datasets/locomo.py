@@ -485,6 +485,10 @@ def load_locomo(root: Path) -> Dataset:
                    "categories": dict(Counter(t.category for t in truths)),
                    "malformed": len(report.malformed)},
         "load_seconds": round(time.perf_counter() - t0, 3),
+        # Retrieval searches turns and observations alike; an observation is evidence for the turn it
+        # cites, a session summary is not (the LoCoMo paper reports summaries separately).
+        "pool_attribute_aspects": ["observations"],
+        "evidence_attribute_aspects": ["observations"],
     }
     return Dataset(name="locomo", graphs=graphs, queries=queries, truth=GroundTruth(truths),
                    report=report, meta=meta)

@@ -91,6 +91,11 @@ def test_observations_and_summaries_are_attributes_with_provenance(require_data)
         assert g.attributes["memory_id"].notna().mean() > 0.99
         owners = g.attribute_entity_ids()
         assert owners.notna().all()
+    # retrieval pools turns with observations; only observations are evidence for a turn
+    assert ds.meta["pool_attribute_aspects"] == ["observations"]
+    assert ds.meta["evidence_attribute_aspects"] == ["observations"]
+    aspects = {n for g in ds.graphs.values() for n in g.aspects["name"]}
+    assert {"observations", "session_summaries", "events"} <= aspects
 
 
 @pytest.mark.data
