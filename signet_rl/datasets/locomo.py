@@ -338,13 +338,13 @@ class _ConversationBuilder:
                         self.report.add(self.file, self.where(where), "observation cites no turn",
                                         action="kept without provenance")
                     when = (self.turn_time[memory_id] if memory_id
-                            else self.session_time.get(n, _EPOCH))
+                            else self.session_time.get(n or -1, _EPOCH))
                     self._fact(eid, "observations", f"{self.sid}:obs:{skey}:{_slug(speaker)}:{k}",
                                text, memory_id, when)
         for skey, events in (self.sample.get("event_summary") or {}).items():
             n = _session_number(skey)
             memory_id = self.session_last.get(n) if n is not None else None
-            when = self.turn_time[memory_id] if memory_id else self.session_time.get(n, _EPOCH)
+            when = self.turn_time[memory_id] if memory_id else self.session_time.get(n or -1, _EPOCH)
             for speaker, items in (events or {}).items():
                 if speaker == "date" or not isinstance(items, list):
                     continue
@@ -355,7 +355,7 @@ class _ConversationBuilder:
         for skey, text in (self.sample.get("session_summary") or {}).items():
             n = _session_number(skey)
             memory_id = self.session_last.get(n) if n is not None else None
-            when = self.turn_time[memory_id] if memory_id else self.session_time.get(n, _EPOCH)
+            when = self.turn_time[memory_id] if memory_id else self.session_time.get(n or -1, _EPOCH)
             self._fact("conversation", "session_summaries", f"{self.sid}:summary:{skey}",
                        str(text), memory_id, when)
 

@@ -158,11 +158,12 @@ def load_musique(root: Path) -> Dataset:
             report.add(path, where, "bare NaN (not strict JSON)", action="ignored")
         docs = data.get("docs", []) if isinstance(data, dict) else data
         for i, doc in enumerate(docs):
-            mid = passage_of.get((doc.get("title"), doc.get("text")))
-            if mid is None:
+            found = passage_of.get((doc.get("title"), doc.get("text")))
+            if found is None:
                 report.add(path, f"docs[{i}] {doc.get('title')!r}",
                            "OpenIE document matches no corpus passage")
                 continue
+            mid = found
             for k, ent in enumerate(doc.get("extracted_entities") or []):
                 bad = _is_bad(ent)
                 if bad:
@@ -225,12 +226,12 @@ def load_musique(root: Path) -> Dataset:
             for para in q.get("paragraphs") or []:
                 if not para.get("is_supporting"):
                     continue
-                mid = passage_of.get((para.get("title"), para.get("paragraph_text")))
-                if mid is None:
+                support = passage_of.get((para.get("title"), para.get("paragraph_text")))
+                if support is None:
                     report.add(path, f"[{k}] {qid} paragraph {para.get('idx')}",
                                "supporting paragraph matches no corpus passage", action="dropped")
-                elif mid not in needed:
-                    needed.append(mid)
+                elif support not in needed:
+                    needed.append(support)
             prefix = qid.split("__", 1)[0]
             hops_match = _HOPS.match(prefix)
             answers = [str(a) for a in [q.get("answer"), *(q.get("answer_aliases") or [])]

@@ -67,7 +67,7 @@ import numpy as np
 import pandas as pd
 
 from signet_rl.datasets import vocab as V
-from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport, Query, Truth, config_hash
+from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport, Query, Split, Truth, config_hash
 from signet_rl.graph.confidence import LADDER
 from signet_rl.graph.model import KnowledgeGraph
 
@@ -630,8 +630,8 @@ class _Generator:
         fact_time = np.concatenate([fact_time, np.asarray(extra_time)])
         fact_mem = np.concatenate([fact_mem, np.asarray(new_mems, dtype=np.int64)])
         pairs = np.asarray(succ, dtype=np.int64).reshape(-1, 2)
-        succ = np.full(len(f.entity), -1, dtype=np.int64)
-        succ[pairs[:, 0]] = pairs[:, 1]
+        successor = np.full(len(f.entity), -1, dtype=np.int64)
+        successor[pairs[:, 0]] = pairs[:, 1]
 
         # Distractor and chit-chat memories.
         self.mem_distractor_start = len(mem_content)
@@ -653,7 +653,7 @@ class _Generator:
         all_mem_time = np.concatenate([mem_time, np.asarray(extra_time), dist_time, chit_time])
 
         self.f = f
-        self.fact_time, self.fact_mem, self.succ = fact_time, fact_mem, succ
+        self.fact_time, self.fact_mem, self.succ = fact_time, fact_mem, successor
         self.mem_content, self.mem_mentions, self.mem_kind = mem_content, mem_mentions, mem_kind
         self.mem_time = all_mem_time
         # An edge exists from the first time it is written down (its link fact), spurious ones at random.
@@ -1016,12 +1016,12 @@ class _Generator:
             (self.a_cat != DISTRACTOR) & ((self.a_kind == 1) | proc_asp[self.a_aspect])
         )
         self.updates = np.flatnonzero(self.pred >= 0)
-        self.ent_aspects_all = [[] for _ in range(self.n)]
+        self.ent_aspects_all: list[list[int]] = [[] for _ in range(self.n)]
         for a, e in enumerate(self.asp_entity.tolist()):
             self.ent_aspects_all[e].append(a)
         names, weights = zip(*c.intent_mix, strict=True)
         p = np.asarray(weights) / sum(weights)
-        rows = []
+        rows: list[dict[str, Any]] = []
         attempts = 0
         while len(rows) < c.n_queries and attempts < 20 * c.n_queries:
             attempts += 1
@@ -1046,7 +1046,7 @@ class _Generator:
         times = self.ts(np.asarray([r["t"] for r in rows]))
         for i, r in enumerate(rows):
             qid = f"q-{i:05d}"
-            split = "train" if i < cut1 else "validation" if i < cut2 else "test"
+            split: Split = "train" if i < cut1 else "validation" if i < cut2 else "test"
             queries.append(
                 Query(id=qid, text=r["text"], graph_id="main", split=split, timestamp=times.iat[i])
             )

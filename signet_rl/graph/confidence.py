@@ -19,6 +19,7 @@ when it is promoted).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from enum import StrEnum
 
 import numpy as np
@@ -146,11 +147,11 @@ def move(
     return r, c
 
 
-def reason_codes(values: object) -> npt.NDArray[np.int8]:
+def reason_codes(values: Iterable[str]) -> npt.NDArray[np.int8]:
     """Map an iterable of reason strings to ladder rungs (int8), validating each one."""
     lookup = {r.value: r.rung for r in LADDER}
     out = []
-    for i, v in enumerate(values):  # type: ignore[call-overload]
+    for i, v in enumerate(values):
         code = lookup.get(v)
         if code is None:
             allowed = ", ".join(r.value for r in LADDER)

@@ -466,7 +466,7 @@ class CommunityMember:
 
 
 _RECORD_TYPES: dict[str, type] = {
-    cls.TABLE: cls  # type: ignore[attr-defined]
+    cls.TABLE: cls
     for cls in (
         Memory,
         Entity,
@@ -581,9 +581,9 @@ class KnowledgeGraph:
     def table(self, name: str) -> pd.DataFrame:
         """A table by Signet name (``entity_attributes``) or short name (``attributes``)."""
         if name in _ATTR:
-            return getattr(self, _ATTR[name])  # type: ignore[no-any-return]
+            return getattr(self, _ATTR[name])
         if name in _ATTR.values():
-            return getattr(self, name)  # type: ignore[no-any-return]
+            return getattr(self, name)
         raise KeyError(f"unknown table {name!r}; known: {sorted(TABLES)}")
 
     def tables(self) -> dict[str, pd.DataFrame]:
@@ -612,19 +612,19 @@ class KnowledgeGraph:
         return cls(**{c.name: _cell(row[c.name], c) for c in TABLES[table]})
 
     def memory(self, id: str) -> Memory:
-        return self._row("memories", id)  # type: ignore[no-any-return]
+        return self._row("memories", id)
 
     def entity(self, id: str) -> Entity:
-        return self._row("entities", id)  # type: ignore[no-any-return]
+        return self._row("entities", id)
 
     def aspect(self, id: str) -> Aspect:
-        return self._row("entity_aspects", id)  # type: ignore[no-any-return]
+        return self._row("entity_aspects", id)
 
     def attribute(self, id: str) -> Attribute:
-        return self._row("entity_attributes", id)  # type: ignore[no-any-return]
+        return self._row("entity_attributes", id)
 
     def dependency(self, id: str) -> Dependency:
-        return self._row("entity_dependencies", id)  # type: ignore[no-any-return]
+        return self._row("entity_dependencies", id)
 
     def records(self, table: str) -> Iterator[Any]:
         """Iterate a table as typed records (slow for big tables: for inspection, not hot paths)."""
