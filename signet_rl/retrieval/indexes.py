@@ -1,0 +1,417 @@
+"""Search indexes: faiss inner-product vectors, bm25s keywords, and SQLite FTS5 as Signet runs it.
+
+All three answer ``search(query, k, mask=None) -> (scores, ids)`` where ids are row positions (the order
+documents were added in), best first, and ``mask`` is an optional boolean ``[n]`` of the rows a query may
+see (time visibility, importance filters). A masked row is never returned.
+
+* :class:`VectorIndex` is exact (``IndexFlatIP``) unless ``hnsw_above`` is set and it holds more vectors
+  than that; then HNSW, whose recall against exact search :meth:`VectorIndex.recall_against_exact` reports.
+  Queries are ``[q, dim]`` and results ``[q, k]``, padded with id ``-1`` and score ``-inf``.
+* :class:`BM25Index` is bm25s (Lucene BM25, ``k1`` 1.5, ``b`` 0.75) over English-stop-word-filtered tokens.
+* :class:`FTS5Index` reproduces Signet's keyword leg: FTS5 ``bm25()`` over a ``memories_fts`` table built
+  exactly as Signet's schema builds it (external content on ``memories``), queried with each token stripped
+  of ``":()^*`` and quoted, tokens joined with ``OR``, ``ORDER BY bm25 LIMIT k``, scores
+  ``|bm25| / max |bm25|`` over the returned batch. It can also run over an existing store file.
+
+Keyword searches return 1-D ``(scores, ids)`` (only matching rows, so possibly fewer than ``k``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from signet_rl.retrieval.text import clean_text
+
+__all__ = ["BM25Index", "FTS5Index", "VectorIndex", "fts5_match_query"]
+
+_FTS_STRIP = re.compile(r'[":()^*]')
+
+
+def _check_k(k: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    return int(k)
+
+
+def _check_mask(mask: np.ndarray | None, n: int) -> np.ndarray | None:
+    if mask is None:
+        return None
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_ or mask.shape != (n,):
+        raise ValueError(f"mask must be a boolean array of shape ({n},), got {mask.dtype} {mask.shape}")
+    return mask
+
+
+def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` best positive scores, best first, ties by position."""
+    cand = np.flatnonzero(scores > 0)
+    if len(cand) > k:
+        part = np.argpartition(-scores[cand], k - 1)[:k]
+        kth = scores[cand[part]].min()
+        cand = cand[scores[cand] >= kth]  # keep every tie of the k-th score, cut after ordering
+    order = np.lexsort((cand, -scores[cand]))
+    return cand[order][:k]
+
+
+class VectorIndex:
+    """Inner-product search over L2-normalised vectors (cosine similarity) with faiss.
+
+    Args:
+        dim: vector dimension; every add and search is checked against it.
+        hnsw_above: switch to HNSW once the index holds more than this many vectors (``None``: always
+            exact, what every evaluation uses).
+        hnsw_m: HNSW graph degree.
+        ef_search: HNSW search breadth (raised to ``k`` when ``k`` is larger).
+        ef_construction: HNSW build breadth.
+
+    Example:
+        >>> index = VectorIndex(2)
+        >>> index.add(np.eye(2, dtype=np.float32))
+        >>> index.search(np.array([[1.0, 0.0]], dtype=np.float32), 1)[1]
+        array([[0]])
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        hnsw_above: int | None = None,
+        hnsw_m: int = 32,
+        ef_search: int = 64,
+        ef_construction: int = 80,
+    ) -> None:
+        import faiss
+
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise ValueError(f"VectorIndex dim must be a positive integer, got {dim!r}")
+        if hnsw_above is not None and hnsw_above < 0:
+            raise ValueError(f"hnsw_above must be None or >= 0, got {hnsw_above}")
+        for label, value in (
+            ("hnsw_m", hnsw_m),
+            ("ef_search", ef_search),
+            ("ef_construction", ef_construction),
+        ):
+            if value < 1:
+                raise ValueError(f"{label} must be >= 1, got {value}")
+        self._faiss = faiss
+        self.dim = dim
+        self.hnsw_above = hnsw_above
+        self.hnsw_m = hnsw_m
+        self.ef_search = ef_search
+        self.ef_construction = ef_construction
+        self._vectors = np.zeros((0, dim), dtype=np.float32)
+        self._index: Any = faiss.IndexFlatIP(dim)
+        self._exact: Any = None
+
+    @property
+    def ntotal(self) -> int:
+        """Number of vectors held."""
+        return len(self._vectors)
+
+    @property
+    def is_hnsw(self) -> bool:
+        """Whether searches run on HNSW (approximate) rather than the exact flat index."""
+        return not isinstance(self._index, self._faiss.IndexFlatIP)
+
+    def __len__(self) -> int:
+        return self.ntotal
+
+    def _as_matrix(self, x: np.ndarray, what: str) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float32)
+        if x.ndim == 1:
+            x = x[None, :]
+        if x.ndim != 2 or x.shape[1] != self.dim:
+            got = x.shape[-1] if x.ndim >= 1 else "scalar"
+            raise ValueError(
+                f"dimension mismatch: {what} vectors have dimension {got}, the index has dimension {self.dim}"
+            )
+        return np.ascontiguousarray(x)
+
+    def add(self, vectors: np.ndarray) -> None:
+        """Append ``vectors`` (``[n, dim]``); their ids are their row positions in order of addition.
+
+        Raises:
+            ValueError: the vectors' dimension is not the index's (both are named).
+        """
+        v = self._as_matrix(vectors, "added")
+        self._vectors = np.concatenate([self._vectors, v]) if self.ntotal else v.copy()
+        self._exact = None
+        if self.hnsw_above is not None and self.ntotal > self.hnsw_above and not self.is_hnsw:
+            hnsw = self._faiss.IndexHNSWFlat(self.dim, self.hnsw_m, self._faiss.METRIC_INNER_PRODUCT)
+            hnsw.hnsw.efConstruction = self.ef_construction
+            hnsw.add(self._vectors)
+            self._index = hnsw
+            return
+        self._index.add(v)
+
+    def _params(self, k: int, mask: np.ndarray | None) -> Any:
+        faiss = self._faiss
+        selector = None
+        if mask is not None:
+            selector = faiss.IDSelectorBitmap(np.packbits(mask, bitorder="little"))
+        if self.is_hnsw:
+            params = faiss.SearchParametersHNSW(efSearch=max(self.ef_search, k))
+            if selector is not None:
+                params.sel = selector
+            params._selector = selector  # keep the selector alive while faiss holds a pointer to it
+            return params
+        if selector is None:
+            return None
+        params = faiss.SearchParameters(sel=selector)
+        params._selector = selector
+        return params
+
+    def search(
+        self, queries: np.ndarray, k: int, mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest rows by inner product for each query.
+
+        Args:
+            queries: ``[q, dim]`` (or one ``[dim]`` vector).
+            k: results per query.
+            mask: boolean ``[ntotal]``; only rows where it is True may be returned.
+
+        Returns:
+            ``(scores [q, k] float32, ids [q, k] int64)``, best first, padded with ``-inf`` and ``-1``.
+
+        Raises:
+            ValueError: a query dimension, ``k`` or mask shape that does not fit (the message names it).
+        """
+        q = self._as_matrix(queries, "query")
+        k = _check_k(k)
+        mask = _check_mask(mask, self.ntotal)
+        scores = np.full((len(q), k), -np.inf, dtype=np.float32)
+        ids = np.full((len(q), k), -1, dtype=np.int64)
+        if not self.ntotal or not len(q) or (mask is not None and not mask.any()):
+            return scores, ids
+        params = self._params(k, mask)
+        d, i = self._index.search(q, k, params=params) if params is not None else self._index.search(q, k)
+        valid = i >= 0
+        if mask is not None:
+            valid &= mask[np.where(valid, i, 0)]
+        for row in range(len(q)):  # compact: valid results first, in faiss's order (already best first)
+            keep = valid[row]
+            n = int(keep.sum())
+            scores[row, :n] = d[row, keep]
+            ids[row, :n] = i[row, keep]
+        return scores, ids
+
+    def recall_against_exact(self, queries: np.ndarray, k: int) -> float:
+        """Mean share of the exact top-``k`` (by brute force on the same vectors) that the index returns.
+
+        1.0 for an exact index; for HNSW, the recall@k its approximation costs on these queries.
+        """
+        q = self._as_matrix(queries, "query")
+        k = _check_k(k)
+        if not self.is_hnsw or not self.ntotal or not len(q):
+            return 1.0
+        if self._exact is None:
+            exact = self._faiss.IndexFlatIP(self.dim)
+            exact.add(self._vectors)
+            self._exact = exact
+        _, truth = self._exact.search(q, k)
+        _, found = self.search(q, k)
+        hits = [
+            len(set(t[t >= 0].tolist()) & set(f[f >= 0].tolist())) / max(1, int((t >= 0).sum()))
+            for t, f in zip(truth, found, strict=True)
+        ]
+        return float(np.mean(hits))
+
+    def __repr__(self) -> str:
+        kind = "hnsw" if self.is_hnsw else "flat"
+        return f"VectorIndex(dim={self.dim}, n={self.ntotal}, kind={kind!r})"
+
+
+class BM25Index:
+    """bm25s over ``texts`` (lower-cased, ``\\w\\w+`` tokens, English stop words removed).
+
+    Args:
+        texts: the documents; ids are their positions.
+        k1: BM25 term-frequency saturation.
+        b: BM25 length normalisation.
+    """
+
+    def __init__(self, texts: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
+        import bm25s
+
+        self._bm25s = bm25s
+        self.n = len(texts)
+        self._retriever = None
+        if self.n:
+            tokens = bm25s.tokenize(
+                [clean_text(t) for t in texts], stopwords="en", return_ids=False, show_progress=False
+            )
+            self._retriever = bm25s.BM25(k1=k1, b=b)
+            self._retriever.index(tokens, show_progress=False)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def tokens(self, query: str) -> list[str]:
+        """The query's tokens as the index sees them (stop words removed)."""
+        return list(
+            self._bm25s.tokenize([clean_text(query)], stopwords="en", return_ids=False, show_progress=False)[
+                0
+            ]
+        )
+
+    def search(self, query: str, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best-scoring documents that match at least one query token.
+
+        Returns:
+            ``(raw BM25 scores float32, ids int64)``, best first, ties by id; empty arrays for an empty or
+            all-stop-word query.
+        """
+        k = _check_k(k)
+        mask = _check_mask(mask, self.n)
+        empty = np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
+        if self._retriever is None:
+            return empty
+        tokens = self.tokens(query)
+        if not tokens:
+            return empty
+        scores = np.asarray(self._retriever.get_scores(tokens), dtype=np.float32)
+        if mask is not None:
+            scores = np.where(mask, scores, 0.0).astype(np.float32)
+        top = _top_k(scores, k)
+        return scores[top], top.astype(np.int64)
+
+
+def fts5_match_query(query: str, joiner: str = " OR ") -> str:
+    """Signet's FTS5 ``MATCH`` expression: each whitespace token stripped of ``":()^*`` and quoted,
+    empty tokens dropped, joined with ``OR``. ``""`` when nothing is left.
+
+    >>> fts5_match_query('deploy "ka-6" (prod)*')
+    '"deploy" OR "ka-6" OR "prod"'
+    """
+    tokens = [_FTS_STRIP.sub("", t) for t in clean_text(query).split()]
+    return joiner.join(f'"{t}"' for t in tokens if t)
+
+
+class FTS5Index:
+    """SQLite FTS5 ``bm25()`` over a ``memories_fts`` table, queried as Signet queries it.
+
+    Args:
+        texts: the documents, written to an in-memory ``memories`` table (row ``i`` has rowid ``i + 1``) and
+            indexed by ``memories_fts`` with Signet's own DDL.
+
+    Signet's SQL, run verbatim (with a tie-break on rowid for determinism)::
+
+        SELECT m.rowid, bm25(memories_fts) AS raw_score FROM memories_fts
+        JOIN memories m ON memories_fts.rowid = m.rowid
+        WHERE memories_fts MATCH ? ORDER BY raw_score LIMIT ?
+
+    A ``mask`` is applied by reading further down the same ordering until ``k`` visible rows are found, so
+    the result is exactly the best ``k`` visible rows. BM25's statistics (IDF, average length) are those of
+    the whole index, masked rows included. As in Signet, a query FTS5 rejects gives no keyword results.
+    """
+
+    def __init__(
+        self, texts: Sequence[str] | None = None, *, _conn: sqlite3.Connection | None = None
+    ) -> None:
+        if _conn is not None:
+            self._conn = _conn
+        else:
+            self._conn = sqlite3.connect(":memory:", check_same_thread=False)
+            with self._conn:
+                self._conn.execute("CREATE TABLE memories (id TEXT, content TEXT NOT NULL)")
+                self._conn.execute(
+                    "CREATE VIRTUAL TABLE memories_fts USING fts5(content, content=memories, "
+                    "content_rowid=rowid)"
+                )
+                self._conn.executemany(
+                    "INSERT INTO memories (rowid, id, content) VALUES (?, ?, ?)",
+                    ((i + 1, str(i), clean_text(t)) for i, t in enumerate(texts or ())),
+                )
+                self._conn.execute("INSERT INTO memories_fts(memories_fts) VALUES('rebuild')")
+        rowids = np.asarray([r[0] for r in self._conn.execute("SELECT rowid FROM memories ORDER BY rowid")])
+        self.ids: list[str] = [r[0] for r in self._conn.execute("SELECT id FROM memories ORDER BY rowid")]
+        self.n = len(rowids)
+        self._position = {int(r): i for i, r in enumerate(rowids)}
+
+    @classmethod
+    def from_store(cls, path: str | os.PathLike[str]) -> FTS5Index:
+        """Search the ``memories_fts`` of an existing Signet (or signet_rl) store file, read-only.
+
+        Positions follow ``memories.rowid`` order (deleted memories included: mask them); :attr:`ids` holds
+        the memory id at each position.
+        """
+        from signet_rl.graph.store import open_read_only
+
+        conn = open_read_only(Path(path))
+        return cls(_conn=conn)
+
+    def __len__(self) -> int:
+        return self.n
+
+    _SQL = (
+        "SELECT m.rowid, bm25(memories_fts) AS raw_score FROM memories_fts "
+        "JOIN memories m ON memories_fts.rowid = m.rowid "
+        "WHERE memories_fts MATCH ? ORDER BY raw_score, m.rowid"
+    )
+
+    def _rows(self, match: str, k: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
+        """(position, raw bm25) of the best ``k`` visible matches: Signet's ``LIMIT k`` without a mask;
+        with one, ``LIMIT 4k`` first and, if too few of those are visible, the whole ordering read lazily."""
+        try:
+            limit = k if mask is None else 4 * k
+            rows = self._conn.execute(self._SQL + " LIMIT ?", (match, limit)).fetchall()
+            found = [(self._position[int(r)], s) for r, s in rows]
+            if mask is None:
+                return found
+            found = [(p, s) for p, s in found if mask[p]]
+            if len(found) >= k or len(rows) < limit:
+                return found[:k]
+            found = []
+            cursor = self._conn.execute(self._SQL, (match,))
+            while len(found) < k:
+                batch = cursor.fetchmany(1024)
+                if not batch:
+                    break
+                found += [(p, s) for p, s in ((self._position[int(r)], s) for r, s in batch) if mask[p]]
+            cursor.close()
+            return found[:k]
+        except sqlite3.OperationalError:  # Signet: "FTS search failed, continuing with vector only"
+            return []
+
+    def search(
+        self, query: str, k: int, mask: np.ndarray | None = None, raw: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The best ``k`` visible rows matching any token of ``query``.
+
+        Args:
+            query: free text; tokenised and quoted by :func:`fts5_match_query`.
+            k: ``LIMIT``.
+            mask: boolean ``[n]`` of visible rows.
+            raw: return FTS5's raw ``bm25()`` values (negative, lower is better) instead of
+                ``|bm25| / max |bm25|``.
+
+        Returns:
+            ``(scores float32, ids int64)``, best first; empty arrays when nothing matches.
+        """
+        k = _check_k(k)
+        mask = _check_mask(mask, self.n)
+        match = fts5_match_query(query)
+        empty = np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
+        if not match or not self.n:
+            return empty
+        found = self._rows(match, k, mask)
+        if not found:
+            return empty
+        ids = np.asarray([p for p, _ in found], dtype=np.int64)
+        scores = np.asarray([s for _, s in found], dtype=np.float64)
+        if not raw:
+            mag = np.abs(scores)
+            top = mag.max()
+            scores = mag / (top if top > 0 else 1.0)
+        return scores.astype(np.float32), ids
+
+    def close(self) -> None:
+        """Close the SQLite connection."""
+        self._conn.close()

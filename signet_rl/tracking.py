@@ -1,0 +1,260 @@
+"""MLflow tracking: the one library module that imports MLflow.
+
+:func:`log_evaluation` records one evaluation as one MLflow run:
+
+* **params**: the flattened, resolved config (``retrievers.flat_vector.name``, ``budget_chars``, ...) plus
+  ``dataset_hash``, ``num_queries`` and ``ks``;
+* **metrics**: :meth:`~signet_rl.evaluation.harness.EvaluationResult.flat_metrics` —
+  ``retrieval/<retriever>/<metric>`` for every retriever, ``baseline_flat/<metric>`` for the flat baseline;
+* **artifacts**: the per-intent table (``per_intent.csv`` and ``per_intent.md``), the per-category and
+  overall summaries, every per-query row (``per_query.csv``), the comparison as text (``table.txt``) and the
+  resolved config (``config.yaml``);
+* **tags**: ``dataset``, ``split``, ``dataset_hash``, ``git_commit`` (``git rev-parse HEAD``, else
+  ``unknown``).
+
+Tracking is local by default and needs no server: ``sqlite:///<project root>/mlflow.db``, an absolute path
+anchored where the command was started (Hydra's original working directory when inside Hydra), whatever
+Hydra's run directory is. Artifacts go beside the database, under ``<project root>/mlruns``. Open them with::
+
+    mlflow ui --backend-store-uri sqlite:///mlflow.db
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import tempfile
+import time
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+from mlflow.entities import Metric, Param
+from mlflow.tracking import MlflowClient
+from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
+from omegaconf import DictConfig, OmegaConf
+
+from signet_rl.evaluation.harness import EvaluationResult, render_markdown
+
+__all__ = [
+    "DEFAULT_EXPERIMENT",
+    "default_tracking_uri",
+    "flatten_config",
+    "git_commit",
+    "log_evaluation",
+    "project_root",
+    "resolve_tracking_uri",
+]
+
+DEFAULT_EXPERIMENT = "signet_rl-eval"
+DB_NAME = "mlflow.db"
+_BAD_NAME_CHARS = re.compile(r"[^/\w.\- :]")
+
+
+def project_root() -> Path:
+    """Where the command was started: Hydra's original working directory inside a Hydra app, else the
+    current directory."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.utils import get_original_cwd
+
+        if HydraConfig.initialized():
+            return Path(get_original_cwd()).resolve()
+    except ImportError:  # pragma: no cover - hydra is a dependency
+        pass
+    return Path.cwd().resolve()
+
+
+def default_tracking_uri(root: str | Path | None = None) -> str:
+    """``sqlite:///<root>/mlflow.db`` with an absolute path (``root`` defaults to :func:`project_root`)."""
+    base = Path(root).resolve() if root is not None else project_root()
+    return f"sqlite:///{base / DB_NAME}"
+
+
+def resolve_tracking_uri(uri: str | None, root: str | Path | None = None) -> str:
+    """The tracking URI to use: the default for ``None``/empty; a relative ``sqlite:///`` path or a bare
+    path to a ``.db`` file anchored at ``root`` (default :func:`project_root`); anything else as given."""
+    base = Path(root).resolve() if root is not None else project_root()
+    if uri is None or not str(uri).strip():
+        return default_tracking_uri(base)
+    uri = str(uri).strip()
+    if uri.startswith("sqlite:///"):
+        path = Path(uri[len("sqlite:///") :])
+        return f"sqlite:///{path if path.is_absolute() else (base / path).resolve()}"
+    if "://" not in uri:
+        path = Path(uri).expanduser()
+        path = path if path.is_absolute() else (base / path).resolve()
+        return f"sqlite:///{path / DB_NAME if path.suffix != '.db' else path}"
+    return uri
+
+
+def git_commit(root: str | Path | None = None) -> str:
+    """``git rev-parse HEAD`` in ``root`` (default :func:`project_root`), or ``"unknown"``."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=str(root or project_root()),
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and commit else "unknown"
+
+
+def _plain(cfg: DictConfig | Mapping[str, Any] | None) -> dict[str, Any]:
+    if cfg is None:
+        return {}
+    if isinstance(cfg, DictConfig):
+        return OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)  # type: ignore[return-value]
+    return dict(cfg)
+
+
+def flatten_config(cfg: DictConfig | Mapping[str, Any] | None, sep: str = ".") -> dict[str, str]:
+    """The config as ``{"a.b.c": "value"}`` strings (lists are written whole, e.g. ``"[5, 10]"``)."""
+    out: dict[str, str] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, Mapping):
+            if not node and prefix:
+                out[prefix] = "{}"
+            for k, v in node.items():
+                walk(f"{prefix}{sep}{k}" if prefix else str(k), v)
+        else:
+            out[prefix] = "null" if node is None else str(node)
+
+    walk("", _plain(cfg))
+    return out
+
+
+def _name(key: str) -> str:
+    return _BAD_NAME_CHARS.sub("_", key)[:250]
+
+
+@contextmanager
+def _quiet_backend() -> Iterator[None]:
+    """Silence deprecation warnings MLflow's own backend raises (SQLAlchemy 2.1 deprecates loader options
+    MLflow's sqlite store uses); they are MLflow's to fix and say nothing about this run."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", category=DeprecationWarning, module=r"(mlflow|sqlalchemy|alembic)(\.|$)"
+        )
+        warnings.filterwarnings(
+            "ignore", category=DeprecationWarning, message=r".*loader strategy is deprecated"
+        )
+        yield
+
+
+def _artifact_location(uri: str) -> str | None:
+    if uri.startswith("sqlite:///"):
+        return (Path(uri[len("sqlite:///") :]).parent / "mlruns").as_uri()
+    return None
+
+
+def _experiment_id(client: MlflowClient, name: str, uri: str) -> str:
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        if exp.lifecycle_stage == "deleted":
+            client.restore_experiment(exp.experiment_id)
+        return str(exp.experiment_id)
+    return str(client.create_experiment(name, artifact_location=_artifact_location(uri)))
+
+
+def _write_artifacts(result: EvaluationResult, cfg: DictConfig | Mapping[str, Any] | None, out: Path) -> None:
+    tables = result.intent_tables()
+    (out / "per_intent.csv").write_text(tables["csv"])
+    (out / "per_intent.md").write_text(tables["md"])
+    per_category = result.per_category()
+    (out / "per_category.csv").write_text(per_category.to_csv())
+    (out / "per_category.md").write_text(render_markdown(result._display(per_category)))
+    summary = result.summary()
+    (out / "summary.csv").write_text(summary.to_csv())
+    (out / "summary.md").write_text(render_markdown(result._display(summary)))
+    (out / "table.txt").write_text(result.table() + "\n")
+    result.rows.to_csv(out / "per_query.csv", index=False)
+    if isinstance(cfg, DictConfig):
+        text = OmegaConf.to_yaml(cfg, resolve=True)
+    else:
+        text = yaml.safe_dump(_plain(cfg), sort_keys=False)
+    (out / "config.yaml").write_text(text)
+
+
+def log_evaluation(
+    result: EvaluationResult,
+    cfg: DictConfig | Mapping[str, Any] | None,
+    tracking_uri: str | None = None,
+    experiment: str = DEFAULT_EXPERIMENT,
+    baseline: str | None = None,
+    run_name: str | None = None,
+) -> str:
+    """Log one evaluation as one MLflow run (see the module docstring) and return its run id.
+
+    Args:
+        result: what :func:`~signet_rl.evaluation.harness.evaluate` returned.
+        cfg: the config the evaluation ran with (logged flattened as params and whole as ``config.yaml``).
+        tracking_uri: see :func:`resolve_tracking_uri`; ``None`` is the project's ``mlflow.db``.
+        experiment: the MLflow experiment name (created when missing).
+        baseline: the retriever logged as ``baseline_flat/...`` (default: the first flat variant).
+        run_name: the run's display name (default ``<dataset>-<split>``).
+    """
+    uri = resolve_tracking_uri(tracking_uri)
+    if uri.startswith("sqlite:///"):
+        Path(uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+    metrics = result.flat_metrics(baseline)
+    with _quiet_backend():
+        return _log(result, cfg, uri, experiment, baseline, run_name, metrics)
+
+
+def _log(
+    result: EvaluationResult,
+    cfg: DictConfig | Mapping[str, Any] | None,
+    uri: str,
+    experiment: str,
+    baseline: str | None,
+    run_name: str | None,
+    metrics: Mapping[str, float],
+) -> str:
+    client = MlflowClient(tracking_uri=uri)
+    exp_id = _experiment_id(client, experiment, uri)
+    commit = git_commit()
+    tags = {
+        "dataset": result.dataset,
+        "split": result.split,
+        "dataset_hash": result.dataset_hash,
+        "git_commit": commit,
+        "retrievers": ",".join(result.retrievers),
+        "baseline": baseline or result.default_baseline() or "",
+    }
+    if commit != "unknown":
+        tags["mlflow.source.git.commit"] = commit
+    run = client.create_run(exp_id, tags=tags, run_name=run_name or f"{result.dataset}-{result.split}")
+    run_id = run.info.run_id
+    try:
+        params = flatten_config(cfg)
+        params.update(
+            dataset_hash=result.dataset_hash,
+            num_queries=str(result.num_queries),
+            ks=str(list(result.ks)),
+            budgets=str({k: v for k, v in result.budgets.items()}),
+        )
+        now = int(time.time() * 1000)
+        client.log_batch(
+            run_id,
+            metrics=[Metric(_name(k), v, now, 0) for k, v in metrics.items() if math.isfinite(v)],
+            params=[Param(_name(k), str(v)[:MAX_PARAM_VAL_LENGTH]) for k, v in params.items()],
+        )
+        with tempfile.TemporaryDirectory(prefix="signet_rl-eval-") as tmp:
+            _write_artifacts(result, cfg, Path(tmp))
+            client.log_artifacts(run_id, tmp)
+    except BaseException:
+        client.set_terminated(run_id, "FAILED")
+        raise
+    client.set_terminated(run_id, "FINISHED")
+    return str(run_id)

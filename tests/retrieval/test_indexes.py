@@ -1,0 +1,203 @@
+"""Indexes: exact and HNSW vector search under masks, bm25s, and FTS5 scored as Signet scores it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from signet_rl.graph.model import KnowledgeGraph, Memory
+from signet_rl.graph.store import write_graph
+from signet_rl.retrieval.indexes import BM25Index, FTS5Index, VectorIndex, fts5_match_query
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    rows = rows.astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def _clustered(n: int, dim: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((20, dim))
+    return _unit(centres[rng.integers(0, 20, n)] + 0.3 * rng.standard_normal((n, dim)))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# VectorIndex
+
+
+def test_exact_search_matches_brute_force():
+    x = _clustered(300, 16)
+    index = VectorIndex(16)
+    index.add(x[:100])
+    index.add(x[100:])
+    q = x[:7] + 0.05
+    scores, ids = index.search(q, 5)
+    sims = q @ x.T
+    for row in range(len(q)):
+        expected = np.argsort(-sims[row], kind="stable")[:5]
+        assert set(ids[row]) == set(expected)
+        np.testing.assert_allclose(scores[row], np.sort(sims[row])[::-1][:5], rtol=1e-5)
+    assert not index.is_hnsw and len(index) == 300
+
+
+def test_search_pads_with_minus_one():
+    index = VectorIndex(4)
+    index.add(np.eye(4, dtype=np.float32)[:2])
+    scores, ids = index.search(np.eye(4, dtype=np.float32)[0], 4)
+    assert ids.tolist() == [[0, 1, -1, -1]]
+    assert np.isneginf(scores[0, 2:]).all()
+    _, ids = index.search(np.eye(4, dtype=np.float32)[0], 4, mask=np.array([False, False]))
+    assert (ids == -1).all()
+    _, ids = VectorIndex(4).search(np.eye(4, dtype=np.float32)[0], 3)
+    assert (ids == -1).all()
+
+
+def test_dimension_mismatch_names_both_dimensions():
+    index = VectorIndex(8)
+    with pytest.raises(ValueError, match=r"dimension 4, the index has dimension 8"):
+        index.add(np.ones((2, 4), dtype=np.float32))
+    index.add(np.ones((2, 8), dtype=np.float32))
+    with pytest.raises(ValueError, match=r"query vectors have dimension 16, the index has dimension 8"):
+        index.search(np.ones((1, 16), dtype=np.float32), 1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"k": 0}, "k must be a positive integer"), ({"k": 2, "mask": np.ones(3, dtype=bool)}, "mask must be")],
+)
+def test_bad_search_arguments(kwargs, message):
+    index = VectorIndex(2)
+    index.add(np.eye(2, dtype=np.float32))
+    with pytest.raises(ValueError, match=message):
+        index.search(np.eye(2, dtype=np.float32), **kwargs)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 120),
+    k=st.integers(1, 30),
+    seed=st.integers(0, 10_000),
+    density=st.floats(0.0, 1.0),
+    hnsw=st.booleans(),
+)
+def test_mask_is_never_violated(n, k, seed, density, hnsw):
+    rng = np.random.default_rng(seed)
+    x = _unit(rng.standard_normal((n, 8)))
+    mask = rng.random(n) < density
+    index = VectorIndex(8, hnsw_above=10 if hnsw else None, hnsw_m=8)
+    index.add(x)
+    q = _unit(rng.standard_normal((3, 8)))
+    scores, ids = index.search(q, k, mask=mask)
+    for row in range(3):
+        found = ids[row][ids[row] >= 0]
+        assert mask[found].all()
+        assert len(set(found.tolist())) == len(found)
+        if not hnsw:  # exact: exactly the best min(k, visible) visible rows
+            visible = np.flatnonzero(mask)
+            assert len(found) == min(k, len(visible))
+            best = np.sort(q[row] @ x[visible].T)[::-1][: len(found)]
+            np.testing.assert_allclose(scores[row][: len(found)], best, rtol=1e-5, atol=1e-6)
+
+
+def test_hnsw_switches_above_the_threshold_and_reports_recall():
+    x = _clustered(3000, 32)
+    index = VectorIndex(32, hnsw_above=1000)
+    index.add(x[:1000])
+    assert not index.is_hnsw
+    assert index.recall_against_exact(x[:10], 10) == 1.0
+    index.add(x[1000:])
+    assert index.is_hnsw
+    recall = index.recall_against_exact(x[::30] + 0.01, 10)
+    assert 0.0 <= recall <= 1.0
+    assert recall > 0.9
+
+
+# ---------------------------------------------------------------------------------------------------------
+# BM25Index
+
+DOCS = ["the cat sat on the mat", "dogs chase the cat", "a bird in the hand", "stock prices fell sharply"]
+
+
+def test_bm25_ranks_matching_documents_only():
+    index = BM25Index(DOCS)
+    scores, ids = index.search("cat dogs", 10)
+    assert ids.tolist() == [1, 0]
+    assert scores[0] > scores[1] > 0
+    scores, ids = index.search("cat", 10, mask=np.array([True, False, True, True]))
+    assert ids.tolist() == [0]
+
+
+@pytest.mark.parametrize("query", ["", "   ", "the a of in", "zzzz"])
+def test_bm25_empty_or_stopword_query_gives_empty_arrays(query):
+    scores, ids = BM25Index(DOCS).search(query, 5)
+    assert scores.shape == (0,) and ids.shape == (0,) and ids.dtype == np.int64
+
+
+def test_bm25_empty_corpus():
+    assert BM25Index([]).search("cat", 3)[1].shape == (0,)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# FTS5Index
+
+FTS_DOCS = ["apple banana", "apple cherry cherry", "durian"]
+
+
+def _fts5_bm25(tf: int, doc_len: int, n_hit: int, n_docs: int = 3, avgdl: float = 2.0) -> float:
+    """SQLite FTS5's bm25() for one query term (k1 1.2, b 0.75; negative, as FTS5 returns it)."""
+    idf = math.log((n_docs - n_hit + 0.5) / (n_hit + 0.5))
+    idf = idf if idf > 0 else 1e-6
+    return -idf * tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * doc_len / avgdl))
+
+
+def test_fts5_scores_equal_a_hand_computation():
+    index = FTS5Index(FTS_DOCS)
+    raw, ids = index.search("banana cherry", 10, raw=True)
+    banana_d0 = _fts5_bm25(tf=1, doc_len=2, n_hit=1)  # -0.5108
+    cherry_d1 = _fts5_bm25(tf=2, doc_len=3, n_hit=1)  # -0.6158
+    assert ids.tolist() == [1, 0]
+    np.testing.assert_allclose(raw, [cherry_d1, banana_d0], rtol=1e-5)
+    norm, ids = index.search("banana cherry", 10)
+    np.testing.assert_allclose(norm, [1.0, banana_d0 / cherry_d1], rtol=1e-5)  # |bm25| / max |bm25|
+    raw, ids = index.search("apple", 10, raw=True)  # in 2 of 3 documents: FTS5 clamps the idf to 1e-6
+    np.testing.assert_allclose(raw, [_fts5_bm25(1, 2, 2), _fts5_bm25(1, 3, 2)], rtol=1e-5)
+
+
+def test_fts5_query_is_built_as_signet_builds_it():
+    assert fts5_match_query('deploy "ka-6" (prod)* ^x:y') == '"deploy" OR "ka-6" OR "prod" OR "xy"'
+    assert fts5_match_query(" ()  * ") == ""
+    index = FTS5Index(FTS_DOCS)
+    for query in ["", "()", 'NEAR("a" "b")', "AND OR NOT", "-", "durian*"]:
+        index.search(query, 3)  # never a syntax error
+    assert index.search("durian*", 3)[1].tolist() == [2]
+    assert index.search("AND", 3)[1].tolist() == []
+
+
+def test_fts5_limit_and_mask_are_exact():
+    docs = [f"common word {i}" for i in range(100)]
+    index = FTS5Index(docs)
+    assert len(index.search("common", 7)[1]) == 7
+    mask = np.zeros(100, dtype=bool)
+    mask[[3, 50, 97]] = True
+    scores, ids = index.search("common", 10, mask=mask)
+    assert sorted(ids.tolist()) == [3, 50, 97]
+    np.testing.assert_allclose(scores, 1.0)
+
+
+def test_fts5_over_an_existing_store(tmp_path):
+    graph = KnowledgeGraph.from_records(
+        memories=[
+            Memory(id="m1", content="signet uses sqlite"),
+            Memory(id="m2", content="bun runs the daemon"),
+        ]
+    )
+    path = write_graph(graph, tmp_path / "store.db")
+    index = FTS5Index.from_store(path)
+    assert index.ids == ["m1", "m2"]
+    _, ids = index.search("daemon sqlite", 5)
+    assert sorted(index.ids[i] for i in ids) == ["m1", "m2"]
+    index.close()
