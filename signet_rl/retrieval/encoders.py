@@ -111,12 +111,14 @@ class HashingEncoder:
         self.name = f"hashing-{dim}" + (f"-seed{self.seed}" if self.seed else "")
         self._key = hashlib.sha256(f"signet_rl-hashing-{self.seed}".encode()).digest()[:32]
         self._wid: dict[str, int] = {}
-        self._word_hash: list[int] = []
-        self._char_ptr: list[int] = [0]
-        self._char_fid: list[int] = []
         self._cid: dict[str, int] = {}
-        self._char_hash: list[int] = []
-        self._arrays: tuple[np.ndarray, ...] | None = None
+        # Growable arrays (capacity doubles): a query with an unseen word appends in O(1) amortised
+        # instead of rebuilding every table.
+        self._word_hash = _Growable(np.uint64)
+        self._char_ptr = _Growable(np.int64)
+        self._char_ptr.append(0)
+        self._char_fid = _Growable(np.int64)
+        self._char_hash = _Growable(np.uint64)
 
     def _hash(self, feature: str) -> int:
         digest = hashlib.blake2b(feature.encode("utf-8", "surrogatepass"), digest_size=8, key=self._key)
@@ -138,7 +140,6 @@ class HashingEncoder:
                 self._char_hash.append(self._hash("c:" + gram))
             self._char_fid.append(cid)
         self._char_ptr.append(len(self._char_fid))
-        self._arrays = None
         return wid
 
     def _word_ids(self, text: str) -> list[int]:
@@ -150,14 +151,7 @@ class HashingEncoder:
         return ids
 
     def _tables(self) -> tuple[np.ndarray, ...]:
-        if self._arrays is None:
-            self._arrays = (
-                np.asarray(self._word_hash, dtype=np.uint64),
-                np.asarray(self._char_ptr, dtype=np.int64),
-                np.asarray(self._char_fid, dtype=np.int64),
-                np.asarray(self._char_hash, dtype=np.uint64),
-            )
-        return self._arrays
+        return (self._word_hash.view(), self._char_ptr.view(), self._char_fid.view(), self._char_hash.view())
 
     def _add(self, out: np.ndarray, rows: np.ndarray, hashes: np.ndarray, weight: float) -> None:
         """Add ``±weight·(1 + ln tf)`` per distinct (row, feature) into ``out`` (flattened ``[n * dim]``).
@@ -219,6 +213,28 @@ class HashingEncoder:
 
 
 _LOW52 = np.uint64((1 << 52) - 1)
+
+
+class _Growable:
+    """A 1-d numpy array that appends in amortised O(1) (capacity doubles); ``view()`` is the filled part."""
+
+    def __init__(self, dtype: type[np.generic], capacity: int = 1024) -> None:
+        self._data = np.empty(capacity, dtype=dtype)
+        self._n = 0
+
+    def append(self, value: int) -> None:
+        if self._n == len(self._data):
+            grown = np.empty(2 * len(self._data), dtype=self._data.dtype)
+            grown[: self._n] = self._data
+            self._data = grown
+        self._data[self._n] = value
+        self._n += 1
+
+    def __len__(self) -> int:
+        return self._n
+
+    def view(self) -> np.ndarray:
+        return self._data[: self._n]
 
 
 def _mix64(x: np.ndarray) -> np.ndarray:

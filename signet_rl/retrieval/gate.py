@@ -1,0 +1,110 @@
+"""The significance gate: sometimes the right amount of context is zero.
+
+:class:`SignificanceGate` decides, before any search, whether a prompt is worth injecting context for.
+Chit-chat, thanks and excitement about a milestone are not (DESIGN §1). The decision is
+
+* **hard rules first**: an empty or whitespace-only text is never significant; text is classified on its
+  first ``max_chars`` (1,000) characters, so a 100,000-character paste is still classified, cheaply;
+  ``bytes`` and lone surrogates are cleaned (:func:`~signet_rl.retrieval.text.clean_text`), not rejected;
+* then the classifier: significant unless ``P(none) >= threshold``. With the default 0.5 the gate silences
+  only prompts the classifier is at least even odds on being chit-chat; it errs toward injecting.
+
+:func:`gate_report` measures it on a split: the share of non-queries silenced (higher is better) and the
+share of real queries wrongly silenced (lower is better).
+
+    >>> from signet_rl.retrieval.intent import RuleIntentClassifier
+    >>> gate = SignificanceGate(RuleIntentClassifier())
+    >>> gate.is_significant("thanks!"), gate.is_significant("what port does billing-api use?")
+    (False, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from signet_rl.datasets.base import Query, Truth
+from signet_rl.retrieval.intent import INTENTS, MAX_CHARS, IntentClassifier
+from signet_rl.retrieval.text import clean_text
+
+__all__ = ["SignificanceGate", "gate_report"]
+
+_NONE = INTENTS.index("none")
+
+
+class SignificanceGate:
+    """Inject nothing for prompts that are not queries.
+
+    Args:
+        classifier: anything with ``predict_proba(texts) -> [n, 5]`` over
+            :data:`~signet_rl.retrieval.intent.INTENTS`.
+        threshold: a prompt with ``P(none) >= threshold`` is not significant; in ``(0, 1]``.
+        max_chars: prompts are classified on their first this many characters.
+
+    Raises:
+        ValueError: a threshold outside ``(0, 1]`` or ``max_chars`` < 1.
+    """
+
+    def __init__(
+        self, classifier: IntentClassifier, threshold: float = 0.5, max_chars: int = MAX_CHARS
+    ) -> None:
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"gate threshold must be in (0, 1], got {threshold}")
+        if max_chars < 1:
+            raise ValueError(f"max_chars must be >= 1, got {max_chars}")
+        self.classifier = classifier
+        self.threshold = float(threshold)
+        self.max_chars = max_chars
+
+    def p_none(self, texts: Sequence[str | bytes]) -> np.ndarray:
+        """P(not a query) of each text; 1.0 for empty or whitespace-only text. Shape ``[n]``."""
+        cut = [clean_text(t)[: self.max_chars] for t in texts]
+        out = np.ones(len(cut), dtype=np.float64)
+        real = [i for i, t in enumerate(cut) if t.strip()]
+        if real:
+            proba = self.classifier.predict_proba([cut[i] for i in real])
+            out[real] = proba[:, _NONE]
+        return out
+
+    def significant(self, texts: Sequence[str | bytes]) -> list[bool]:
+        """:meth:`is_significant` of many texts at once."""
+        return (self.p_none(texts) < self.threshold).tolist()
+
+    def is_significant(self, text: str | bytes) -> bool:
+        """Whether ``text`` should get context at all (False: inject nothing)."""
+        return bool(self.significant([text])[0])
+
+
+def gate_report(
+    gate: SignificanceGate, queries: Sequence[Query], truth: Mapping[str, Truth]
+) -> dict[str, Any]:
+    """How the gate does on ``queries`` with gold intents from ``truth``.
+
+    Returns:
+        ``nonqueries`` and ``queries`` (counts), ``nonquery_silenced`` (share of gold-``none`` prompts that
+        get nothing injected), ``query_silenced`` (share of real queries wrongly silenced) and
+        ``accuracy`` (share of all prompts the gate decides right). Shares of an empty group are NaN.
+
+    Raises:
+        ValueError: a query whose truth has no gold intent.
+    """
+    intents = [truth[q.id].intent for q in queries]
+    missing = [q.id for q, i in zip(queries, intents, strict=True) if i is None]
+    if missing:
+        raise ValueError(f"query {missing[0]!r} has no gold intent; the gate report needs one")
+    silenced = ~np.asarray(gate.significant([q.text for q in queries]), dtype=bool)
+    is_none = np.asarray([i == "none" for i in intents], dtype=bool)
+
+    def share(mask: np.ndarray) -> float:
+        return float(silenced[mask].mean()) if mask.any() else float("nan")
+
+    right = np.where(is_none, silenced, ~silenced)
+    return {
+        "nonqueries": int(is_none.sum()),
+        "queries": int((~is_none).sum()),
+        "nonquery_silenced": share(is_none),
+        "query_silenced": share(~is_none),
+        "accuracy": float(right.mean()) if len(right) else float("nan"),
+    }
