@@ -31,8 +31,11 @@ VARIANTS = ("flat_signet", "flat_signet_uncapped", "flat_hybrid_bm25s", "flat_ve
 
 def _percentiles(seconds: list[float]) -> dict[str, float]:
     ms = np.asarray(seconds) * 1000
-    return {"p50_ms": round(float(np.percentile(ms, 50)), 3), "p95_ms": round(float(np.percentile(ms, 95)), 3),
-            "mean_ms": round(float(ms.mean()), 3)}
+    return {
+        "p50_ms": round(float(np.percentile(ms, 50)), 3),
+        "p95_ms": round(float(np.percentile(ms, 95)), 3),
+        "mean_ms": round(float(ms.mean()), 3),
+    }
 
 
 def main() -> None:
@@ -48,10 +51,14 @@ def main() -> None:
     ds = generate(args.preset, seed=args.seed)
     gen_s = time.perf_counter() - t
     queries = ds.split("test")[: args.queries]
-    print(f"{ds.name}: {ds.graph.num_entities:,} entities, {ds.graph.num_memories:,} memories, "
-          f"{len(queries)} test queries (generated in {gen_s:.1f} s)")
+    print(
+        f"{ds.name}: {ds.graph.num_entities:,} entities, {ds.graph.num_memories:,} memories, "
+        f"{len(queries)} test queries (generated in {gen_s:.1f} s)"
+    )
     out: dict[str, object] = {
-        "dataset": ds.name, "queries": len(queries), "entities": ds.graph.num_entities,
+        "dataset": ds.name,
+        "queries": len(queries),
+        "entities": ds.graph.num_entities,
         "memories": ds.graph.num_memories,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "results": {},
@@ -82,6 +89,47 @@ def main() -> None:
     print(f"{'':<24}{'build s':>10}{'p50 ms':>10}{'p95 ms':>10}")
     for name, r in results.items():
         print(f"{name:<24}{r['build_s']:>10.2f}{r['p50_ms']:>10.2f}{r['p95_ms']:>10.2f}")
+    # HNSW against exact search on the same memory vectors (exact is what every evaluation uses).
+    from signet_rl.retrieval.encoders import HashingEncoder
+    from signet_rl.retrieval.indexes import VectorIndex
+
+    enc = HashingEncoder()
+    vecs = enc.encode(ds.graph.memories["content"].tolist())
+    qv = enc.encode([q.text for q in queries])
+    hnsw_rows = []
+    for ef in (64, 256):
+        idx = VectorIndex(enc.dim, hnsw_above=0, ef_search=ef)
+        t = time.perf_counter()
+        idx.add(vecs)
+        build = time.perf_counter() - t
+        lat = []
+        for row in qv:
+            t = time.perf_counter()
+            idx.search(row[None, :], 20)
+            lat.append(time.perf_counter() - t)
+        hnsw_rows.append(
+            {
+                "ef_search": ef,
+                "build_s": round(build, 2),
+                "recall@20": round(idx.recall_against_exact(qv, 20), 3),
+                **_percentiles(lat),
+            }
+        )
+    exact = VectorIndex(enc.dim)
+    exact.add(vecs)
+    lat = []
+    for row in qv:
+        t = time.perf_counter()
+        exact.search(row[None, :], 20)
+        lat.append(time.perf_counter() - t)
+    out["hnsw"] = {"exact": _percentiles(lat), "hnsw": hnsw_rows}
+    print(
+        f"exact search p50 {out['hnsw']['exact']['p50_ms']:.2f} ms; HNSW (M=32): "
+        + "; ".join(
+            f"ef_search {r['ef_search']}: recall@20 {r['recall@20']:.3f}, p50 {r['p50_ms']:.2f} ms"
+            for r in hnsw_rows
+        )
+    )
     if not args.no_minilm:
         try:
             from signet_rl.retrieval.encoders import MiniLMEncoder
@@ -92,8 +140,11 @@ def main() -> None:
             t = time.perf_counter()
             enc.encode(texts)
             secs = time.perf_counter() - t
-            out["minilm"] = {"texts": len(texts), "seconds": round(secs, 2),
-                             "texts_per_s": round(len(texts) / secs, 1)}
+            out["minilm"] = {
+                "texts": len(texts),
+                "seconds": round(secs, 2),
+                "texts_per_s": round(len(texts) / secs, 1),
+            }
             print(f"MiniLM encoding: {len(texts)} memories in {secs:.1f} s ({len(texts) / secs:.0f}/s)")
         except ImportError as exc:
             print(f"MiniLM skipped: {exc}")
