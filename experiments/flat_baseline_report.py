@@ -327,14 +327,16 @@ def entry_intent_section(s: Settings) -> str:
 
 
 # -- run ---------------------------------------------------------------------------------------------------
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fast", action="store_true", help="hashing encoder only, 200 bootstrap draws")
     ap.add_argument("--sections", nargs="*", default=["synthetic", "locomo", "musique", "entry"])
-    args = ap.parse_args()
-    s = Settings()
+    ap.add_argument("--synthetic", default=Settings.synthetic, help="synthetic dataset spec")
+    ap.add_argument("--output", default=str(RESULTS), help="the Markdown file to write the section into")
+    args = ap.parse_args(argv)
+    s = Settings(synthetic=args.synthetic)
     if args.fast:
-        s = Settings(n_boot=200, encoders=("hashing",))
+        s = Settings(n_boot=200, encoders=("hashing",), synthetic=args.synthetic)
     np.random.seed(s.seed)
     parts = [
         f"_Written by `python experiments/flat_baseline_report.py{' --fast' if args.fast else ''}` on "
@@ -354,15 +356,16 @@ def main() -> None:
         print(f"[{name}: {time.perf_counter() - t:.1f} s]\n")
         parts.append(text)
     body = "\n".join(parts)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    old = RESULTS.read_text() if RESULTS.exists() else "# Results\n\n"
+    results = Path(args.output)
+    results.parent.mkdir(parents=True, exist_ok=True)
+    old = results.read_text() if results.exists() else "# Results\n\n"
     if START in old:
         head, rest = old.split(START, 1)
         tail = rest.split(END, 1)[1]
     else:
         head, tail = old.rstrip() + "\n\n## Flat-retrieval baseline (issue 3)\n\n", "\n"
-    RESULTS.write_text(f"{head}{START}\n{body}\n{END}{tail}")
-    print(f"wrote {RESULTS}")
+    results.write_text(f"{head}{START}\n{body}\n{END}{tail}")
+    print(f"wrote {results}")
 
 
 if __name__ == "__main__":

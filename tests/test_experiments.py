@@ -1,0 +1,32 @@
+"""Smoke tests: each script under experiments/ runs tiny and writes what it promises."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "experiments" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up here
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_flat_baseline_report_writes_its_section_between_markers(tmp_path, capsys):
+    report = _load("flat_baseline_report")
+    out = tmp_path / "results.md"
+    out.write_text("# Results\n\nkept above\n")
+    report.main(["--fast", "--sections", "synthetic", "--synthetic", "synthetic:tiny:0", "--output", str(out)])
+    text = out.read_text()
+    assert text.startswith("# Results\n\nkept above\n")
+    assert text.count(report.START) == 1 and text.count(report.END) == 1
+    assert "flat_signet_uncapped" in text and "synthetic:tiny:0" in text
+    # a second run replaces the section instead of appending another
+    report.main(["--fast", "--sections", "synthetic", "--synthetic", "synthetic:tiny:1", "--output", str(out)])
+    text = out.read_text()
+    assert text.count(report.START) == 1 and "synthetic:tiny:1" in text and "synthetic:tiny:0" not in text
