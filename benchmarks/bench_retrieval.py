@@ -18,7 +18,9 @@ import os
 import platform
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +38,16 @@ def _percentiles(seconds: list[float]) -> dict[str, float]:
         "p95_ms": round(float(np.percentile(ms, 95)), 3),
         "mean_ms": round(float(ms.mean()), 3),
     }
+
+
+def _latencies(fn: Callable[[Any], object], items: Iterable[Any]) -> dict[str, float]:
+    """p50/p95/mean milliseconds of ``fn(item)`` over ``items``, one call at a time."""
+    seconds = []
+    for item in items:
+        t = time.perf_counter()
+        fn(item)
+        seconds.append(time.perf_counter() - t)
+    return _percentiles(seconds)
 
 
 def main() -> None:
@@ -69,23 +81,14 @@ def main() -> None:
         t = time.perf_counter()
         entry.index(ds.graph)
         build = time.perf_counter() - t
-        lat = []
-        for q in queries:
-            t = time.perf_counter()
-            entry.search(q.text, k=10, timestamp=q.timestamp)
-            lat.append(time.perf_counter() - t)
-        results["entry_search"] = {"build_s": round(build, 3), **_percentiles(lat)}
+        lat = _latencies(lambda q: entry.search(q.text, k=10, timestamp=q.timestamp), queries)
+        results["entry_search"] = {"build_s": round(build, 3), **lat}
         for name in VARIANTS:
             r = flat_variant(name, encoder="hashing", cache_dir=cache)
             t = time.perf_counter()
             r.index(ds)
             build = time.perf_counter() - t
-            lat = []
-            for q in queries:
-                t = time.perf_counter()
-                r.retrieve(q)
-                lat.append(time.perf_counter() - t)
-            results[name] = {"build_s": round(build, 3), **_percentiles(lat)}
+            results[name] = {"build_s": round(build, 3), **_latencies(r.retrieve, queries)}
     print(f"{'':<24}{'build s':>10}{'p50 ms':>10}{'p95 ms':>10}")
     for name, r in results.items():
         print(f"{name:<24}{r['build_s']:>10.2f}{r['p50_ms']:>10.2f}{r['p95_ms']:>10.2f}")
@@ -102,27 +105,18 @@ def main() -> None:
         t = time.perf_counter()
         idx.add(vecs)
         build = time.perf_counter() - t
-        lat = []
-        for row in qv:
-            t = time.perf_counter()
-            idx.search(row[None, :], 20)
-            lat.append(time.perf_counter() - t)
+        lat = _latencies(lambda row, idx=idx: idx.search(row[None, :], 20), qv)
         hnsw_rows.append(
             {
                 "ef_search": ef,
                 "build_s": round(build, 2),
                 "recall@20": round(idx.recall_against_exact(qv, 20), 3),
-                **_percentiles(lat),
+                **lat,
             }
         )
     exact = VectorIndex(enc.dim)
     exact.add(vecs)
-    lat = []
-    for row in qv:
-        t = time.perf_counter()
-        exact.search(row[None, :], 20)
-        lat.append(time.perf_counter() - t)
-    out["hnsw"] = {"exact": _percentiles(lat), "hnsw": hnsw_rows}
+    out["hnsw"] = {"exact": _latencies(lambda row: exact.search(row[None, :], 20), qv), "hnsw": hnsw_rows}
     print(
         f"exact search p50 {out['hnsw']['exact']['p50_ms']:.2f} ms; HNSW (M=32): "
         + "; ".join(
