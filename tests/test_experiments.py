@@ -21,12 +21,24 @@ def test_flat_baseline_report_writes_its_section_between_markers(tmp_path, capsy
     report = _load("flat_baseline_report")
     out = tmp_path / "results.md"
     out.write_text("# Results\n\nkept above\n")
-    report.main(["--fast", "--sections", "synthetic", "--synthetic", "synthetic:tiny:0", "--output", str(out)])
+    report.main(
+        ["--fast", "--sections", "synthetic", "--synthetic", "synthetic:tiny:0", "--output", str(out)]
+    )
     text = out.read_text()
     assert text.startswith("# Results\n\nkept above\n")
     assert text.count(report.START) == 1 and text.count(report.END) == 1
+    assert text.count("<!-- synthetic:start -->") == 1
     assert "flat_signet_uncapped" in text and "synthetic:tiny:0" in text
-    # a second run replaces the section instead of appending another
-    report.main(["--fast", "--sections", "synthetic", "--synthetic", "synthetic:tiny:1", "--output", str(out)])
+    # another section lands beside it; rerunning one section replaces only that section
+    out.write_text(
+        text.replace(
+            "<!-- synthetic:end -->",
+            "<!-- synthetic:end -->\n<!-- other:start -->\nkeep me\n<!-- other:end -->",
+        )
+    )
+    report.main(
+        ["--fast", "--sections", "synthetic", "--synthetic", "synthetic:tiny:1", "--output", str(out)]
+    )
     text = out.read_text()
     assert text.count(report.START) == 1 and "synthetic:tiny:1" in text and "synthetic:tiny:0" not in text
+    assert "keep me" in text and text.count("<!-- synthetic:start -->") == 1

@@ -1,12 +1,16 @@
 """Intent classifiers: rules and the learned model, on generated queries and on hand-written examples.
 
-The hand-written examples are worded unlike the generator's templates. ``HAND_WRITTEN`` was in view while the
+The hand-written examples (``data/samples/intent_prompts.tsv``, shared with the report script) are worded
+unlike the generator's templates. ``HAND_WRITTEN`` was in view while the
 rules were written (two rules were added after reading its errors); ``HAND_WRITTEN_FRESH`` was written
 afterwards and not tuned on, so it is the honest estimate. Generated held-out accuracy is near-trivial: the
 generator has three or four templates per intent.
 """
 
 from __future__ import annotations
+
+import csv
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,110 +26,20 @@ from signet_rl.retrieval.intent import (
     training_examples,
 )
 
-HAND_WRITTEN: list[tuple[str, str]] = [
-    # what
-    ("who owns the ledger service these days", "what"),
-    ("remind me what Maya prefers for code reviews", "what"),
-    ("what port does the postgres-api listen on?", "what"),
-    ("Where does the metrics-gateway keep its dashboards?", "what"),
-    ("tell me everything about the onboarding revamp", "what"),
-    ("what's Priya's role on the search team?", "what"),
-    ("which region is the billing-worker deployed in", "what"),
-    ("can you pull up the goals of the q3 launch", "what"),
-    ("When is Tom out of office?", "what"),
-    ("info on the kafka-cli config please", "what"),
-    ("what did we decide about the design of nimbus?", "what"),
-    ("why is the ingest-queue on its own rotation?", "what"),
-    # relate
-    ("any idea how postgres-api ties in with the billing cutover?", "relate"),
-    ("is the auth-gateway connected to the mobile rewrite at all?", "relate"),
-    ("what's the link between Maya and the data platform project", "relate"),
-    ("how do the cache-store and the search-api relate?", "relate"),
-    ("does the latency work have anything to do with the redis migration?", "relate"),
-    ("what do Sam and Priya have in common", "relate"),
-    ("how is the tokenizer study related to the calibration paper?", "relate"),
-    ("why does the billing-worker depend on the ledger-db?", "relate"),
-    ("what's the connection between helios and atlas", "relate"),
-    ("how does the etl-job interact with the warehouse?", "relate"),
-    # action
-    ("what do I need to do before deploying the search-api?", "action"),
-    ("how should we handle the failing canary on ledger-db", "action"),
-    ("I'm about to touch the billing schema, anything to watch out for?", "action"),
-    ("what's the right way to restart the ingest workers?", "action"),
-    ("must I file a ticket before changing the redis config?", "action"),
-    ("how do I roll back the nimbus release?", "action"),
-    ("any advice for running the quarterly review with Maya?", "action"),
-    ("what steps are on the release checklist for the mobile app?", "action"),
-    ("can I drain traffic from tokyo first or is there a procedure?", "action"),
-    ("what should we do about the memory pressure on the cache?", "action"),
-    # changed
-    ("did anything shift in Maya's schedule?", "changed"),
-    ("has the deploy pipeline for search-api changed recently?", "changed"),
-    ("is the ledger-db still running in frankfurt?", "changed"),
-    ("what's new with the onboarding revamp?", "changed"),
-    ("any updates to Priya's preferences?", "changed"),
-    ("does Tom still prefer async updates?", "changed"),
-    ("what's different about the ingest-queue config since last week?", "changed"),
-    ("did the billing-worker move to a new region?", "changed"),
-    ("is nimbus no longer on python?", "changed"),
-    ("what got updated in the helios goals", "changed"),
-    # none
-    ("ugh long day", "none"),
-    ("haha that's perfect", "none"),
-    ("thanks a ton!", "none"),
-    ("morning all ☀️", "none"),
-    ("ok will do", "none"),
-    ("we finally merged it!!!", "none"),
-    ("lol", "none"),
-    ("👍", "none"),
-    ("heading to lunch, back in 30", "none"),
-    ("great job on the demo today", "none"),
-    ("cool cool", "none"),
-    ("sorry, typo", "none"),
-]
+PROMPTS = Path(__file__).resolve().parents[2] / "data" / "samples" / "intent_prompts.tsv"
 
-HAND_WRITTEN_FRESH: list[tuple[str, str]] = [
-    ("what's on the roadmap for orion", "what"),
-    ("Who is the on-call engineer for payments-api?", "what"),
-    ("refresh my memory on Lena's working style", "what"),
-    ("what timezone is Carlos in", "what"),
-    ("how many replicas does the edge-proxy run?", "what"),
-    ("list the open questions for the retrieval study", "what"),
-    ("where do the billing alerts go?", "what"),
-    ("what was the conclusion of the sparse attention experiments?", "what"),
-    ("how are the payments-api and the fraud model hooked together?", "relate"),
-    ("is there any overlap between orion and the data lake work?", "relate"),
-    ("what ties Lena to the mobile team?", "relate"),
-    ("do the edge-proxy outages and the dns migration relate somehow?", "relate"),
-    ("how does Carlos fit in with the platform group?", "relate"),
-    ("what's the relationship between the ranking model and the click logs?", "relate"),
-    ("are orion and apollo linked in any way?", "relate"),
-    ("what's the story connecting the cache and the latency spikes?", "relate"),
-    ("how do I get the edge-proxy back up after a crash?", "action"),
-    ("what should I keep in mind when pairing with Lena?", "action"),
-    ("is it ok to bump the log level on payments-api?", "action"),
-    ("what's the runbook for a full disk on the ingest box?", "action"),
-    ("before I merge the orion branch, what do I have to check?", "action"),
-    ("how should I prep for the review with Carlos", "action"),
-    ("what are the steps to rotate the api keys?", "action"),
-    ("tips for handling the flaky integration tests?", "action"),
-    ("has Lena changed teams?", "changed"),
-    ("is the edge-proxy still on port 8080?", "changed"),
-    ("what's the latest with the dns migration?", "changed"),
-    ("did Carlos update his availability?", "changed"),
-    ("anything new on the ranking model?", "changed"),
-    ("did we switch orion to rust after all?", "changed"),
-    ("how has the payments-api deploy process changed?", "changed"),
-    ("does the fraud model no longer use the old features?", "changed"),
-    ("gm", "none"),
-    ("omg it finally passed 🎉🎉", "none"),
-    ("thanks!! super helpful", "none"),
-    ("bye for now", "none"),
-    ("hah, classic", "none"),
-    ("just grabbing a coffee", "none"),
-    ("that was a rough standup", "none"),
-    ("nice, love it", "none"),
-]
+
+def _prompts(which: str) -> list[tuple[str, str]]:
+    with PROMPTS.open(newline="") as f:
+        return [
+            (row["text"], row["intent"]) for row in csv.DictReader(f, delimiter="\t") if row["set"] == which
+        ]
+
+
+#: Seen while the rules were written (optimistic).
+HAND_WRITTEN: list[tuple[str, str]] = _prompts("seen")
+#: Written afterwards and never tuned on (the honest estimate).
+HAND_WRITTEN_FRESH: list[tuple[str, str]] = _prompts("fresh")
 
 ALL_HAND = HAND_WRITTEN + HAND_WRITTEN_FRESH
 
