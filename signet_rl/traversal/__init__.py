@@ -1,0 +1,1 @@
+"""Bounded traversal of the knowledge graph: paths, strategies and constructed memories."""
