@@ -1,0 +1,88 @@
+"""Traversal budgets: a validated, frozen :class:`TraversalConfig` (DESIGN §4).
+
+    >>> cfg = TraversalConfig.from_dict({"max_branching": 3})
+    >>> cfg.max_branching, cfg.max_paths, cfg.to_dict()["min_confidence"]
+    (3, 50, 0.5)
+
+Per-dataset overrides live in the dataset's Hydra config, as a ``traversal:`` block
+(``conf/dataset/synthetic.yaml``); pass it to :meth:`TraversalConfig.from_dict`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["TraversalConfig"]
+
+
+@dataclass(frozen=True)
+class TraversalConfig:
+    """Budgets of one bounded walk.
+
+    Attributes:
+        max_branching: dependency edges followed from one entity (the best by edge weight), >= 1.
+        max_paths: candidate paths returned per query, >= 1.
+        min_path_length: paths with fewer hops after the start entity are dropped, >= 0. Paths to an
+            entry entity's own facts (entity -> aspect -> attributes) are exempt: the *what*, *action*
+            and *changed* strategies need them whatever this is set to.
+        min_confidence: dependency edges with a lower confidence are never walked, in [0, 1].
+        max_depth: dependency hops from an entry entity, >= 0 (0: the entry's own facts only).
+        constraint_budget_chars: characters of constraints of non-entry entities in scope (Signet's
+            1,000); an entry entity's own constraints always surface, whatever their length. >= 0.
+        max_aspects: aspects of one entity walked, >= 1.
+        max_attributes_per_aspect: latest attributes of one aspect put on a path, >= 1.
+    """
+
+    max_branching: int = 4
+    max_paths: int = 50
+    min_path_length: int = 2
+    min_confidence: float = 0.5
+    max_depth: int = 3
+    constraint_budget_chars: int = 1000
+    max_aspects: int = 5
+    max_attributes_per_aspect: int = 8
+
+    def __post_init__(self) -> None:
+        ints = {
+            "max_branching": (1, None),
+            "max_paths": (1, None),
+            "min_path_length": (0, None),
+            "max_depth": (0, 10),
+            "constraint_budget_chars": (0, None),
+            "max_aspects": (1, None),
+            "max_attributes_per_aspect": (1, None),
+        }
+        for name, (lo, hi) in ints.items():
+            value = getattr(self, name)
+            allowed = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"TraversalConfig.{name} must be an integer {allowed}, got {value!r}")
+            if value < lo or (hi is not None and value > hi):
+                raise ValueError(f"TraversalConfig.{name} must be {allowed}, got {value!r}")
+        c = self.min_confidence
+        if isinstance(c, bool) or not isinstance(c, int | float) or not math.isfinite(c) or not 0 <= c <= 1:
+            raise ValueError(f"TraversalConfig.min_confidence must be a number in [0, 1], got {c!r}")
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any] | None) -> TraversalConfig:
+        """Build from a plain mapping (a Hydra/OmegaConf node converted with ``to_container``).
+
+        Raises:
+            ValueError: an unknown key (naming it and the known ones) or a bad value.
+        """
+        values = dict(values or {})
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"TraversalConfig: unknown keys {unknown}; known: {sorted(known)}")
+        if isinstance(values.get("min_confidence"), int) and not isinstance(values["min_confidence"], bool):
+            values["min_confidence"] = float(values["min_confidence"])
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (JSON- and Hydra-friendly)."""
+        return dataclasses.asdict(self)
