@@ -1,0 +1,137 @@
+"""Desire-path retrieval without learning: entry search, intent, bounded walk, scorer, constructed memories.
+
+For each query: the significance gate / intent classifier decides the shape (a non-query walks nothing);
+entry search lands on the entities the query is about (the best one, or the best two for *relate*, plus any
+within ``entry_ratio`` of the best score); the traverser enumerates candidate paths with the intent's
+strategy; the scorer ranks them; and :func:`~signet_rl.traversal.construct.build_slate` turns them into the
+constraints section plus one constructed memory per path, fitted to the budget. Nothing here reads ground
+truth: the intent is predicted, the entries are searched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from signet_rl.datasets.base import Dataset, Query
+from signet_rl.graph.arrays import GraphArrays
+from signet_rl.graph.model import KnowledgeGraph
+from signet_rl.retrieval.base import DEFAULT_BUDGET_CHARS, Unit
+from signet_rl.retrieval.entry import EntrySearch
+from signet_rl.retrieval.intent import IntentClassifier, RuleIntentClassifier
+from signet_rl.scorers.base import PathScorer, ScoringContext, make_scorer
+from signet_rl.traversal.config import TraversalConfig
+from signet_rl.traversal.construct import MemoryBuilder, build_slate
+from signet_rl.traversal.walk import Traverser
+
+__all__ = ["DesirePathRetriever"]
+
+
+class _GraphState:
+    def __init__(self, graph: KnowledgeGraph, config: TraversalConfig, encoder: str) -> None:
+        self.graph = graph
+        self.arrays = GraphArrays.from_graph(graph)
+        self.traverser = Traverser(self.arrays, graph, config)
+        self.builder = MemoryBuilder(graph)
+        self.entry = EntrySearch(encoder=encoder).index(graph, self.arrays)
+
+
+class DesirePathRetriever:
+    """The desire-paths pipeline as a :class:`~signet_rl.retrieval.base.Retriever`.
+
+    Args:
+        scorer: a :class:`~signet_rl.scorers.base.PathScorer` or its registered name (``prior``, ``ppr``,
+            ``random``).
+        config: traversal budgets (defaults: :class:`TraversalConfig`).
+        classifier: predicts the intent (default: the rule-based classifier).
+        encoder: the entry search's encoder name.
+        entry_k: most entry entities per query.
+        entry_ratio: extra entries must score at least this share of the best entry's score.
+        name: the name in result tables.
+    """
+
+    def __init__(
+        self,
+        scorer: PathScorer | str = "prior",
+        config: TraversalConfig | None = None,
+        classifier: IntentClassifier | None = None,
+        encoder: str = "hashing",
+        entry_k: int = 2,
+        entry_ratio: float = 0.8,
+        name: str | None = None,
+    ) -> None:
+        if entry_k < 1:
+            raise ValueError(f"entry_k must be >= 1, got {entry_k}")
+        if not 0.0 <= entry_ratio <= 1.0:
+            raise ValueError(f"entry_ratio must be in [0, 1], got {entry_ratio}")
+        self.scorer = make_scorer(scorer) if isinstance(scorer, str) else scorer
+        self.config = config or TraversalConfig()
+        self.classifier = classifier or RuleIntentClassifier()
+        self.encoder = encoder
+        self.entry_k = entry_k
+        self.entry_ratio = entry_ratio
+        self.name = name or f"desire_{self.scorer.name}"
+        self._states: dict[str, _GraphState] = {}
+
+    def index(self, dataset: Dataset) -> None:
+        self._states = {}
+        for gid, graph in dataset.graphs.items():
+            state = _GraphState(graph, self.config, self.encoder)
+            self.scorer.prepare(graph, state.arrays)
+            self._states[gid] = state
+
+    def entries(self, query: Query, intent: str) -> list[str]:
+        """The entry entities of ``query`` (two for *relate* when a second one scores close enough)."""
+        state = self._state(query.graph_id)
+        found = state.entry.search(query.text, k=self.entry_k, timestamp=query.timestamp)
+        if not found:
+            return []
+        best = found[0][1]
+        keep = [found[0][0]]
+        wanted = 2 if intent == "relate" else 1
+        for eid, score in found[1:]:
+            if len(keep) >= max(wanted, 1) and score < self.entry_ratio * best:
+                break
+            keep.append(eid)
+        return keep[: self.entry_k]
+
+    def retrieve(self, query: Query, budget_chars: int | None = None) -> list[Unit]:
+        if not query.text or not query.text.strip():
+            return []
+        intent = self.classifier.predict([query.text])[0]
+        if intent == "none":
+            return []
+        state = self._state(query.graph_id)
+        entries = self.entries(query, intent)
+        if not entries:
+            return []
+        walk = state.traverser.walk(entries, intent, query.timestamp)
+        ts = None if query.timestamp is None else float(query.timestamp.timestamp())
+        context = ScoringContext(state.graph, state.arrays, entries, ts)
+        scores = self.scorer.score(query, walk.paths, context) if walk.paths else np.zeros(0)
+        budget = DEFAULT_BUDGET_CHARS if budget_chars is None else budget_chars
+        return build_slate(
+            zip(walk.paths, scores.tolist(), strict=True),
+            walk.constraints,
+            budget,
+            state.builder,
+            at=query.timestamp,
+        )
+
+    def _state(self, graph_id: str) -> _GraphState:
+        try:
+            return self._states[graph_id]
+        except KeyError:
+            raise RuntimeError(
+                f"{self.name}: graph {graph_id!r} is not indexed; call index(dataset) first"
+            ) from None
+
+    def config_dict(self) -> dict[str, Any]:
+        return {
+            "scorer": self.scorer.name,
+            "traversal": self.config.to_dict(),
+            "entry_k": self.entry_k,
+            "entry_ratio": self.entry_ratio,
+            "encoder": self.encoder,
+        }

@@ -1,0 +1,15 @@
+"""Path scorers: rank a query's candidate paths. Non-learned baselines here; learned ones implement the same
+interface."""
+
+from signet_rl.scorers.base import SCORERS, PathScorer, ScoringContext, make_scorer
+from signet_rl.scorers.prior import PPRScorer, PriorScorer, RandomScorer
+
+__all__ = [
+    "SCORERS",
+    "PPRScorer",
+    "PathScorer",
+    "PriorScorer",
+    "RandomScorer",
+    "ScoringContext",
+    "make_scorer",
+]

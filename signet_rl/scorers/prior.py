@@ -1,0 +1,158 @@
+"""Non-learned path scorers: the baselines the learned policy must beat.
+
+* :class:`PriorScorer` — what the graph already believes: the product of confidence × strength along the
+  path's dependency hops, times the aspect's weight, the attributes' importance and their recency,
+
+  .. math:: s(p) = \\prod_{e \\in p} c_e s_e \\cdot w_{a} \\cdot \\bar{\\imath} \\cdot 2^{-\\Delta t / h}
+
+  where :math:`w_a` is the weight of the aspect the path ends in (1 when none), :math:`\\bar\\imath` the mean
+  importance of its attributes (1 when none), :math:`\\Delta t` the age in days of its newest attribute at
+  the query time and :math:`h` the half-life (``half_life_days``, default 90; recency off when ``None``).
+* :class:`PPRScorer` — personalized PageRank from the entry entities (HippoRAG-style, igraph's
+  ``personalized_pagerank`` with damping 0.5 over dependency edges weighted by confidence × strength,
+  undirected); a path scores the rank mass of the entities it reaches (excluding its start).
+* :class:`RandomScorer` — a floor: seeded per query, so runs are reproducible.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import igraph as ig
+import numpy as np
+
+from signet_rl.datasets.base import Query
+from signet_rl.graph.arrays import GraphArrays
+from signet_rl.graph.model import KnowledgeGraph
+from signet_rl.scorers.base import ScoringContext, register
+from signet_rl.traversal.path import Path
+
+__all__ = ["PPRScorer", "PriorScorer", "RandomScorer"]
+
+DAY = 86400.0
+
+
+class _Lookups:
+    """Store id -> array row, built once per graph."""
+
+    def __init__(self, arrays: GraphArrays) -> None:
+        self.edge = {str(k): i for i, k in enumerate(arrays.edge_ids)}
+        self.aspect = {str(k): i for i, k in enumerate(arrays.aspect_ids)}
+        self.attr = {str(k): i for i, k in enumerate(arrays.attribute_ids)}
+
+
+@register("prior")
+class PriorScorer:
+    """Confidence × strength along the path, aspect weight, attribute importance, recency (see module)."""
+
+    name = "prior"
+
+    def __init__(self, half_life_days: float | None = 90.0) -> None:
+        if half_life_days is not None and not half_life_days > 0:
+            raise ValueError(f"half_life_days must be positive or None, got {half_life_days!r}")
+        self.half_life_days = half_life_days
+        self._graphs: dict[int, tuple[GraphArrays, _Lookups]] = {}
+
+    def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
+        self._graphs[id(arrays)] = (arrays, _Lookups(arrays))
+
+    def _lookups(self, arrays: GraphArrays) -> _Lookups:
+        if id(arrays) not in self._graphs:
+            self._graphs[id(arrays)] = (arrays, _Lookups(arrays))
+        return self._graphs[id(arrays)][1]
+
+    def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
+        a = context.arrays
+        lk = self._lookups(a)
+        out = np.empty(len(paths), dtype=np.float64)
+        for i, p in enumerate(paths):
+            s = 1.0
+            for d in p.dependencies:
+                e = lk.edge[d]
+                s *= float(a.edge_confidence[e]) * float(a.edge_strength[e])
+            if p.aspects:
+                s *= float(a.aspect_weight[lk.aspect[p.aspects[0]]])
+            attrs = [lk.attr[t] for t in p.attributes]
+            if attrs:
+                idx = np.asarray(attrs)
+                s *= float(a.attr_importance[idx].mean())
+                if self.half_life_days is not None and context.timestamp is not None:
+                    age = max(0.0, (context.timestamp - float(a.attr_created[idx].max())) / DAY)
+                    s *= 0.5 ** (age / self.half_life_days)
+            out[i] = s
+        return out
+
+    def update(self, feedback: Any) -> None:
+        return None
+
+
+@register("ppr")
+class PPRScorer:
+    """Personalized PageRank mass of what a path reaches, reset at the entry entities (see module)."""
+
+    name = "ppr"
+
+    def __init__(self, damping: float = 0.5) -> None:
+        if not 0.0 < damping < 1.0:
+            raise ValueError(f"damping must be in (0, 1), got {damping!r}")
+        self.damping = damping
+        self._graphs: dict[int, ig.Graph] = {}
+
+    def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
+        self._graphs[id(arrays)] = self._build(arrays)
+
+    @staticmethod
+    def _build(arrays: GraphArrays) -> ig.Graph:
+        n = len(arrays.entity_ids)
+        edges = np.stack([arrays.edge_source, arrays.edge_target], axis=1)
+        g = ig.Graph(n=n, edges=edges.tolist(), directed=False)
+        g.es["weight"] = (arrays.edge_confidence * arrays.edge_strength).astype(float).tolist()
+        return g
+
+    def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
+        a = context.arrays
+        if id(a) not in self._graphs:
+            self._graphs[id(a)] = self._build(a)
+        g = self._graphs[id(a)]
+        entries = [a.entity_index[e] for e in context.entries if e in a.entity_index]
+        if not paths:
+            return np.zeros(0)
+        if not entries or g.ecount() == 0:
+            return np.zeros(len(paths))
+        key = ("ppr", tuple(entries))
+        if key not in context.cache:
+            context.cache[key] = np.asarray(
+                g.personalized_pagerank(damping=self.damping, reset_vertices=entries, weights="weight")
+            )
+        rank = context.cache[key]
+        out = np.empty(len(paths), dtype=np.float64)
+        for i, p in enumerate(paths):
+            reached = [a.entity_index[e] for e in p.entities[1:]] or [a.entity_index[p.start]]
+            out[i] = float(rank[np.asarray(reached)].sum())
+        return out
+
+    def update(self, feedback: Any) -> None:
+        return None
+
+
+@register("random")
+class RandomScorer:
+    """Uniform random scores, seeded by (seed, query id): a reproducible floor."""
+
+    name = "random"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
+        return None
+
+    def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
+        digest = hashlib.sha256(f"{self.seed}:{query.id}".encode()).digest()
+        rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+        return rng.random(len(paths))
+
+    def update(self, feedback: Any) -> None:
+        return None
