@@ -151,6 +151,9 @@ class GraphArrays:
         ent_mem: memory indices, each entity's ascending. Shape ``[M]``.
         mem_ent_indptr: CSR row pointer, memory -> entities it mentions. Shape ``[K + 1]``.
         mem_ent: entity indices, each memory's ascending. Shape ``[M]``.
+        entity_community: each entity's community, as a row of ``graph.communities``, or -1 when it
+            belongs to none (no communities detected yet; see :mod:`signet_rl.graph.communities`). An
+            entity in several communities gets the lowest ``level``'s (ties: the first row). Shape ``[N]``.
     """
 
     entity_ids: ObjArray
@@ -206,6 +209,7 @@ class GraphArrays:
     ent_mem: IntArray
     mem_ent_indptr: IntArray
     mem_ent: IntArray
+    entity_community: IntArray
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -330,6 +334,7 @@ class GraphArrays:
             ent_mem=ment_mem[np.lexsort((ment_mem, ment_ent))],
             mem_ent_indptr=_indptr(ment_mem, n_mem),
             mem_ent=ment_ent[np.lexsort((ment_ent, ment_mem))],
+            entity_community=_entity_community(graph, ent_idx),
         )
 
     # -- sizes -------------------------------------------------------------------------------------
@@ -582,6 +587,22 @@ def _lookup(index: pd.Index, values: pd.Series, table: str, column: str,
         row = int(np.flatnonzero(~present)[0])
         raise ValueError(f"{table}: column {column!r} is NULL in row {row}")
     return pos
+
+
+def _entity_community(graph: KnowledgeGraph, ent_idx: pd.Index) -> IntArray:
+    """Each entity's community row (lowest level first, then first row), or -1."""
+    out = np.full(len(ent_idx), -1, dtype=np.int64)
+    members, comms = graph.community_members, graph.communities
+    if len(members) == 0:
+        return out
+    com_idx = pd.Index(comms["id"].to_numpy(dtype=object), dtype=object)
+    ent = _lookup(ent_idx, members["entity_id"], "community_members", "entity_id")
+    com = _lookup(com_idx, members["community_id"], "community_members", "community_id")
+    level = comms["level"].to_numpy(dtype=np.int64)[com]
+    order = np.lexsort((com, level, ent))
+    first = np.unique(ent[order], return_index=True)[1]
+    out[ent[order][first]] = com[order][first]
+    return out
 
 
 def _factorize(values: pd.Series) -> tuple[Int32Array, tuple[str, ...]]:

@@ -121,7 +121,7 @@ class PPRScorer:
             return np.zeros(0)
         if not entries or g.ecount() == 0:
             return np.zeros(len(paths))
-        key = ("ppr", tuple(entries))
+        key = "ppr:" + ",".join(map(str, entries))
         if key not in context.cache:
             context.cache[key] = np.asarray(
                 g.personalized_pagerank(damping=self.damping, reset_vertices=entries, weights="weight")
