@@ -192,3 +192,16 @@ def test_every_config_group_composes_into_evaluate_and_instantiates(group, optio
         plus = "" if group in compose("evaluate") else "+"
         cfg = compose("evaluate", overrides=[f"{plus}{group}={option}"])
     _check(cfg)
+
+
+def test_desire_vs_flat_experiment_runs_on_tiny(capsys):
+    cfg = _cfg(*TINY, "+experiment=desire_vs_flat", "mlflow.enabled=false")
+    metrics = evaluate_from_config(cfg)
+    out = capsys.readouterr().out
+    for name in ("desire_prior", "desire_ppr", "desire_random", "flat_signet_uncapped"):
+        assert f"retrieval/{name}/needed_recall" in metrics and name in out
+    # the dataset's traversal overrides reach the retriever
+    from hydra.utils import instantiate
+
+    r = instantiate(cfg.retrievers.desire_prior)
+    assert r.config.max_depth == cfg.dataset.traversal.max_depth == 2

@@ -10,6 +10,7 @@ truth: the intent is predicted, the entries are searched.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -43,7 +44,8 @@ class DesirePathRetriever:
     Args:
         scorer: a :class:`~signet_rl.scorers.base.PathScorer` or its registered name (``prior``, ``ppr``,
             ``random``).
-        config: traversal budgets (defaults: :class:`TraversalConfig`).
+        config: traversal budgets, or a mapping of overrides (a dataset config's ``traversal`` block);
+            defaults: :class:`TraversalConfig`.
         classifier: predicts the intent (default: the rule-based classifier).
         encoder: the entry search's encoder name.
         entry_k: most entry entities per query.
@@ -54,7 +56,7 @@ class DesirePathRetriever:
     def __init__(
         self,
         scorer: PathScorer | str = "prior",
-        config: TraversalConfig | None = None,
+        config: TraversalConfig | Mapping[str, Any] | None = None,
         classifier: IntentClassifier | None = None,
         encoder: str = "hashing",
         entry_k: int = 2,
@@ -66,7 +68,10 @@ class DesirePathRetriever:
         if not 0.0 <= entry_ratio <= 1.0:
             raise ValueError(f"entry_ratio must be in [0, 1], got {entry_ratio}")
         self.scorer = make_scorer(scorer) if isinstance(scorer, str) else scorer
-        self.config = config or TraversalConfig()
+        if config is None or isinstance(config, TraversalConfig):
+            self.config = config or TraversalConfig()
+        else:  # a plain mapping, e.g. a dataset config's traversal block
+            self.config = TraversalConfig.from_dict(dict(config))
         self.classifier = classifier or RuleIntentClassifier()
         self.encoder = encoder
         self.entry_k = entry_k
