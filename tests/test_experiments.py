@@ -42,3 +42,13 @@ def test_flat_baseline_report_writes_its_section_between_markers(tmp_path, capsy
     text = out.read_text()
     assert text.count(report.START) == 1 and "synthetic:tiny:1" in text and "synthetic:tiny:0" not in text
     assert "keep me" in text and text.count("<!-- synthetic:start -->") == 1
+
+
+def test_desire_report_runs_tiny_with_the_candidate_ceiling(tmp_path):
+    report = _load("desire_report")
+    out = tmp_path / "results.md"
+    body = report.main(["--dataset", "synthetic:tiny:0", "--n-boot", "50", "--output", str(out)])
+    for name in ("flat_signet_uncapped", "desire_prior", "desire_ppr", "desire_random", "candidate_ceiling"):
+        assert name in body
+    text = out.read_text()
+    assert text.count(report.START) == 1 and text.count(report.END) == 1
