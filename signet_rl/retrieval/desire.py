@@ -19,6 +19,7 @@ from signet_rl.datasets.base import Dataset, Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.retrieval.base import DEFAULT_BUDGET_CHARS, Unit
+from signet_rl.retrieval.encoders import CachedEncoder, make_encoder
 from signet_rl.retrieval.entry import EntrySearch
 from signet_rl.retrieval.intent import IntentClassifier, RuleIntentClassifier
 from signet_rl.scorers.base import PathScorer, ScoringContext, make_scorer
@@ -30,12 +31,19 @@ __all__ = ["DesirePathRetriever"]
 
 
 class _GraphState:
-    def __init__(self, graph: KnowledgeGraph, config: TraversalConfig, encoder: str) -> None:
+    def __init__(self, graph: KnowledgeGraph, config: TraversalConfig, encoder: str, relevance: bool) -> None:
         self.graph = graph
         self.arrays = GraphArrays.from_graph(graph)
         self.traverser = Traverser(self.arrays, graph, config)
         self.builder = MemoryBuilder(graph)
         self.entry = EntrySearch(encoder=encoder).index(graph, self.arrays)
+        self.encoder = self.entry.encoder or make_encoder(encoder)
+        # Attribute vectors in arrays order, for ranking an aspect's facts against the query.
+        self.attr_vectors: np.ndarray | None = None
+        if relevance and len(self.arrays.attribute_ids):
+            content = graph.attributes.set_index("id")["content"]
+            texts = content.reindex(self.arrays.attribute_ids).fillna("").astype(str).tolist()
+            self.attr_vectors = CachedEncoder(self.encoder).encode(texts)
 
 
 class DesirePathRetriever:
@@ -47,7 +55,9 @@ class DesirePathRetriever:
         config: traversal budgets, or a mapping of overrides (a dataset config's ``traversal`` block);
             defaults: :class:`TraversalConfig`.
         classifier: predicts the intent (default: the rule-based classifier).
-        encoder: the entry search's encoder name.
+        encoder: the encoder of entry search and of attribute relevance.
+        relevance: order each aspect's facts by their similarity to the query (else by importance), so an
+            aspect with hundreds of facts contributes the ones the query is about.
         entry_k: most entry entities per query.
         entry_ratio: extra entries must score at least this share of the best entry's score.
         name: the name in result tables.
@@ -59,6 +69,7 @@ class DesirePathRetriever:
         config: TraversalConfig | Mapping[str, Any] | None = None,
         classifier: IntentClassifier | None = None,
         encoder: str = "hashing",
+        relevance: bool = True,
         entry_k: int = 2,
         entry_ratio: float = 0.8,
         name: str | None = None,
@@ -74,6 +85,7 @@ class DesirePathRetriever:
             self.config = TraversalConfig.from_dict(dict(config))
         self.classifier = classifier or RuleIntentClassifier()
         self.encoder = encoder
+        self.relevance = relevance
         self.entry_k = entry_k
         self.entry_ratio = entry_ratio
         self.name = name or f"desire_{self.scorer.name}"
@@ -82,7 +94,7 @@ class DesirePathRetriever:
     def index(self, dataset: Dataset) -> None:
         self._states = {}
         for gid, graph in dataset.graphs.items():
-            state = _GraphState(graph, self.config, self.encoder)
+            state = _GraphState(graph, self.config, self.encoder, self.relevance)
             self.scorer.prepare(graph, state.arrays)
             self._states[gid] = state
 
@@ -111,7 +123,12 @@ class DesirePathRetriever:
         entries = self.entries(query, intent)
         if not entries:
             return []
-        walk = state.traverser.walk(entries, intent, query.timestamp)
+        rel = None
+        if state.attr_vectors is not None:
+            qv = state.encoder.encode([query.text[:1000]])[0]
+            vectors = state.attr_vectors
+            rel = lambda idx: vectors[idx] @ qv  # noqa: E731
+        walk = state.traverser.walk(entries, intent, query.timestamp, relevance=rel)
         ts = None if query.timestamp is None else float(query.timestamp.timestamp())
         context = ScoringContext(state.graph, state.arrays, entries, ts)
         scores = self.scorer.score(query, walk.paths, context) if walk.paths else np.zeros(0)
@@ -137,6 +154,7 @@ class DesirePathRetriever:
             "scorer": self.scorer.name,
             "traversal": self.config.to_dict(),
             "entry_k": self.entry_k,
+            "relevance": self.relevance,
             "entry_ratio": self.entry_ratio,
             "encoder": self.encoder,
         }

@@ -45,7 +45,7 @@ from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.path import Hop, Path
 
-__all__ = ["PROCEDURAL_ASPECTS", "STRATEGIES", "EdgeWeight", "Traverser", "Walk"]
+__all__ = ["PROCEDURAL_ASPECTS", "STRATEGIES", "EdgeWeight", "Relevance", "Traverser", "Walk"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.floating]
@@ -53,6 +53,8 @@ FloatArray = npt.NDArray[np.floating]
 #: ``edge_weight(arrays, slots) -> weights``: a weight per CSR slot (higher is followed first). The default
 #: (None) is the CSR order, confidence x strength.
 EdgeWeight = Callable[[GraphArrays, IntArray], FloatArray]
+#: Query relevance of attributes, by attribute index (see :meth:`Traverser.walk`).
+Relevance = Callable[[IntArray], FloatArray]
 
 STRATEGIES: tuple[str, ...] = ("what", "relate", "action", "changed", "none")
 PROCEDURAL_ASPECTS: frozenset[str] = frozenset(
@@ -176,17 +178,29 @@ class Traverser:
         self._action_slot = np.isin(a.dep_type, np.asarray(codes, dtype=np.int32)) & (a.dep_direction == 1)
         self._conf_ok = a.dep_confidence >= np.float32(self.config.min_confidence)
         sb = a.attr_superseded_by
-        self._sb_created = np.where(sb >= 0, a.attr_created[np.maximum(sb, 0)], np.inf)
+        # When each attribute's successor was created; NaN when it has none (NaN <= t is False for every t,
+        # including the t = inf of a walk with no timestamp).
+        self._sb_created = np.where(sb >= 0, a.attr_created[np.maximum(sb, 0)], np.nan)
 
     # -- public ------------------------------------------------------------------------------------
 
-    def walk(self, entry_entities: Sequence[str], intent: str, timestamp: TimeLike | None = None) -> Walk:
+    def walk(
+        self,
+        entry_entities: Sequence[str],
+        intent: str,
+        timestamp: TimeLike | None = None,
+        relevance: Relevance | None = None,
+    ) -> Walk:
         """Enumerate candidate paths from ``entry_entities`` with the strategy for ``intent``.
 
         Args:
             entry_entities: entity ids (unknown ones are skipped and reported in ``Walk.unknown``).
             intent: what / relate / action / changed / none; anything else walks nothing.
             timestamp: the query time; only rows created at or before it are walked. None: all rows.
+            relevance: optional query relevance of attributes: called with attribute indices, returns one
+                score each. When given, an aspect's attributes are put on paths most relevant first (ties
+                by importance), so an aspect holding hundreds of facts yields the ones the query is about;
+                otherwise most important first.
 
         Returns:
             The :class:`Walk`.
@@ -202,7 +216,7 @@ class Traverser:
         if intent not in STRATEGIES or intent == "none" or not entries:
             return out
         t = math.inf if timestamp is None else _epoch(timestamp)
-        ctx = _Ctx(t)
+        ctx = _Ctx(t, relevance=relevance)
         chains: list[tuple[_Chain, int, tuple[int, ...]]] = []  # (chain, aspect or -1, attributes)
         if intent == "what":
             self._what(entries, ctx, chains)
@@ -266,7 +280,7 @@ class Traverser:
                 end = chain[0][-1]
                 found = False
                 for asp in a.aspects_of(end).tolist():
-                    cur = self._current(asp, ctx.t)
+                    cur = self._current(asp, ctx.t, ctx.relevance)
                     cons = cur[a.attr_kind[cur] == 1]
                     if len(cons):
                         chains.append((chain, asp, tuple(cons[: cfg.max_attributes_per_aspect].tolist())))
@@ -285,7 +299,7 @@ class Traverser:
                     rows.append((-float(a.attr_created[vis].max()), asp))
             for _, asp in sorted(rows)[: cfg.max_aspects]:
                 attrs = a.attributes_of(asp)
-                cur = self._current(asp, ctx.t)
+                cur = self._current(asp, ctx.t, ctx.relevance)
                 # Changed facts (those with a visible predecessor) first, then the rest, newest first.
                 has_pred = np.isin(cur, a.attr_superseded_by[attrs])
                 order = np.lexsort((-a.attr_created[cur], ~has_pred))
@@ -300,26 +314,29 @@ class Traverser:
 
     # -- building blocks ---------------------------------------------------------------------------
 
-    def _current(self, asp: int, t: float) -> IntArray:
+    def _current(self, asp: int, t: float, relevance: Relevance | None = None) -> IntArray:
         """Attributes of an aspect current at ``t``: created by then, not deleted, not superseded by then;
-        most important first."""
+        most relevant first when ``relevance`` is given (ties by importance), else most important first."""
         a = self.arrays
         attrs = a.attributes_of(asp)
         keep = (a.attr_created[attrs] <= t) & (a.attr_status[attrs] != 2) & ~(self._sb_created[attrs] <= t)
         # A row marked superseded with no successor recorded is not current.
         keep &= ~((a.attr_status[attrs] == 1) & (a.attr_superseded_by[attrs] < 0))
         cur = attrs[keep]
+        if relevance is not None and len(cur):
+            rel = np.asarray(relevance(cur), dtype=np.float64)
+            return cur[np.lexsort((-a.attr_importance[cur], -rel))]
         return cur[np.argsort(-a.attr_importance[cur], kind="stable")]
 
     def _own(self, e: int, asp: int, ctx: _Ctx, chains: list) -> None:
-        cur = self._current(asp, ctx.t)
+        cur = self._current(asp, ctx.t, ctx.relevance)
         if len(cur):
             chains.append((((e,), ()), asp, tuple(cur[: self.config.max_attributes_per_aspect].tolist())))
 
     def _end_top(self, chain: _Chain, ctx: _Ctx, chains: list) -> None:
         """End a dependency chain in the reached entity's first aspect with current attributes."""
         for asp in self.arrays.aspects_of(chain[0][-1]).tolist():
-            cur = self._current(asp, ctx.t)
+            cur = self._current(asp, ctx.t, ctx.relevance)
             if len(cur):
                 chains.append((chain, asp, tuple(cur[: self.config.max_attributes_per_aspect].tolist())))
                 return
@@ -337,7 +354,7 @@ class Traverser:
                 continue
             src = int(a.edge_source[edge])
             cut = k if nodes[k] == src else k + 1
-            cur = self._current(asp, ctx.t)
+            cur = self._current(asp, ctx.t, ctx.relevance)
             if len(cur) and int(a.aspect_entity[asp]) == nodes[cut]:
                 prefix = (nodes[: cut + 1], slots[:cut])
                 chains.append((prefix, asp, tuple(cur[: self.config.max_attributes_per_aspect].tolist())))
@@ -349,7 +366,7 @@ class Traverser:
         def facts(e: int) -> list[tuple[int, int, frozenset[str]]]:
             out = []
             for asp in a.aspects_of(e)[: cfg.max_aspects].tolist():
-                for t in self._current(asp, ctx.t).tolist():
+                for t in self._current(asp, ctx.t, ctx.relevance).tolist():
                     words = frozenset(
                         w
                         for w in _WORD.findall(str(self._content[t]).lower())
@@ -527,3 +544,4 @@ class _Ctx:
     t: float
     expanded: int = 0
     reached: set[int] = field(default_factory=set)
+    relevance: Relevance | None = None
