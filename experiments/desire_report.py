@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from signet_rl.datasets import load_dataset
-from signet_rl.evaluation.harness import evaluate
+from signet_rl.evaluation.harness import evaluate, render_markdown
 from signet_rl.evaluation.oracle import OracleScorer
 from signet_rl.retrieval.desire import DesirePathRetriever
 from signet_rl.retrieval.flat import UNCAPPED, flat_variant
@@ -30,19 +30,8 @@ METRICS = ["needed_recall", "precision", "f1", "ndcg@10", "mrr", "tokens", "misl
 
 
 def table(frame: pd.DataFrame, digits: int = 3) -> str:
-    frame = frame.reset_index()
-    cols = [str(c) for c in frame.columns]
-    rows = [
-        [f"{v:.{digits}f}" if isinstance(v, float) else str(v) for v in r]
-        for r in frame.itertuples(index=False)
-    ]
-    return "\n".join(
-        [
-            "| " + " | ".join(cols) + " |",
-            "|" + "---|" * len(cols),
-            *("| " + " | ".join(r) + " |" for r in rows),
-        ]
-    )
+    """``frame`` (its index as columns) as a Markdown table."""
+    return render_markdown(frame.reset_index(), digits)
 
 
 def main(argv: list[str] | None = None) -> str:

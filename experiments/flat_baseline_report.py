@@ -29,7 +29,13 @@ import numpy as np
 import pandas as pd
 
 from signet_rl.datasets import load_dataset
-from signet_rl.evaluation.harness import evaluate, recall_at_k_budget, recall_at_k_units, recall_summary
+from signet_rl.evaluation.harness import (
+    evaluate,
+    recall_at_k_budget,
+    recall_at_k_units,
+    recall_summary,
+    render_markdown,
+)
 from signet_rl.evaluation.metrics import bootstrap_ci
 from signet_rl.retrieval.base import fit_budget
 from signet_rl.retrieval.entry import EntrySearch, entry_recall
@@ -63,16 +69,8 @@ def md(frame: pd.DataFrame, digits: int = 3) -> str:
 
 
 def table(frame: pd.DataFrame, digits: int = 3) -> str:
-    """A Markdown table without the optional ``tabulate`` dependency."""
-    frame = frame.reset_index()
-    cols = [str(c) for c in frame.columns]
-    fmt = [
-        [f"{v:.{digits}f}" if isinstance(v, float | np.floating) else str(v) for v in row]
-        for row in frame.itertuples(index=False)
-    ]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(r) + " |" for r in fmt]
-    return "\n".join(lines)
+    """``frame`` (its index as columns) as a Markdown table."""
+    return render_markdown(frame.reset_index(), digits)
 
 
 def ci(values: np.ndarray, s: Settings) -> str:

@@ -251,13 +251,13 @@ def render_text(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(frame: pd.DataFrame) -> str:
-    """A GitHub-flavoured Markdown table of ``frame`` (index included when named)."""
+def render_markdown(frame: pd.DataFrame, digits: int = 3) -> str:
+    """A GitHub-flavoured Markdown table of ``frame`` (index included when named), floats to ``digits``."""
     df = frame.reset_index() if any(n is not None for n in frame.index.names) else frame
     head = "| " + " | ".join(str(c) for c in df.columns) + " |"
     rule = "|" + "|".join("---" if i == 0 else "---:" for i in range(len(df.columns))) + "|"
     body = [
-        "| " + " | ".join(_fmt(v).replace("|", "\\|") for v in row) + " |"
+        "| " + " | ".join(_fmt(v, digits).replace("|", "\\|") for v in row) + " |"
         for row in df.itertuples(index=False)
     ]
     return "\n".join([head, rule, *body]) + "\n"
