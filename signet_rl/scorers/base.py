@@ -13,7 +13,7 @@ from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.traversal.path import Path
 
-__all__ = ["SCORERS", "PathScorer", "ScoringContext", "make_scorer", "register"]
+__all__ = ["SCORERS", "Feedback", "PathScorer", "ScoringContext", "make_scorer", "register"]
 
 
 @dataclass
@@ -30,6 +30,44 @@ class ScoringContext:
     cache: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class Feedback:
+    """One rated interaction, as a learned scorer's :meth:`PathScorer.update` receives it.
+
+    Attributes:
+        query: the query (never its ground truth).
+        paths: every candidate the scorer scored for it, in the order scored.
+        context: the scoring context the candidates were scored in.
+        shown: indices into ``paths`` of the slate shown, in slate order.
+        ratings: one per shown path: -1, 0 or +1, or ``None`` where the unit went unrated.
+        pscores: one per shown path: the probability it was in the slate under the logging policy.
+        explorer: one per shown path: whether it filled an exploration slot.
+    """
+
+    query: Query
+    paths: Sequence[Path]
+    context: ScoringContext
+    shown: Sequence[int]
+    ratings: Sequence[float | None]
+    pscores: Sequence[float] = ()
+    explorer: Sequence[bool] = ()
+
+    def __post_init__(self) -> None:
+        n = len(self.shown)
+        if len(self.ratings) != n:
+            raise ValueError(f"Feedback for {self.query.id!r}: {len(self.ratings)} ratings for {n} shown paths")
+        for i in self.shown:
+            if not 0 <= i < len(self.paths):
+                raise ValueError(f"Feedback for {self.query.id!r}: shown index {i} outside {len(self.paths)} paths")
+        for r in self.ratings:
+            if r is not None and (r != r or r not in (-1, 0, 1)):
+                raise ValueError(f"Feedback for {self.query.id!r}: rating {r!r} is not -1, 0, +1 or None")
+        if self.pscores and len(self.pscores) != n:
+            raise ValueError(f"Feedback for {self.query.id!r}: {len(self.pscores)} pscores for {n} shown paths")
+        if self.explorer and len(self.explorer) != n:
+            raise ValueError(f"Feedback for {self.query.id!r}: {len(self.explorer)} explorer flags for {n} shown")
+
+
 @runtime_checkable
 class PathScorer(Protocol):
     """Scores a batch of one query's candidate paths (higher is better); learned scorers also update."""
@@ -42,8 +80,8 @@ class PathScorer(Protocol):
     def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
         """One float per path."""
 
-    def update(self, feedback: Any) -> None:
-        """Learn from rated feedback (non-learned scorers ignore it)."""
+    def update(self, feedback: Sequence[Feedback]) -> None:
+        """Learn from a batch of rated interactions (non-learned scorers ignore it)."""
 
 
 SCORERS: dict[str, Callable[..., PathScorer]] = {}
