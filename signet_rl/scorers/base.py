@@ -54,18 +54,19 @@ class Feedback:
 
     def __post_init__(self) -> None:
         n = len(self.shown)
+        who = f"Feedback for {self.query.id!r}"
         if len(self.ratings) != n:
-            raise ValueError(f"Feedback for {self.query.id!r}: {len(self.ratings)} ratings for {n} shown paths")
+            raise ValueError(f"{who}: {len(self.ratings)} ratings for {n} shown paths")
         for i in self.shown:
             if not 0 <= i < len(self.paths):
-                raise ValueError(f"Feedback for {self.query.id!r}: shown index {i} outside {len(self.paths)} paths")
+                raise ValueError(f"{who}: shown index {i} outside {len(self.paths)} paths")
         for r in self.ratings:
             if r is not None and (r != r or r not in (-1, 0, 1)):
-                raise ValueError(f"Feedback for {self.query.id!r}: rating {r!r} is not -1, 0, +1 or None")
+                raise ValueError(f"{who}: rating {r!r} is not -1, 0, +1 or None")
         if self.pscores and len(self.pscores) != n:
-            raise ValueError(f"Feedback for {self.query.id!r}: {len(self.pscores)} pscores for {n} shown paths")
+            raise ValueError(f"{who}: {len(self.pscores)} pscores for {n} shown paths")
         if self.explorer and len(self.explorer) != n:
-            raise ValueError(f"Feedback for {self.query.id!r}: {len(self.explorer)} explorer flags for {n} shown")
+            raise ValueError(f"{who}: {len(self.explorer)} explorer flags for {n} shown")
 
 
 @runtime_checkable
