@@ -3,11 +3,14 @@
 Same queries, same budget, one run: ``flat_signet_uncapped`` (Signet's hybrid recall, budget as the only
 cap), desire paths scored by ``prior``, ``ppr`` and ``random``, and the **candidate ceiling** — the same
 traversal's candidates ranked by an oracle that reads ground truth (evaluation only), so traversal misses
-and scorer misses can be told apart. Writes its section into ``docs/results.md`` (markers
-``desire:start``/``desire:end``) and prints it.
+and scorer misses can be told apart. Each ``--budgets`` value is a separate comparison (a tight budget is
+where scorers differ on recall). Writes its section into ``docs/results.md`` between markers named after
+the dataset (``desire:start``/``desire:end`` for the synthetic benchmark, ``desire-<kind>:start``/``:end``
+otherwise) and prints it.
 
     python experiments/desire_report.py                           # synthetic:medium:0, test split
-    python experiments/desire_report.py --dataset synthetic:small:0 --n-boot 200
+    python experiments/desire_report.py --dataset locomo --max-queries 300
+    python experiments/desire_report.py --dataset musique --budgets 2000 800
 """
 
 from __future__ import annotations
@@ -25,8 +28,17 @@ from signet_rl.retrieval.desire import DesirePathRetriever
 from signet_rl.retrieval.flat import UNCAPPED, flat_variant
 
 ROOT = Path(__file__).resolve().parents[1]
-START, END = "<!-- desire:start -->", "<!-- desire:end -->"
 METRICS = ["needed_recall", "precision", "f1", "ndcg@10", "mrr", "tokens", "misleading_items"]
+# Kept for the synthetic section (and the tests that look for it).
+START, END = "<!-- desire:start -->", "<!-- desire:end -->"
+
+
+def markers(dataset: str) -> tuple[str, str]:
+    """The markers of ``dataset``'s section in the results file."""
+    kind = dataset.split(":", 1)[0]
+    if kind == "synthetic":
+        return START, END
+    return f"<!-- desire-{kind}:start -->", f"<!-- desire-{kind}:end -->"
 
 
 def table(frame: pd.DataFrame, digits: int = 3) -> str:
@@ -34,68 +46,100 @@ def table(frame: pd.DataFrame, digits: int = 3) -> str:
     return render_markdown(frame.reset_index(), digits)
 
 
-def main(argv: list[str] | None = None) -> str:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", default="synthetic:medium:0")
-    ap.add_argument("--budget", type=int, default=2000)
-    ap.add_argument("--n-boot", type=int, default=1000)
-    ap.add_argument("--output", default=str(ROOT / "docs" / "results.md"))
-    args = ap.parse_args(argv)
-    ds = load_dataset(args.dataset)
+def retrievers(ds, traversal: dict | None) -> dict:
     flat = flat_variant("flat_signet", encoder="hashing", **UNCAPPED)
     flat.name = "flat_signet_uncapped"
-    retrievers = {
+    return {
         "flat_signet_uncapped": flat,
-        "desire_prior": DesirePathRetriever("prior"),
-        "desire_ppr": DesirePathRetriever("ppr"),
-        "desire_random": DesirePathRetriever("random"),
-        "candidate_ceiling": DesirePathRetriever(OracleScorer(ds.truth), name="candidate_ceiling"),
+        "desire_prior": DesirePathRetriever("prior", config=traversal),
+        "desire_ppr": DesirePathRetriever("ppr", config=traversal),
+        "desire_random": DesirePathRetriever("random", config=traversal),
+        "candidate_ceiling": DesirePathRetriever(
+            OracleScorer(ds.truth), config=traversal, name="candidate_ceiling"
+        ),
     }
+
+
+def section(ds, budget: int, n_boot: int, max_queries: int | None, traversal: dict | None) -> list[str]:
     t = time.perf_counter()
-    res = evaluate(ds, retrievers, split="test", budget_chars=args.budget, n_boot=args.n_boot)
-    secs = time.perf_counter() - t
-    per_intent = res.rows.groupby(["intent", "retriever"], sort=True)[METRICS].mean()
-    per_cat = (
-        res.rows[res.rows["intent"] != "none"].groupby(["category", "retriever"])[["needed_recall"]].mean()
+    res = evaluate(
+        ds,
+        retrievers(ds, traversal),
+        split="test",
+        budget_chars=budget,
+        n_boot=n_boot,
+        max_queries=max_queries,
+        ks=(2, 5, 10),
     )
-    per_cat = per_cat["needed_recall"].unstack("retriever")
-    body = "\n".join(
-        [
-            f"_Written by `python experiments/desire_report.py --dataset {args.dataset}` on "
-            f"{time.strftime('%Y-%m-%d')}; {res.num_queries} test queries, budget {args.budget} characters, "
-            f"{args.n_boot} bootstrap draws, {secs:.0f} s._",
-            "",
-            f"### Desire paths vs flat retrieval on `{ds.name}`",
-            "",
-            "Every retriever answers the same queries under the same budget. The desire-path pipeline "
-            "predicts the intent with the rule classifier and lands on entities with entry search; neither "
-            "reads ground truth. `candidate_ceiling` ranks the same traversal's candidates with an oracle "
-            "that does.",
-            "",
-            "```",
-            res.table(),
-            "```",
-            "",
-            "Per intent (means):",
-            "",
-            table(per_intent),
-            "",
-            "Needed-recall per query category (hop0: facts of the entity itself; hop1, two_hop: a hop away; "
-            "bridge: the same fact under two unlinked entities):",
+    secs = time.perf_counter() - t
+    rows = res.rows
+    lines = [
+        f"#### Budget {budget} characters ({res.num_queries} test queries, {secs:.0f} s)",
+        "",
+        "```",
+        res.table(),
+        "```",
+        "",
+    ]
+    if rows["intent"].notna().any() and rows["intent"].nunique() > 1:
+        per_intent = rows.groupby(["intent", "retriever"], sort=True)[METRICS].mean()
+        lines += ["Per intent (means):", "", table(per_intent), ""]
+    answered = rows[rows["n_needed"] > 0]
+    if answered["category"].notna().any():
+        cols = ["needed_recall", "recall@2", "recall@5"]
+        per_cat = answered.groupby(["category", "retriever"])[cols].mean()
+        lines += [
+            "Per query category (needed-recall; item recall@2 and @5 in ranked order):",
             "",
             table(per_cat),
             "",
         ]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> str:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dataset", default="synthetic:medium:0")
+    ap.add_argument(
+        "--budgets",
+        type=int,
+        nargs="+",
+        default=[2000, 400],
+        help="character budgets, one comparison each (default: 2000 400)",
     )
+    ap.add_argument("--n-boot", type=int, default=1000)
+    ap.add_argument("--max-queries", type=int, default=None, help="a seeded subset of the test queries")
+    ap.add_argument("--output", default=str(ROOT / "docs" / "results.md"))
+    args = ap.parse_args(argv)
+    ds = load_dataset(args.dataset)
+    traversal = ds.meta.get("traversal")  # none of the loaders set one today; dataset configs may
+    subset = f" --max-queries {args.max_queries}" if args.max_queries else ""
+    budgets = " ".join(str(b) for b in args.budgets)
+    lines = [
+        f"_Written by `python experiments/desire_report.py --dataset {args.dataset} --budgets {budgets}"
+        f"{subset}` on {time.strftime('%Y-%m-%d')}; {args.n_boot} bootstrap draws._",
+        "",
+        f"### Desire paths vs flat retrieval on `{ds.name}`",
+        "",
+        "Every retriever answers the same queries under the same budget. The desire-path pipeline "
+        "predicts the intent with the rule classifier and lands on entities with entry search; neither "
+        "reads ground truth. `candidate_ceiling` ranks the same traversal's candidates with an oracle "
+        "that does.",
+        "",
+    ]
+    for budget in args.budgets:
+        lines += section(ds, budget, args.n_boot, args.max_queries, traversal)
+    body = "\n".join(lines)
     print(body)
+    start, end = markers(args.dataset)
     out = Path(args.output)
     text = out.read_text() if out.exists() else "# Results\n\n"
-    block = f"{START}\n{body}\n{END}"
-    if START in text:
-        head, rest = text.split(START, 1)
-        text = head + block + rest.split(END, 1)[1]
+    block = f"{start}\n{body}\n{end}"
+    if start in text:
+        head, rest = text.split(start, 1)
+        text = head + block + rest.split(end, 1)[1]
     else:
-        text = text.rstrip() + "\n\n## Desire paths without learning (issue 4)\n\n" + block + "\n"
+        text = text.rstrip() + "\n\n" + block + "\n"
     out.write_text(text)
     print(f"wrote {out}")
     return body

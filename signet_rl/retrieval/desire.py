@@ -130,7 +130,7 @@ class DesirePathRetriever:
             rel = lambda idx: vectors[idx] @ qv  # noqa: E731
         walk = state.traverser.walk(entries, intent, query.timestamp, relevance=rel)
         ts = None if query.timestamp is None else float(query.timestamp.timestamp())
-        context = ScoringContext(state.graph, state.arrays, entries, ts)
+        context = ScoringContext(state.graph, state.arrays, entries, ts, relevance=rel)
         scores = self.scorer.score(query, walk.paths, context) if walk.paths else np.zeros(0)
         budget = DEFAULT_BUDGET_CHARS if budget_chars is None else budget_chars
         return build_slate(

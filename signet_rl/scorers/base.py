@@ -28,6 +28,9 @@ class ScoringContext:
     entries: Sequence[str] = ()
     timestamp: float | None = None  # epoch seconds
     cache: dict[str, Any] = field(default_factory=dict)
+    #: Query relevance of attributes by attribute index (similarity of their text to the query), when the
+    #: retriever computed it; scorers may use it to rank an aspect's facts.
+    relevance: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 @dataclass

@@ -8,6 +8,10 @@
   where :math:`w_a` is the weight of the aspect the path ends in (1 when none), :math:`\\bar\\imath` the mean
   importance of its attributes (1 when none), :math:`\\Delta t` the age in days of its newest attribute at
   the query time and :math:`h` the half-life (``half_life_days``, default 90; recency off when ``None``).
+  When the retriever supplies query relevance (``ScoringContext.relevance``, the cosine similarity of each
+  attribute's text to the query) and ``relevance=True``, the score is also multiplied by the mean relevance
+  of the path's attributes (floored at 0.01), so of an aspect's several chunks of facts the one about the
+  query ranks first.
 * :class:`PPRScorer` — personalized PageRank from the entry entities (HippoRAG-style, igraph's
   ``personalized_pagerank`` with damping 0.5 over dependency edges weighted by confidence × strength,
   undirected); a path scores the rank mass of the entities it reaches (excluding its start).
@@ -49,10 +53,11 @@ class PriorScorer:
 
     name = "prior"
 
-    def __init__(self, half_life_days: float | None = 90.0) -> None:
+    def __init__(self, half_life_days: float | None = 90.0, relevance: bool = True) -> None:
         if half_life_days is not None and not half_life_days > 0:
             raise ValueError(f"half_life_days must be positive or None, got {half_life_days!r}")
         self.half_life_days = half_life_days
+        self.relevance = relevance
         self._graphs: dict[int, tuple[GraphArrays, _Lookups]] = {}
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
@@ -81,6 +86,8 @@ class PriorScorer:
                 if self.half_life_days is not None and context.timestamp is not None:
                     age = max(0.0, (context.timestamp - float(a.attr_created[idx].max())) / DAY)
                     s *= 0.5 ** (age / self.half_life_days)
+                if self.relevance and context.relevance is not None:
+                    s *= max(float(np.mean(context.relevance(idx))), 0.01)
             out[i] = s
         return out
 

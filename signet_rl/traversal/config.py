@@ -35,6 +35,10 @@ class TraversalConfig:
             1,000); an entry entity's own constraints always surface, whatever their length. >= 0.
         max_aspects: aspects of one entity walked, >= 1.
         max_attributes_per_aspect: latest attributes of one aspect put on a path, >= 1.
+        aspect_chunks: when the walk ranks facts by query relevance, an entry entity's aspect holding more
+            than ``max_attributes_per_aspect`` current facts yields up to this many paths, the next most
+            relevant facts on each (a speaker's hundreds of observations need more than one path), >= 1.
+            Without relevance an aspect yields one path.
     """
 
     max_branching: int = 4
@@ -45,6 +49,7 @@ class TraversalConfig:
     constraint_budget_chars: int = 1000
     max_aspects: int = 5
     max_attributes_per_aspect: int = 8
+    aspect_chunks: int = 1
 
     def __post_init__(self) -> None:
         ints = {
@@ -55,6 +60,7 @@ class TraversalConfig:
             "constraint_budget_chars": (0, None),
             "max_aspects": (1, None),
             "max_attributes_per_aspect": (1, None),
+            "aspect_chunks": (1, None),
         }
         for name, (lo, hi) in ints.items():
             value = getattr(self, name)

@@ -117,6 +117,10 @@ class MemoryBuilder:
         entity_items: also list the entities a path reaches (all but its start) as items, for datasets
             whose truth counts answer entities (``needed_kind="entity"``).
         cite_path: append the path id to the text (``[p-…]``), counted like every other character.
+        sources: append each walked dependency's source passage (``graph.meta["dependency_memory"]``,
+            as OpenIE graphs like MuSiQue's record it) and list those memories as items. ``None``: when
+            the graph records them.
+        source_chars: each passage is cut to this many characters (0: whole).
 
     Example:
         >>> builder = MemoryBuilder(graph)  # doctest: +SKIP
@@ -124,9 +128,37 @@ class MemoryBuilder:
         'signet-api —uses (0.9, multi-memory)→ postgres-db · deployment: runs 3 replicas in oregon'
     """
 
-    def __init__(self, graph: KnowledgeGraph, entity_items: bool = False, cite_path: bool = False) -> None:
+    def __init__(
+        self,
+        graph: KnowledgeGraph,
+        entity_items: bool = False,
+        cite_path: bool = False,
+        sources: bool | None = None,
+        source_chars: int = 600,
+    ) -> None:
+        if source_chars < 0:
+            raise ValueError(f"source_chars must be >= 0, got {source_chars}")
         self.entity_items = entity_items
         self.cite_path = cite_path
+        self.source_chars = source_chars
+        # Where dependencies were extracted from passages (OpenIE graphs such as MuSiQue's), a walked edge
+        # carries its source passage: graph.meta["dependency_memory"] lists each dependency's memory.
+        dep_memory = graph.meta.get("dependency_memory")
+        self.sources = dep_memory is not None if sources is None else sources
+        self._dep_memory: dict[str, str] = {}
+        self._memory_text: dict[str, str] = {}
+        if self.sources and dep_memory is not None:
+            ids = graph.dependencies["id"].tolist()
+            if len(dep_memory) != len(ids):
+                raise ValueError(
+                    f"graph.meta['dependency_memory'] has {len(dep_memory)} entries for "
+                    f"{len(ids)} dependencies"
+                )
+            self._dep_memory = {
+                d: str(m) for d, m in zip(ids, dep_memory, strict=True) if m is not None and not pd.isna(m)
+            }
+            mem = graph.memories
+            self._memory_text = dict(zip(mem["id"].astype(str), mem["content"].astype(str), strict=True))
         ent = graph.entities
         self._entity_name: dict[str, str] = dict(zip(ent["id"].tolist(), ent["name"].tolist(), strict=True))
         asp = graph.aspects
@@ -137,8 +169,13 @@ class MemoryBuilder:
         self._dep: dict[str, tuple[str, str, str, float, str]] = {
             i: (s, t, ty, float(c), r)
             for i, s, t, ty, c, r in zip(
-                dep["id"], dep["source_entity_id"], dep["target_entity_id"], dep["dependency_type"],
-                dep["confidence"], dep["reason"], strict=True,
+                dep["id"],
+                dep["source_entity_id"],
+                dep["target_entity_id"],
+                dep["dependency_type"],
+                dep["confidence"],
+                dep["reason"],
+                strict=True,
             )
         }
         att = graph.attributes
@@ -147,8 +184,15 @@ class MemoryBuilder:
         entity_of = {a: e for a, (_, e) in self._aspect.items()}
         self._attr: dict[str, _Attr] = {}
         for i, aspect, content, kind, status, imp, mem, by in zip(
-            ids, att["aspect_id"], att["content"], att["kind"], att["status"], att["importance"],
-            att["memory_id"], att["superseded_by"], strict=True,
+            ids,
+            att["aspect_id"],
+            att["content"],
+            att["kind"],
+            att["status"],
+            att["importance"],
+            att["memory_id"],
+            att["superseded_by"],
+            strict=True,
         ):
             aspect = None if pd.isna(aspect) else aspect
             if status == AttributeStatus.ACTIVE:
@@ -158,9 +202,14 @@ class MemoryBuilder:
             else:
                 since = -math.inf  # deleted, or superseded by an unknown row: stale at any time
             self._attr[i] = _Attr(
-                entity=entity_of.get(aspect) if aspect is not None else None, aspect=aspect,
-                content=str(content), constraint=kind == AttributeKind.CONSTRAINT, status=str(status),
-                importance=float(imp), memory=None if pd.isna(mem) else str(mem), stale_since=since,
+                entity=entity_of.get(aspect) if aspect is not None else None,
+                aspect=aspect,
+                content=str(content),
+                constraint=kind == AttributeKind.CONSTRAINT,
+                status=str(status),
+                importance=float(imp),
+                memory=None if pd.isna(mem) else str(mem),
+                stale_since=since,
             )
 
     # -- lookups -------------------------------------------------------------------------------------
@@ -208,7 +257,7 @@ class MemoryBuilder:
         Returns:
             ``Unit(kind="constructed")`` with ``items`` = the attribute ids the text holds and
             ``meta`` = ``path_id``, ``path``, ``strategy``, ``explorer``, ``speculative``, ``tokens``,
-            ``memories`` (the source memories of its attributes).
+            ``memories`` (the source memories of its attributes and, with ``sources``, of its edges).
 
         Raises:
             KeyError: a hop id that is not in the graph (named).
@@ -231,8 +280,10 @@ class MemoryBuilder:
                     raise KeyError(f"no dependency with id {hop.id!r}") from None
                 want = (prev, nxt) if hop.direction == 1 else (nxt, prev)
                 if (src, tgt) != want:
-                    raise ValueError(f"path {path.id}: dependency {hop.id!r} joins {src!r} -> {tgt!r}, "
-                                     f"not {want[0]!r} -> {want[1]!r}")
+                    raise ValueError(
+                        f"path {path.id}: dependency {hop.id!r} joins {src!r} -> {tgt!r}, "
+                        f"not {want[0]!r} -> {want[1]!r}"
+                    )
                 label = f"{dtype} ({_num(conf)}, {reason})"
                 arrow = f" —{label}→ " if hop.direction == 1 else f" ←{label}— "
                 parts.append(arrow + self._name(nxt))
@@ -244,19 +295,29 @@ class MemoryBuilder:
                 except KeyError:
                     raise KeyError(f"no aspect with id {hop.id!r}") from None
                 if owner != hops[i - 1].id:
-                    raise ValueError(f"path {path.id}: aspect {hop.id!r} belongs to {owner!r}, "
-                                     f"not {hops[i - 1].id!r}")
+                    raise ValueError(
+                        f"path {path.id}: aspect {hop.id!r} belongs to {owner!r}, not {hops[i - 1].id!r}"
+                    )
                 aspect_text = name
             else:  # attribute
                 a = self._attribute(hop.id)
                 if a.aspect != path.aspects[-1]:
-                    raise ValueError(f"path {path.id}: attribute {hop.id!r} is under aspect {a.aspect!r}, "
-                                     f"not {path.aspects[-1]!r}")
+                    raise ValueError(
+                        f"path {path.id}: attribute {hop.id!r} is under aspect {a.aspect!r}, "
+                        f"not {path.aspects[-1]!r}"
+                    )
                 facts.append(self._fact(a, t))
             i += 1
         text = "".join(parts)
         if aspect_text:
             text += f"{_SEP}{aspect_text}" + (": " + "; ".join(facts) if facts else "")
+        passages = [m for d in dict.fromkeys(path.dependencies) if (m := self._dep_memory.get(d))]
+        passages = list(dict.fromkeys(passages))
+        for m in passages:
+            body = " ".join(self._memory_text.get(m, "").split())
+            if self.source_chars and len(body) > self.source_chars:
+                body = body[: self.source_chars].rsplit(" ", 1)[0] + " …"
+            text += f"\n  source: {body}"
         if path.explorer:
             text = SPECULATIVE_MARKER + text
         if self.cite_path:
@@ -264,16 +325,26 @@ class MemoryBuilder:
         items = list(dict.fromkeys(path.attributes))
         if self.entity_items:
             items += [e for e in dict.fromkeys(path.entities[1:]) if e not in items]
-        memories = tuple(dict.fromkeys(m for a in path.attributes if (m := self._attr[a].memory)))
+        items += [m for m in passages if m not in items]
+        memories = tuple(
+            dict.fromkeys([m for a in path.attributes if (m := self._attr[a].memory)] + passages)
+        )
         meta = {
-            "path_id": path.id, "path": path.serialise(), "strategy": path.strategy,
-            "explorer": path.explorer, "speculative": path.explorer, "tokens": tokens_of(text),
+            "path_id": path.id,
+            "path": path.serialise(),
+            "strategy": path.strategy,
+            "explorer": path.explorer,
+            "speculative": path.explorer,
+            "tokens": tokens_of(text),
             "memories": memories,
         }
         return Unit(text=text, items=tuple(items), score=score, kind="constructed", meta=meta)
 
     def constraints_section(
-        self, attribute_ids: Iterable[str], budget_chars: int = CONSTRAINTS_BUDGET_CHARS, at: Any = None,
+        self,
+        attribute_ids: Iterable[str],
+        budget_chars: int = CONSTRAINTS_BUDGET_CHARS,
+        at: Any = None,
         score: float = 0.0,
     ) -> Unit | None:
         """The always-present constraints section for the constraints of the entities in scope.
@@ -327,8 +398,10 @@ class MemoryBuilder:
             for ent, content in chosen:  # chosen is importance-ordered, so entity order follows it
                 by_entity.setdefault(ent, []).append(content)
             lines = [CONSTRAINTS_HEADER]
-            lines += [f"{self._entity_name.get(e, e) if e else '(unclassified)'}: {'; '.join(cs)}"
-                      for e, cs in by_entity.items()]
+            lines += [
+                f"{self._entity_name.get(e, e) if e else '(unclassified)'}: {'; '.join(cs)}"
+                for e, cs in by_entity.items()
+            ]
             if more:
                 lines.append(f"+{more} more")
             return "\n".join(lines)
@@ -347,8 +420,12 @@ class MemoryBuilder:
             return None
         items = tuple(aid for key in chosen for aid in groups[key])
         omitted = tuple(aid for key in order if key not in chosen for aid in groups[key])
-        meta = {"tokens": tokens_of(text), "omitted": omitted, "inactive": tuple(inactive),
-                "entities": tuple(dict.fromkeys(e for e, _ in chosen))}
+        meta = {
+            "tokens": tokens_of(text),
+            "omitted": omitted,
+            "inactive": tuple(inactive),
+            "entities": tuple(dict.fromkeys(e for e, _ in chosen)),
+        }
         return Unit(text=text, items=items, score=score, kind="constraints", meta=meta)
 
 
@@ -393,8 +470,9 @@ def build_slate(
         raise ValueError(f"token budget must be positive, got {budget_chars} characters")
     ranked = sorted(paths_with_scores, key=lambda ps: -ps[1])
     top = ranked[0][1] if ranked else 0.0
-    section_budget = constraints_budget_chars if budget_chars is None else min(constraints_budget_chars,
-                                                                                budget_chars)
+    section_budget = (
+        constraints_budget_chars if budget_chars is None else min(constraints_budget_chars, budget_chars)
+    )
     section = builder.constraints_section(constraint_ids, section_budget, at=at, score=top)
     out: list[Unit] = [section] if section is not None else []
     left = math.inf if budget_chars is None else budget_chars - slate_chars(out)

@@ -329,9 +329,13 @@ class Traverser:
         return cur[np.argsort(-a.attr_importance[cur], kind="stable")]
 
     def _own(self, e: int, asp: int, ctx: _Ctx, chains: list) -> None:
+        """An entry's own aspect: one path of its best facts, or with query relevance up to
+        ``aspect_chunks`` paths, each with the next most relevant ``max_attributes_per_aspect`` facts."""
         cur = self._current(asp, ctx.t, ctx.relevance)
-        if len(cur):
-            chains.append((((e,), ()), asp, tuple(cur[: self.config.max_attributes_per_aspect].tolist())))
+        m = self.config.max_attributes_per_aspect
+        chunks = self.config.aspect_chunks if ctx.relevance is not None else 1
+        for c in range(min(chunks, -(-len(cur) // m))):
+            chains.append((((e,), ()), asp, tuple(cur[c * m : (c + 1) * m].tolist())))
 
     def _end_top(self, chain: _Chain, ctx: _Ctx, chains: list) -> None:
         """End a dependency chain in the reached entity's first aspect with current attributes."""

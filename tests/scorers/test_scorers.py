@@ -113,3 +113,28 @@ def test_bad_scorers(factory, message):
 def test_registry_builds_each_scorer():
     assert {make_scorer(n).name for n in ("prior", "ppr", "random")} == {"prior", "ppr", "random"}
     assert not math.isnan(PriorScorer().score(Q, [], _ctx(KnowledgeGraph())).sum())
+
+
+def test_prior_multiplies_by_the_query_relevance_of_its_facts():
+    graph = KnowledgeGraph.from_records(
+        entities=[Entity(id="e", name="caroline", entity_type="person")],
+        aspects=[Aspect(id="obs", entity_id="e", name="observations")],
+        attributes=[
+            Attribute(id=f"t{i}", aspect_id="obs", content=f"fact {i}", importance=0.5) for i in range(4)
+        ],
+    )
+    arrays = GraphArrays.from_graph(graph)
+    paths = [
+        Path.of(Hop.entity("e"), Hop.aspect("obs"), Hop.attribute("t0"), Hop.attribute("t1")),
+        Path.of(Hop.entity("e"), Hop.aspect("obs"), Hop.attribute("t2"), Hop.attribute("t3")),
+    ]
+    rel = np.array([0.8, 0.4, -0.3, 0.0])
+    plain = ScoringContext(graph, arrays, ["e"])
+    ctx = ScoringContext(graph, arrays, ["e"], relevance=lambda idx: rel[idx])
+    q = Query(id="q", text="fact", graph_id="main", split="test")
+    base = PriorScorer(half_life_days=None).score(q, paths, plain)
+    np.testing.assert_allclose(base, [0.25, 0.25])  # aspect weight 0.5 x importance 0.5
+    np.testing.assert_allclose(
+        PriorScorer(half_life_days=None).score(q, paths, ctx), [0.25 * 0.6, 0.25 * 0.01]
+    )
+    np.testing.assert_allclose(PriorScorer(half_life_days=None, relevance=False).score(q, paths, ctx), base)

@@ -25,30 +25,90 @@ def _graph() -> KnowledgeGraph:
     day = pd.Timedelta(days=1)
     return KnowledgeGraph.from_records(
         memories=[Memory(id=f"m{i}", content=f"memory {i}", created_at=T0) for i in range(1, 5)],
-        entities=[Entity(id="e1", name="signet-api"), Entity(id="e2", name="postgres-db"),
-                  Entity(id="e3", name="ops-team")],
-        aspects=[Aspect(id="a1", entity_id="e2", name="deployment", weight=0.9),
-                 Aspect(id="a2", entity_id="e1", name="release", weight=0.5)],
-        attributes=[
-            Attribute(id="t1", aspect_id="a1", memory_id="m1", content="runs 3 replicas in oregon",
-                      importance=0.6, created_at=T0),
-            Attribute(id="t2", aspect_id="a1", memory_id="m2", kind="constraint",
-                      content="must not deploy on fridays", importance=0.9, created_at=T0),
-            Attribute(id="t3", aspect_id="a1", memory_id="m1", content="runs 2 replicas",
-                      status="superseded", superseded_by="t1", created_at=T0 - 10 * day),
-            Attribute(id="t4", aspect_id="a2", memory_id="m3", kind="constraint",
-                      content="needs a rollback plan", importance=0.5, created_at=T0),
-            Attribute(id="t5", aspect_id="a2", memory_id="m3", kind="constraint",
-                      content="needs a rollback plan", importance=0.4, created_at=T0),
-            Attribute(id="t6", aspect_id="a1", memory_id="m4", kind="constraint",
-                      content="never drop tables", importance=0.7, created_at=T0),
-            Attribute(id="t7", aspect_id="a1", memory_id="m4", content="runs 3 replicas in oregon",
-                      created_at=T0),
+        entities=[
+            Entity(id="e1", name="signet-api"),
+            Entity(id="e2", name="postgres-db"),
+            Entity(id="e3", name="ops-team"),
         ],
-        dependencies=[Dependency(id="d1", source_entity_id="e1", target_entity_id="e2",
-                                 dependency_type="uses", confidence=0.9, reason="multi-memory"),
-                      Dependency(id="d2", source_entity_id="e3", target_entity_id="e1",
-                                 dependency_type="owned_by", confidence=0.7)],
+        aspects=[
+            Aspect(id="a1", entity_id="e2", name="deployment", weight=0.9),
+            Aspect(id="a2", entity_id="e1", name="release", weight=0.5),
+        ],
+        attributes=[
+            Attribute(
+                id="t1",
+                aspect_id="a1",
+                memory_id="m1",
+                content="runs 3 replicas in oregon",
+                importance=0.6,
+                created_at=T0,
+            ),
+            Attribute(
+                id="t2",
+                aspect_id="a1",
+                memory_id="m2",
+                kind="constraint",
+                content="must not deploy on fridays",
+                importance=0.9,
+                created_at=T0,
+            ),
+            Attribute(
+                id="t3",
+                aspect_id="a1",
+                memory_id="m1",
+                content="runs 2 replicas",
+                status="superseded",
+                superseded_by="t1",
+                created_at=T0 - 10 * day,
+            ),
+            Attribute(
+                id="t4",
+                aspect_id="a2",
+                memory_id="m3",
+                kind="constraint",
+                content="needs a rollback plan",
+                importance=0.5,
+                created_at=T0,
+            ),
+            Attribute(
+                id="t5",
+                aspect_id="a2",
+                memory_id="m3",
+                kind="constraint",
+                content="needs a rollback plan",
+                importance=0.4,
+                created_at=T0,
+            ),
+            Attribute(
+                id="t6",
+                aspect_id="a1",
+                memory_id="m4",
+                kind="constraint",
+                content="never drop tables",
+                importance=0.7,
+                created_at=T0,
+            ),
+            Attribute(
+                id="t7", aspect_id="a1", memory_id="m4", content="runs 3 replicas in oregon", created_at=T0
+            ),
+        ],
+        dependencies=[
+            Dependency(
+                id="d1",
+                source_entity_id="e1",
+                target_entity_id="e2",
+                dependency_type="uses",
+                confidence=0.9,
+                reason="multi-memory",
+            ),
+            Dependency(
+                id="d2",
+                source_entity_id="e3",
+                target_entity_id="e1",
+                dependency_type="owned_by",
+                confidence=0.7,
+            ),
+        ],
     )
 
 
@@ -57,14 +117,23 @@ def builder() -> MemoryBuilder:
     return MemoryBuilder(_graph())
 
 
-P1 = Path.of(Hop.entity("e1"), Hop.dependency("d1", 1), Hop.entity("e2"), Hop.aspect("a1"),
-             Hop.attribute("t1"), Hop.attribute("t2"), strategy="what")
+P1 = Path.of(
+    Hop.entity("e1"),
+    Hop.dependency("d1", 1),
+    Hop.entity("e2"),
+    Hop.aspect("a1"),
+    Hop.attribute("t1"),
+    Hop.attribute("t2"),
+    strategy="what",
+)
 
 
 def test_construct_exact_text_items_and_tokens(builder: MemoryBuilder) -> None:
     u = builder.construct(P1, score=0.8)
-    text = ("signet-api —uses (0.9, multi-memory)→ postgres-db · deployment: runs 3 replicas in oregon; "
-            "must not deploy on fridays [constraint]")
+    text = (
+        "signet-api —uses (0.9, multi-memory)→ postgres-db · deployment: runs 3 replicas in oregon; "
+        "must not deploy on fridays [constraint]"
+    )
     assert u.text == text
     assert u.kind == "constructed" and u.score == 0.8
     assert u.items == ("t1", "t2")
@@ -75,10 +144,16 @@ def test_construct_exact_text_items_and_tokens(builder: MemoryBuilder) -> None:
 
 
 def test_backward_dependency_keeps_true_direction(builder: MemoryBuilder) -> None:
-    p = Path.of(Hop.entity("e2"), Hop.dependency("d1", -1), Hop.entity("e1"), Hop.dependency("d2", -1),
-                Hop.entity("e3"))
-    assert builder.construct(p).text == ("postgres-db ←uses (0.9, multi-memory)— signet-api "
-                                         "←owned_by (0.7, single-memory)— ops-team")
+    p = Path.of(
+        Hop.entity("e2"),
+        Hop.dependency("d1", -1),
+        Hop.entity("e1"),
+        Hop.dependency("d2", -1),
+        Hop.entity("e3"),
+    )
+    assert builder.construct(p).text == (
+        "postgres-db ←uses (0.9, multi-memory)— signet-api ←owned_by (0.7, single-memory)— ops-team"
+    )
     assert builder.construct(p).items == ()
     assert MemoryBuilder(_graph(), entity_items=True).construct(p).items == ("e1", "e3")
 
@@ -114,8 +189,10 @@ def test_construct_bad_paths(builder: MemoryBuilder, path: Path, error: type, me
 def test_constraints_section_grouped_dedup_ordered(builder: MemoryBuilder) -> None:
     u = builder.constraints_section(["t4", "t6", "t2", "t5", "t2"])
     assert u is not None and u.kind == "constraints"
-    assert u.text == (f"{CONSTRAINTS_HEADER}\npostgres-db: must not deploy on fridays; never drop tables\n"
-                      "signet-api: needs a rollback plan")
+    assert u.text == (
+        f"{CONSTRAINTS_HEADER}\npostgres-db: must not deploy on fridays; never drop tables\n"
+        "signet-api: needs a rollback plan"
+    )
     assert u.items == ("t2", "t6", "t4", "t5")  # the duplicate content keeps both ids as items
     assert u.meta["omitted"] == () and u.meta["tokens"] == tokens_of(u.text)
     assert builder.constraints_section([]) is None
@@ -210,4 +287,31 @@ def test_synthetic_single_edge_paths_count_the_right_items() -> None:
     assert built > 10
     # the resolver counts items, never units: a constructed memory of n attributes is n items
     assert resolver.ranking(query, [Unit(text="x", items=("att-0000000", "att-0000001"))]) == [
-        "att-0000000", "att-0000001"]
+        "att-0000000",
+        "att-0000001",
+    ]
+
+
+def test_walked_edges_carry_their_source_passages() -> None:
+    graph = _graph()
+    graph.meta["dependency_memory"] = ["m2", "m3"]  # d1 was extracted from m2, d2 from m3 (OpenIE graphs)
+    builder = MemoryBuilder(graph, source_chars=7)
+    p = Path.of(
+        Hop.entity("e3"), Hop.dependency("d2", 1), Hop.entity("e1"), Hop.dependency("d1", 1), Hop.entity("e2")
+    )
+    u = builder.construct(p)
+    assert u.text == (
+        "ops-team —owned_by (0.7, single-memory)→ signet-api —uses (0.9, multi-memory)→ "
+        "postgres-db\n  source: memory …\n  source: memory …"
+    )
+    assert u.items == ("m3", "m2") and u.meta["memories"] == ("m3", "m2")
+    whole = MemoryBuilder(graph, source_chars=0).construct(p)
+    assert whole.text.endswith("\n  source: memory 3\n  source: memory 2")
+    # Without the record (or with sources=False) a path lists no passages.
+    assert MemoryBuilder(_graph()).construct(p).items == ()
+    assert MemoryBuilder(graph, sources=False).construct(p).items == ()
+    graph.meta["dependency_memory"] = ["m2"]
+    with pytest.raises(
+        ValueError, match=r"graph.meta\['dependency_memory'\] has 1 entries for 2 dependencies"
+    ):
+        MemoryBuilder(graph)
