@@ -42,6 +42,7 @@ from signet_rl.evaluation.harness import EvaluationResult, render_markdown
 
 __all__ = [
     "DEFAULT_EXPERIMENT",
+    "TrainingRun",
     "default_tracking_uri",
     "flatten_config",
     "git_commit",
@@ -258,3 +259,82 @@ def _log(
         raise
     client.set_terminated(run_id, "FINISHED")
     return str(run_id)
+
+
+class TrainingRun:
+    """One training run in MLflow: params once, metrics over interactions, artifacts at the end.
+
+    A resumed run continues the same MLflow run (pass the ``run_id`` a checkpoint kept). Runs of one Hydra
+    multirun are grouped under a parent run named after the sweep (tag ``sweep``), one child per job.
+
+    Args:
+        cfg: the config (logged flattened as params).
+        experiment: the MLflow experiment (created when missing).
+        tracking_uri: see :func:`resolve_tracking_uri`.
+        run_name: the run's display name.
+        run_id: an existing run to continue (resume), or None for a new one.
+        sweep: the sweep directory of a multirun (groups the jobs), or None.
+        tags: extra tags.
+    """
+
+    def __init__(
+        self,
+        cfg: DictConfig | Mapping[str, Any] | None,
+        experiment: str = "signet_rl-train",
+        tracking_uri: str | None = None,
+        run_name: str | None = None,
+        run_id: str | None = None,
+        sweep: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
+        self.uri = resolve_tracking_uri(tracking_uri)
+        if self.uri.startswith("sqlite:///"):
+            Path(self.uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+        with _quiet_backend():
+            self.client = MlflowClient(tracking_uri=self.uri)
+            exp_id = _experiment_id(self.client, experiment, self.uri)
+            if run_id is not None:
+                self.run_id = run_id
+                self.client.update_run(run_id, status="RUNNING")
+                return
+            all_tags = {"git_commit": git_commit(), **(tags or {})}
+            if sweep:
+                all_tags["sweep"] = sweep
+                all_tags["mlflow.parentRunId"] = self._parent(exp_id, sweep)
+            run = self.client.create_run(exp_id, tags=all_tags, run_name=run_name)
+            self.run_id = str(run.info.run_id)
+            params = flatten_config(cfg)
+            items = [Param(_name(k), str(v)[:MAX_PARAM_VAL_LENGTH]) for k, v in params.items()]
+            for i in range(0, len(items), 100):
+                self.client.log_batch(self.run_id, params=items[i : i + 100])
+
+    def _parent(self, exp_id: str, sweep: str) -> str:
+        found = self.client.search_runs(
+            [exp_id], filter_string=f"tags.sweep_parent = '{sweep}'", max_results=1
+        )
+        if found:
+            return str(found[0].info.run_id)
+        run = self.client.create_run(
+            exp_id, tags={"sweep_parent": sweep, "sweep": sweep}, run_name=f"sweep {Path(sweep).name}"
+        )
+        return str(run.info.run_id)
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        """Log finite metrics at ``step`` (interactions so far)."""
+        now = int(time.time() * 1000)
+        rows = [
+            Metric(_name(k), float(v), now, int(step))
+            for k, v in metrics.items()
+            if isinstance(v, int | float) and math.isfinite(v)
+        ]
+        with _quiet_backend():
+            for i in range(0, len(rows), 500):
+                self.client.log_batch(self.run_id, metrics=rows[i : i + 500])
+
+    def log_artifacts(self, folder: str | Path) -> None:
+        with _quiet_backend():
+            self.client.log_artifacts(self.run_id, str(folder))
+
+    def finish(self, status: str = "FINISHED") -> None:
+        with _quiet_backend():
+            self.client.set_terminated(self.run_id, status)

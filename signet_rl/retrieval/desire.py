@@ -10,7 +10,8 @@ truth: the intent is predicted, the entries are searched.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,9 +26,10 @@ from signet_rl.retrieval.intent import IntentClassifier, RuleIntentClassifier
 from signet_rl.scorers.base import PathScorer, ScoringContext, make_scorer
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.construct import MemoryBuilder, build_slate
-from signet_rl.traversal.walk import Traverser
+from signet_rl.traversal.path import Path as PathType
+from signet_rl.traversal.walk import STRATEGIES, EdgeWeight, Traverser, Walk
 
-__all__ = ["DesirePathRetriever"]
+__all__ = ["Candidates", "DesirePathRetriever", "EdgeWeightFn"]
 
 
 class _GraphState:
@@ -44,6 +46,20 @@ class _GraphState:
             content = graph.attributes.set_index("id")["content"]
             texts = content.reindex(self.arrays.attribute_ids).fillna("").astype(str).tolist()
             self.attr_vectors = CachedEncoder(self.encoder).encode(texts)
+
+
+@dataclass
+class Candidates:
+    """One query's candidates before scoring (see :meth:`DesirePathRetriever.candidates`)."""
+
+    intent: str
+    entries: list[str]
+    walk: Walk
+    context: ScoringContext
+
+
+#: ``edge_weight_fn(graph_id, intent, timestamp) -> EdgeWeight | None``: learned desire-path edge order.
+EdgeWeightFn = Callable[[str, str, Any], EdgeWeight | None]
 
 
 class DesirePathRetriever:
@@ -90,8 +106,21 @@ class DesirePathRetriever:
         self.entry_ratio = entry_ratio
         self.name = name or f"desire_{self.scorer.name}"
         self._states: dict[str, _GraphState] = {}
+        #: Optional learned edge order (path reinforcement); None: confidence x strength.
+        self.edge_weight_fn: EdgeWeightFn | None = None
+        self._dataset: Dataset | None = None
 
     def index(self, dataset: Dataset) -> None:
+        """Build the per-graph state (arrays, traverser, entry search) and prepare the scorer.
+
+        Indexing the same dataset object again only prepares the (possibly new) scorer: a trainer that
+        evaluates a frozen copy of its scorer every few hundred interactions shares one index.
+        """
+        if self._states and self._dataset is dataset:
+            for state in self._states.values():
+                self.scorer.prepare(state.graph, state.arrays)
+            return
+        self._dataset = dataset
         self._states = {}
         for gid, graph in dataset.graphs.items():
             state = _GraphState(graph, self.config, self.encoder, self.relevance)
@@ -113,33 +142,92 @@ class DesirePathRetriever:
             keep.append(eid)
         return keep[: self.entry_k]
 
-    def retrieve(self, query: Query, budget_chars: int | None = None) -> list[Unit]:
+    def candidates(self, query: Query) -> Candidates | None:
+        """Everything up to scoring: the predicted intent, the entries, the walk and the scoring context.
+
+        ``None`` for an empty query, a predicted non-query, or a query whose entry search finds nothing.
+        With :attr:`edge_weight_fn` set (learned desire-path weights), the walk follows edges in the order
+        it gives for the query's intent and time.
+        """
         if not query.text or not query.text.strip():
-            return []
+            return None
         intent = self.classifier.predict([query.text])[0]
         if intent == "none":
-            return []
+            return None
         state = self._state(query.graph_id)
         entries = self.entries(query, intent)
         if not entries:
-            return []
+            return None
         rel = None
         if state.attr_vectors is not None:
             qv = state.encoder.encode([query.text[:1000]])[0]
             vectors = state.attr_vectors
             rel = lambda idx: vectors[idx] @ qv  # noqa: E731
+        state.traverser.edge_weight = (
+            None
+            if self.edge_weight_fn is None
+            else self.edge_weight_fn(query.graph_id, intent, query.timestamp)
+        )
         walk = state.traverser.walk(entries, intent, query.timestamp, relevance=rel)
+        return Candidates(intent, entries, walk, self.context(query, entries, rel))
+
+    def context(self, query: Query, entries: list[str], relevance: Any = False) -> ScoringContext:
+        """The scoring context of ``query`` with these entries (query relevance recomputed unless given)."""
+        state = self._state(query.graph_id)
+        if relevance is False:
+            relevance = None
+            if state.attr_vectors is not None:
+                qv = state.encoder.encode([query.text[:1000]])[0]
+                vectors = state.attr_vectors
+                relevance = lambda idx: vectors[idx] @ qv  # noqa: E731
         ts = None if query.timestamp is None else float(query.timestamp.timestamp())
-        context = ScoringContext(state.graph, state.arrays, entries, ts, relevance=rel)
-        scores = self.scorer.score(query, walk.paths, context) if walk.paths else np.zeros(0)
+        return ScoringContext(state.graph, state.arrays, entries, ts, relevance=relevance)
+
+    def far_paths(self, query: Query, cands: Candidates, k: int = 5) -> list[PathType]:
+        """Explorer candidates: the own facts of entities that entry search finds close to the query in
+        meaning but that lie two or more hops from every entry in the graph (neither an entry nor one of
+        its neighbours). Tagged ``explorer=True``; at most ``k`` search hits are considered."""
+        state = self._state(query.graph_id)
+        a = state.arrays
+        found = state.entry.search(query.text, k=k + len(cands.entries), timestamp=query.timestamp)
+        idx = a.indices(cands.entries)
+        near = set(idx.tolist())
+        if len(idx):
+            slots, _ = a.frontier_slots(idx)
+            near.update(a.dep_neighbor[slots].tolist())
+        far = [eid for eid, _ in found if a.entity_index.get(eid) not in near][:k]
+        if not far:
+            return []
+        walk = state.traverser.walk(far, "what", query.timestamp, relevance=cands.context.relevance)
+        own = [p for p in walk.paths if not p.dependencies]
+        return [
+            PathType(
+                p.hops, strategy=cands.intent if cands.intent in STRATEGIES else p.strategy, explorer=True
+            )
+            for p in own
+        ]
+
+    def slate(
+        self, query: Query, cands: Candidates, paths_with_scores: Any, budget_chars: int | None = None
+    ) -> list[Unit]:
+        """The units injected for ``paths_with_scores`` (constraints section first), fitted to the budget."""
+        state = self._state(query.graph_id)
         budget = DEFAULT_BUDGET_CHARS if budget_chars is None else budget_chars
         return build_slate(
-            zip(walk.paths, scores.tolist(), strict=True),
-            walk.constraints,
-            budget,
-            state.builder,
-            at=query.timestamp,
+            paths_with_scores, cands.walk.constraints, budget, state.builder, at=query.timestamp
         )
+
+    def builder(self, graph_id: str) -> MemoryBuilder:
+        """The graph's :class:`MemoryBuilder` (turns one path into its constructed memory)."""
+        return self._state(graph_id).builder
+
+    def retrieve(self, query: Query, budget_chars: int | None = None) -> list[Unit]:
+        cands = self.candidates(query)
+        if cands is None:
+            return []
+        paths = cands.walk.paths
+        scores = self.scorer.score(query, paths, cands.context) if paths else np.zeros(0)
+        return self.slate(query, cands, zip(paths, scores.tolist(), strict=True), budget_chars)
 
     def _state(self, graph_id: str) -> _GraphState:
         try:

@@ -1,0 +1,686 @@
+"""The bandit loop: a path scorer learns desire paths from ratings alone (DESIGN §4).
+
+For each training interaction, in timeline order:
+
+1. **candidates** come from bounded traversal (:meth:`DesirePathRetriever.candidates`: predicted intent,
+   searched entries, edges followed in the learned desire-path order);
+2. the policy **picks a slate** of ``slate_size`` paths with exploration (``greedy``, ``epsilon``,
+   ``softmax`` or ``thompson``, see :func:`~signet_rl.learning.exploration.select_slate`);
+3. the **explorer quota** of the query's timeline session (default 1 slot, at most 2) replaces the slate's
+   last slot with a speculative candidate: an uncertain route (low confidence, rarely walked) or the facts of
+   an entity close to the query in meaning but two or more hops from its entries
+   (:meth:`DesirePathRetriever.far_paths`); explorer units are tagged speculative;
+4. each shown path's **propensity** is logged: its marginal probability of being in the slate under the
+   exploration strategy (closed form or Monte Carlo, see the exploration module); an explorer slot is filled
+   deterministically once the quota allows it, so its propensity is 1;
+5. the **simulated rater** rates each shown unit (some go unrated);
+6. **updates**: the scorer takes gradient steps on the rated paths (importance-weighted if configured), and
+   **path reinforcement** strengthens or weakens every edge of a rated path for its intent and time-of-day
+   bucket, boundedly (:class:`~signet_rl.learning.reinforcement.EdgeStats`); unwalked edges cool.
+
+Every ``eval_every`` interactions a frozen copy of the scorer and of the edge statistics answers the
+validation queries through the evaluation harness; at the end the frozen policy answers the test queries
+beside the flat baseline and the non-learned scorers, at the same budget. Validation and test queries never
+update a weight or a statistic. Ground truth is read by the rater and the evaluator only (and for the
+regret metric: the best slate the candidates allowed, computed from noiseless ratings and never fed back).
+
+The loop checkpoints every ``checkpoint_every`` interactions (scorer, edge statistics, every random stream,
+quota, metrics, the feedback log) and a restarted run resumes from the last checkpoint: the interactions it
+replays draw the same numbers, so an interrupted-and-resumed run ends with the same metrics as an
+uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import pickle
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path as FsPath
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from signet_rl.datasets.base import Dataset, Query
+from signet_rl.datasets.rater import SimulatedRater
+from signet_rl.evaluation.harness import EvaluationResult, evaluate
+from signet_rl.evaluation.items import ItemResolver
+from signet_rl.learning.exploration import ExplorerQuota, select_slate, speculative_candidates
+from signet_rl.learning.feedback_log import FeedbackLog, FeedbackRecord
+from signet_rl.learning.reinforcement import EdgeStats
+from signet_rl.retrieval.desire import Candidates, DesirePathRetriever
+from signet_rl.scorers.base import Feedback, PathScorer
+from signet_rl.traversal.path import Path
+
+__all__ = ["BanditConfig", "BanditTrainer", "Interaction", "session_of"]
+
+CHECKPOINT = "checkpoint.pkl"
+
+
+@dataclass
+class BanditConfig:
+    """The knobs of the bandit loop (``cfg.task`` of ``conf/task/bandit.yaml``).
+
+    Attributes:
+        slate_size: paths shown per interaction, >= 1.
+        exploration: ``greedy``, ``epsilon``, ``softmax`` or ``thompson``.
+        epsilon: ``epsilon``'s random-slot probability.
+        temperature: ``softmax``'s temperature.
+        thompson_samples: posterior draws for ``thompson`` (the scorer's ``sample_scores``).
+        explorer_per_session: explorer slots per timeline session, in [0, 2].
+        session_size: queries per session when the dataset has no timestamps.
+        reinforcement: whether ratings reinforce edges (path reinforcement) and the walk follows them.
+        reinforce_lr, reinforce_floor, reinforce_ceiling, reinforce_cool: :class:`EdgeStats` settings.
+        time_buckets: time-of-day buckets of the edge statistics.
+        update_every: interactions per scorer update (a batch of feedback).
+        importance_weighted: pass ``1 / pscore`` weights to scorers that support them.
+        epochs: passes over the training queries.
+        max_interactions: stop after this many interactions (None: every epoch).
+        eval_every: interactions between validation evaluations (0: only at the end).
+        max_val_queries, max_test_queries: seeded query subsets for evaluation (None: all).
+        checkpoint_every: interactions between checkpoints (0: none).
+        budget_chars: the character budget of every slate and of the evaluation.
+        rater_noise, rater_prob: the simulated rater's noise and rating probability.
+        ope_window: logged interactions the off-policy estimates use at the end (the last ones).
+    """
+
+    slate_size: int = 3
+    exploration: str = "epsilon"
+    epsilon: float = 0.1
+    temperature: float = 0.5
+    thompson_samples: int = 16
+    explorer_per_session: int = 1
+    session_size: int = 20
+    reinforcement: bool = True
+    reinforce_lr: float = 0.2
+    reinforce_floor: float = 0.2
+    reinforce_ceiling: float = 3.0
+    reinforce_cool: float = 0.01
+    time_buckets: int = 4
+    update_every: int = 1
+    importance_weighted: bool = False
+    epochs: int = 1
+    max_interactions: int | None = None
+    eval_every: int = 200
+    max_val_queries: int | None = 200
+    max_test_queries: int | None = None
+    checkpoint_every: int = 100
+    budget_chars: int = 2000
+    rater_noise: float = 0.05
+    rater_prob: float = 0.8
+    ope_window: int = 500
+
+    def __post_init__(self) -> None:
+        if self.slate_size < 1:
+            raise ValueError(f"slate_size must be >= 1, got {self.slate_size}")
+        if not 0 <= self.explorer_per_session <= 2:
+            raise ValueError(f"explorer_per_session must be in [0, 2], got {self.explorer_per_session}")
+        if self.update_every < 1:
+            raise ValueError(f"update_every must be >= 1, got {self.update_every}")
+        if self.epochs < 1:
+            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
+        if self.session_size < 1:
+            raise ValueError(f"session_size must be >= 1, got {self.session_size}")
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> BanditConfig:
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"BanditConfig: unknown keys {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+
+@dataclass
+class Interaction:
+    """What one training interaction produced (kept for metrics and off-policy evaluation)."""
+
+    step: int
+    query_id: str
+    intent: str
+    mean_rating: float  # mean observed rating of the rated shown units (nan when none was rated)
+    true_value: float  # mean noiseless rating of the shown units
+    oracle_value: float  # the best mean noiseless rating any slate of the same size could have had
+    explorer_shown: int
+    explorer_hits: int  # explorer units whose noiseless rating is +1
+    candidates: int
+    seconds: float
+
+
+@dataclass
+class _Logged:
+    """A rated interaction without its scoring context (checkpointable; the context is rebuilt)."""
+
+    query: Query
+    paths: list[Path]
+    entries: list[str]
+    shown: list[int]
+    ratings: list[float | None]
+    pscores: list[float]
+    explorer: list[bool]
+
+
+def session_of(query: Query, position: int, session_size: int) -> str:
+    """A query's timeline session: ``meta["session"]`` when the dataset has one, else the calendar day of its
+    timestamp, else consecutive blocks of ``session_size`` queries; always within its graph."""
+    if "session" in query.meta:
+        return f"{query.graph_id}:{query.meta['session']}"
+    if query.timestamp is not None:
+        return f"{query.graph_id}:{query.timestamp.date().isoformat()}"
+    return f"{query.graph_id}:block{position // session_size}"
+
+
+def _timeline(queries: Sequence[Query]) -> list[Query]:
+    """Queries in time order (undated ones keep their order, after the dated ones)."""
+    keyed = [
+        (0, q.timestamp.value, i) if q.timestamp is not None else (1, 0, i) for i, q in enumerate(queries)
+    ]
+    return [queries[i] for *_, i in sorted(keyed)]
+
+
+class BanditTrainer:
+    """Runs the bandit loop for one scorer on one dataset (see the module docstring).
+
+    Args:
+        dataset: the dataset (its truth goes to the rater and the evaluator only).
+        scorer: the learned scorer (it needs ``update``; ``sample_scores`` for Thompson sampling).
+        config: the loop's knobs.
+        traversal: bounded-traversal overrides (a dataset config's ``traversal`` block).
+        seed: seeds every random stream of the loop (exploration, rater, torch).
+        run_dir: where checkpoints, the feedback log and artifacts go (None: no checkpoints).
+        encoder: entry search and relevance encoder.
+        on_eval: called with ``(step, metrics)`` after every validation evaluation (MLflow logging).
+        progress: show a progress bar.
+    """
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        scorer: PathScorer,
+        config: BanditConfig | None = None,
+        traversal: Mapping[str, Any] | None = None,
+        seed: int = 0,
+        run_dir: str | os.PathLike[str] | None = None,
+        encoder: str = "hashing",
+        on_eval: Callable[[int, dict[str, float]], None] | None = None,
+        progress: bool = True,
+    ) -> None:
+        self.dataset = dataset
+        self.scorer = scorer
+        self.config = config or BanditConfig()
+        self.seed = seed
+        self.run_dir = FsPath(run_dir) if run_dir is not None else None
+        self.on_eval = on_eval
+        self.progress = progress
+        self.traversal = dict(traversal or {})
+        self.encoder = encoder
+        self.train_queries = _timeline(dataset.split("train"))
+        if not self.train_queries:
+            raise ValueError(f"{dataset.name}: no training queries; the bandit loop needs a train split")
+        self.retriever = DesirePathRetriever(scorer, config=self.traversal, encoder=encoder, name="learned")
+        self.retriever.index(dataset)
+        self.resolver = ItemResolver(dataset)
+        self.rater = SimulatedRater(dataset.truth, self.config.rater_noise, self.config.rater_prob, seed=seed)
+        self.rng = np.random.default_rng(seed)
+        torch.manual_seed(seed)
+        self.quota = ExplorerQuota(per_session=self.config.explorer_per_session)
+        self.stats: dict[str, EdgeStats] = {}
+        for gid in dataset.graphs:
+            arrays = self.retriever._state(gid).arrays
+            self.stats[gid] = EdgeStats(
+                arrays.num_dependencies,
+                time_buckets=self.config.time_buckets,
+                lr=self.config.reinforce_lr,
+                floor=self.config.reinforce_floor,
+                ceiling=self.config.reinforce_ceiling,
+                cool=self.config.reinforce_cool,
+            )
+            attach = getattr(scorer, "attach_edge_stats", None)
+            if attach is not None and self.config.reinforcement:
+                attach(arrays, self.stats[gid])
+        if self.config.reinforcement:
+            self.retriever.edge_weight_fn = self._edge_weight_fn(self.stats)
+        self._entity_vectors: dict[str, np.ndarray] = {}
+        self.step = 0
+        self.history: list[Interaction] = []
+        self.curve: list[dict[str, float]] = []
+        self.log = FeedbackLog()
+        self._pending: list[_Logged] = []
+        self._ope_feedback: list[_Logged] = []
+        self.run_id = self.run_dir.name if self.run_dir is not None else f"run-{seed}"
+        self.resumed_from: int | None = None
+
+    # -- edge order ----------------------------------------------------------------------------------
+
+    def _edge_weight_fn(self, stats: Mapping[str, EdgeStats]) -> Callable[[str, str, Any], Any]:
+        def fn(graph_id: str, intent: str, timestamp: Any) -> Any:
+            s = stats[graph_id]
+            return s.edge_weight_fn(intent if intent in s.intents else None, s.time_bucket(timestamp))
+
+        return fn
+
+    # -- one interaction -----------------------------------------------------------------------------
+
+    def _vectors(self, graph_id: str) -> np.ndarray:
+        if graph_id not in self._entity_vectors:
+            state = self.retriever._state(graph_id)
+            names = state.graph.entities.set_index("id")["name"].reindex(state.arrays.entity_ids)
+            self._entity_vectors[graph_id] = state.encoder.encode(names.fillna("").astype(str).tolist())
+        return self._entity_vectors[graph_id]
+
+    def _select(self, query: Query, paths: list[Path], cands: Candidates) -> tuple[np.ndarray, Any]:
+        cfg = self.config
+        scores = np.asarray(self.scorer.score(query, paths, cands.context), dtype=np.float64)
+        samples = None
+        if cfg.exploration == "thompson":
+            sample = getattr(self.scorer, "sample_scores", None)
+            if sample is None:
+                raise ValueError(
+                    f"exploration 'thompson' needs a scorer with sample_scores; {self.scorer.name!r} has none"
+                )
+            samples = np.asarray(sample(query, paths, cands.context, cfg.thompson_samples, self.rng))
+        slate = select_slate(
+            scores,
+            cfg.slate_size,
+            cfg.exploration,
+            self.rng,
+            epsilon=cfg.epsilon,
+            temperature=cfg.temperature,
+            samples=samples,
+        )
+        return scores, slate
+
+    def interact(self, query: Query, position: int) -> Interaction | None:
+        """One training interaction for ``query`` (None when the query walks nothing)."""
+        t0 = time.perf_counter()
+        cfg = self.config
+        cands = self.retriever.candidates(query)
+        if cands is None or not cands.walk.paths:
+            return None
+        paths = list(cands.walk.paths)
+        session = session_of(query, position, cfg.session_size)
+        n_walk = len(paths)
+        if cfg.explorer_per_session and self.quota.available(session) > 0:
+            paths += self.retriever.far_paths(query, cands)
+        scores, slate = self._select(query, paths[:n_walk], cands)
+        shown = [int(i) for i in slate.indices]
+        pscores = [float(p) for p in slate.propensities]
+        explorer = [False] * len(shown)
+        if cfg.explorer_per_session and self.quota.available(session) > 0:
+            state = self.retriever._state(query.graph_id)
+            qv = state.encoder.encode([query.text[:1000]])[0]
+            ranked = speculative_candidates(
+                paths,
+                state.arrays,
+                self.stats[query.graph_id] if cfg.reinforcement else None,
+                qv,
+                self._vectors(query.graph_id),
+                cands.entries,
+                k=len(paths),
+            )
+            spec = [int(i) for i in ranked if int(i) not in shown]
+            if spec:
+                pick = spec[0]
+                paths[pick] = Path(
+                    paths[pick].hops, strategy=paths[pick].strategy or cands.intent, explorer=True
+                )
+                if len(shown) >= cfg.slate_size:
+                    shown[-1], pscores[-1], explorer[-1] = pick, 1.0, True
+                else:
+                    shown.append(pick)
+                    pscores.append(1.0)
+                    explorer.append(True)
+                self.quota.use(session, 1)
+        if len(scores) < len(paths):  # far paths were never scored by the policy: log them below the walk
+            scores = np.concatenate(
+                [scores, np.full(len(paths) - len(scores), scores.min(initial=0.0) - 1.0)]
+            )
+        builder = self.retriever.builder(query.graph_id)
+        ratings: list[float | None] = []
+        true: list[int] = []
+        for j in shown:
+            unit = builder.construct(paths[j], at=query.timestamp)
+            items = self.resolver.unit_items(query, unit)
+            r = self.rater.rate(query.id, items)
+            ratings.append(None if r is None else float(int(r)))
+            true.append(int(self.rater.true_rating(query.id, items)))
+        # The best slate the candidates allowed (noiseless; a metric only, never fed back).
+        all_true = np.array(
+            [
+                int(
+                    self.rater.true_rating(
+                        query.id, self.resolver.unit_items(query, builder.construct(p, at=query.timestamp))
+                    )
+                )
+                for p in paths[:n_walk]
+            ]
+        )
+        k = min(len(shown), len(all_true))
+        oracle = float(np.sort(all_true)[::-1][:k].mean()) if k else 0.0
+        fb = Feedback(query, paths, cands.context, shown, ratings, pscores, explorer)
+        light = _Logged(query, paths, list(cands.entries), shown, ratings, pscores, explorer)
+        self._pending.append(light)
+        if len(self._pending) >= cfg.update_every:
+            self._flush()
+        self.log.append(
+            FeedbackRecord.from_feedback(
+                fb,
+                run_id=self.run_id,
+                step=self.step,
+                session=session,
+                intent=cands.intent,
+                candidate_scores=scores.tolist(),
+                policy_version=f"{self.scorer.name}@{self.step}",
+            )
+        )
+        self._ope_feedback.append(light)
+        if len(self._ope_feedback) > cfg.ope_window:
+            self._ope_feedback.pop(0)
+        rated = [r for r in ratings if r is not None]
+        ex_true = [t for t, e in zip(true, explorer, strict=True) if e]
+        return Interaction(
+            step=self.step,
+            query_id=query.id,
+            intent=cands.intent,
+            mean_rating=float(np.mean(rated)) if rated else math.nan,
+            true_value=float(np.mean(true)) if true else 0.0,
+            oracle_value=oracle,
+            explorer_shown=len(ex_true),
+            explorer_hits=sum(1 for t in ex_true if t == 1),
+            candidates=n_walk,
+            seconds=time.perf_counter() - t0,
+        )
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        batch = [self._feedback(x) for x in self._pending]
+        self._pending = []
+        if self.config.importance_weighted and hasattr(self.scorer, "importance_weighted"):
+            self.scorer.importance_weighted = True
+        self.scorer.update(batch)
+        if self.config.reinforcement:
+            by_graph: dict[str, list[Feedback]] = {}
+            for fb in batch:
+                by_graph.setdefault(fb.query.graph_id, []).append(fb)
+            for gid, fbs in by_graph.items():
+                self.stats[gid].apply(fbs)
+
+    def _feedback(self, x: _Logged) -> Feedback:
+        context = self.retriever.context(x.query, x.entries)
+        return Feedback(x.query, x.paths, context, x.shown, x.ratings, x.pscores, x.explorer)
+
+    # -- evaluation ----------------------------------------------------------------------------------
+
+    def _shared(self) -> dict[int, Any]:
+        """A deepcopy memo that shares the read-only graphs and their array views instead of copying them."""
+        memo: dict[int, Any] = {}
+        for gid in self.dataset.graphs:
+            state = self.retriever._state(gid)
+            for obj in (state.graph, state.arrays, state.encoder, state.entry):
+                memo[id(obj)] = obj
+        return memo
+
+    def frozen(self, name: str | None = None) -> DesirePathRetriever:
+        """A retriever over a frozen copy of the scorer and the edge statistics (evaluation never learns)."""
+        scorer = copy.deepcopy(self.scorer, self._shared())
+        exploit = getattr(scorer, "exploit", None)
+        if exploit is not None:
+            exploit()
+        ret = copy.copy(self.retriever)
+        ret.scorer = scorer
+        ret.name = name or f"desire_{self.scorer.name}"
+        if self.config.reinforcement:
+            stats = {gid: copy.deepcopy(s, self._shared()) for gid, s in self.stats.items()}
+            ret.edge_weight_fn = self._edge_weight_fn(stats)
+        return ret
+
+    def evaluate(
+        self,
+        split: str,
+        extra: Mapping[str, Any] | None = None,
+        n_boot: int = 200,
+        max_queries: int | None = None,
+    ) -> EvaluationResult:
+        """The frozen policy (plus ``extra`` retrievers) on ``split`` through the harness, same budget."""
+        retrievers: dict[str, Any] = {"learned": self.frozen("learned")}
+        retrievers.update(extra or {})
+        return evaluate(
+            self.dataset,
+            retrievers,
+            split=split,
+            budget_chars=self.config.budget_chars,
+            max_queries=max_queries,
+            seed=self.seed,
+            n_boot=n_boot,
+        )
+
+    def validation_metrics(self) -> dict[str, float]:
+        if not self.dataset.split("validation"):
+            return {}
+        res = self.evaluate("validation", n_boot=1, max_queries=self.config.max_val_queries)
+        rows = res.rows[res.rows["retriever"] == "learned"]
+        answered = rows[rows["n_needed"] > 0]
+        out = {f"val/{m}": float(answered[m].mean()) for m in ("needed_recall", "precision", "f1", "ndcg@10")}
+        silent = rows[rows["n_needed"] == 0]
+        if len(silent):
+            out["val/zero_injection"] = float(silent["zero_injection"].mean())
+        for intent, g in answered.groupby("intent"):
+            out[f"val/needed_recall/{intent}"] = float(g["needed_recall"].mean())
+        return out
+
+    # -- the loop ------------------------------------------------------------------------------------
+
+    def schedule(self) -> list[tuple[Query, int]]:
+        """Every interaction of the run, in order: (query, its position in the timeline)."""
+        out = [(q, i) for _ in range(self.config.epochs) for i, q in enumerate(self.train_queries)]
+        if self.config.max_interactions is not None:
+            out = out[: self.config.max_interactions]
+        return out
+
+    def run(self, stop_after: int | None = None) -> list[dict[str, float]]:
+        """Run (or resume) the loop; returns the learning curve (one row per evaluation).
+
+        Args:
+            stop_after: stop once this many schedule positions are done (simulates a kill after the last
+                checkpoint: the test of resumption); None runs to the end.
+        """
+        from tqdm.auto import tqdm
+
+        self.resume()
+        plan = self.schedule()
+        cfg = self.config
+        bar = tqdm(total=len(plan), initial=self.step, disable=not self.progress, desc="bandit", unit="q")
+        while self.step < len(plan):
+            if stop_after is not None and self.step >= stop_after:
+                break
+            query, position = plan[self.step]
+            inter = self.interact(query, position)
+            if inter is not None:
+                self.history.append(inter)
+            self.step += 1
+            bar.update(1)
+            if cfg.eval_every and self.step % cfg.eval_every == 0:
+                self._record_eval()
+            if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
+                self.checkpoint()
+        bar.close()
+        if self.step >= len(plan):
+            self._flush()
+            if not self.curve or self.curve[-1]["interactions"] != self.step:
+                self._record_eval()
+            self.checkpoint()
+        return self.curve
+
+    def _record_eval(self) -> None:
+        self._flush()
+        row: dict[str, float] = {"interactions": float(self.step)}
+        row.update(self.running_metrics())
+        row.update(self.validation_metrics())
+        self.curve.append(row)
+        if self.on_eval is not None:
+            self.on_eval(self.step, row)
+
+    def running_metrics(self, window: int | None = None) -> dict[str, float]:
+        """Means over the interactions so far (or the last ``window``): rating, regret, explorer figures."""
+        hist = self.history[-window:] if window else self.history
+        if not hist:
+            return {}
+        rated = [h.mean_rating for h in hist if not math.isnan(h.mean_rating)]
+        regret = np.cumsum([h.oracle_value - h.true_value for h in hist])
+        shown = sum(h.explorer_shown for h in hist)
+        slots = sum(min(self.config.slate_size, h.candidates) for h in hist)
+        return {
+            "train/mean_rating": float(np.mean(rated)) if rated else math.nan,
+            "train/mean_true_value": float(np.mean([h.true_value for h in hist])),
+            "train/cumulative_regret": float(regret[-1]),
+            "train/explorer_share": shown / max(slots, 1),
+            "train/explorer_hit_rate": (sum(h.explorer_hits for h in hist) / shown) if shown else math.nan,
+            "train/latency_ms": 1000 * float(np.median([h.seconds for h in hist])),
+        }
+
+    # -- off-policy evaluation -----------------------------------------------------------------------
+
+    def ope(self, n_boot: int = 200) -> dict[str, float]:
+        """IPS / SNIPS / DR estimates of the final greedy policy's per-item value on the last logged
+        interactions (target: the frozen scorer's top ``slate_size``; reward model: its own scores clipped
+        to [-1, 1])."""
+        from signet_rl.learning.ope import LoggedBandit, estimate_all
+
+        data = [self._feedback(x) for x in self._ope_feedback if len(x.shown)]
+        if not data:
+            return {}
+        scorer = self.frozen().scorer
+        c = max(len(fb.paths) for fb in data)
+        k = max(len(fb.shown) for fb in data)
+        n = len(data)
+        shown = np.full((n, k), -1, dtype=np.int64)
+        reward = np.zeros((n, k))
+        pscore = np.ones((n, k))
+        target = np.zeros((n, c))
+        reward_hat = np.zeros((n, c))
+        for i, fb in enumerate(data):
+            s = np.asarray(scorer.score(fb.query, fb.paths, fb.context), dtype=np.float64)
+            top = np.argsort(-s, kind="stable")[: self.config.slate_size]
+            target[i, top] = 1.0
+            reward_hat[i, : len(s)] = np.clip(s, -1, 1)
+            for j, (idx, r, p) in enumerate(zip(fb.shown, fb.ratings, fb.pscores, strict=True)):
+                shown[i, j] = idx
+                reward[i, j] = 0.0 if r is None else float(r)
+                pscore[i, j] = p
+        est = estimate_all(
+            LoggedBandit(shown, reward, pscore, target, reward_hat), n_boot=n_boot, seed=self.seed
+        )
+        out: dict[str, float] = {}
+        for name, e in est.items():
+            out.update(e.metrics(name))
+        return out
+
+    # -- checkpoints ---------------------------------------------------------------------------------
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "scorer": self.scorer.state_dict() if hasattr(self.scorer, "state_dict") else None,
+            "stats": {gid: s.state_dict() for gid, s in self.stats.items()},
+            "rng": self.rng.bit_generator.state,
+            "rater_rng": self.rater.rng.bit_generator.state,
+            "torch_rng": torch.get_rng_state(),
+            "quota": copy.deepcopy(self.quota),
+            "history": self.history,
+            "curve": self.curve,
+            "log": list(self.log),
+            "pending": self._pending,
+            "ope": self._ope_feedback,
+            "config": self.config,
+            "traversal": self.traversal,
+            "dataset": self.dataset.name,
+            "scorer_name": self.scorer.name,
+        }
+
+    def checkpoint(self) -> FsPath | None:
+        """Write the loop's whole state to ``run_dir/checkpoint.pkl`` atomically (temp file, rename)."""
+        if self.run_dir is None:
+            return None
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        path = self.run_dir / CHECKPOINT
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump(self._state(), fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+        self.log.write(self.run_dir / "feedback.parquet")
+        return path
+
+    def resume(self) -> bool:
+        """Load ``run_dir/checkpoint.pkl`` when there is one; True when the loop resumed.
+
+        Raises:
+            ValueError: a checkpoint written with another dataset, scorer, loop config or traversal.
+        """
+        if self.run_dir is None or not (self.run_dir / CHECKPOINT).exists():
+            return False
+        path = self.run_dir / CHECKPOINT
+        with open(path, "rb") as fh:
+            state = pickle.load(fh)  # our own checkpoint file
+        for key, mine in (
+            ("dataset", self.dataset.name),
+            ("scorer_name", self.scorer.name),
+            ("config", self.config),
+            ("traversal", self.traversal),
+        ):
+            if state[key] != mine:
+                raise ValueError(
+                    f"checkpoint {path} is incompatible: it was written with {key}="
+                    f"{state[key]!r}, this run has {mine!r}; use another run_dir"
+                )
+        if state["scorer"] is not None:
+            self.scorer.load_state_dict(state["scorer"])  # type: ignore[attr-defined]
+        for gid, s in state["stats"].items():
+            self.stats[gid].load_state_dict(s)
+        self.rng.bit_generator.state = state["rng"]
+        self.rater.rng.bit_generator.state = state["rater_rng"]
+        torch.set_rng_state(state["torch_rng"])
+        self.quota = state["quota"]
+        self.history = state["history"]
+        self.curve = state["curve"]
+        self.log = FeedbackLog(state["log"])
+        self._pending = state["pending"]
+        self._ope_feedback = state["ope"]
+        self.step = state["step"]
+        self.resumed_from = self.step
+        return True
+
+
+def learning_curve_png(
+    curve: Sequence[Mapping[str, float]],
+    path: str | os.PathLike[str],
+    metric: str = "val/needed_recall",
+    baselines: Mapping[str, float] | None = None,
+) -> None:
+    """Plot ``metric`` (and the running mean rating) against interactions, with flat lines for baselines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    frame = pd.DataFrame(list(curve))
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
+    if metric in frame:
+        ax[0].plot(frame["interactions"], frame[metric], marker="o", label="learned")
+    for name, value in (baselines or {}).items():
+        ax[0].axhline(value, linestyle="--", linewidth=1, label=name, color=None)
+    ax[0].set_xlabel("rated interactions")
+    ax[0].set_ylabel(metric)
+    ax[0].legend(fontsize=8)
+    if "train/mean_rating" in frame:
+        ax[1].plot(frame["interactions"], frame["train/mean_rating"], marker="o")
+        ax[1].set_xlabel("interactions")
+        ax[1].set_ylabel("mean observed rating (running)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
