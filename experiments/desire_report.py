@@ -55,7 +55,7 @@ def retrievers(ds, traversal: dict | None) -> dict:
         "desire_ppr": DesirePathRetriever("ppr", config=traversal),
         "desire_random": DesirePathRetriever("random", config=traversal),
         "candidate_ceiling": DesirePathRetriever(
-            OracleScorer(ds.truth), config=traversal, name="candidate_ceiling"
+            OracleScorer(ds), config=traversal, name="candidate_ceiling"
         ),
     }
 

@@ -159,7 +159,7 @@ def train_bandit(cfg: DictConfig) -> float:
         )
     if cfg.get("ceiling", True):
         extra["candidate_ceiling"] = DesirePathRetriever(
-            OracleScorer(dataset.truth), config=traversal, encoder=str(cfg.encoder), name="candidate_ceiling"
+            OracleScorer(dataset), config=traversal, encoder=str(cfg.encoder), name="candidate_ceiling"
         )
     result = trainer.evaluate(
         "test", extra, n_boot=int(cfg.get("bootstrap", 1000)), max_queries=config.max_test_queries
