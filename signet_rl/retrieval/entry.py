@@ -121,6 +121,8 @@ def _query_time(timestamp: Any) -> float | None:
         return None
     if isinstance(timestamp, int | float | np.integer | np.floating) and not isinstance(timestamp, bool):
         return float(timestamp)
+    if isinstance(timestamp, pd.Timestamp):  # the common case, without a pandas Series round trip
+        return (timestamp.value // 1_000_000) / 1000.0  # UTC nanoseconds (naive read as UTC), to ms
     try:
         parsed = to_timestamp(pd.Series([timestamp]))
     except (ValueError, TypeError) as exc:

@@ -2,10 +2,14 @@
 interface."""
 
 from signet_rl.scorers.base import SCORERS, PathScorer, ScoringContext, make_scorer
+from signet_rl.scorers.gnn import GNNPathScorer
+from signet_rl.scorers.linear import LinUCBScorer
 from signet_rl.scorers.prior import PPRScorer, PriorScorer, RandomScorer
 
 __all__ = [
     "SCORERS",
+    "GNNPathScorer",
+    "LinUCBScorer",
     "PPRScorer",
     "PathScorer",
     "PriorScorer",

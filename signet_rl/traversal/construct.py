@@ -92,6 +92,8 @@ def _at_epoch(at: Any) -> float | None:
         return None
     if isinstance(at, int | float) and not isinstance(at, bool):
         return float(at)
+    if isinstance(at, pd.Timestamp):  # the common case, without a pandas Series round trip
+        return (at.value // 1_000_000) / 1000.0  # .value is UTC nanoseconds (naive read as UTC)
     return float(_epoch(pd.Series([at]))[0])
 
 
