@@ -109,7 +109,9 @@ def train_bandit(cfg: DictConfig) -> float:
     if cfg.get("fresh") and out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
-    dataset = load_dataset(cfg.dataset.spec, root=cfg.dataset.get("data_root"))
+    options = cfg.dataset.get("options")
+    options = OmegaConf.to_container(options, resolve=True) if options is not None else None
+    dataset = load_dataset(cfg.dataset.spec, root=cfg.dataset.get("data_root"), options=options)  # type: ignore[arg-type]
     if not dataset.queries:
         raise ValueError(f"dataset {dataset.name!r} has no queries; the bandit loop needs rated queries")
     traversal = traversal_config(cfg)

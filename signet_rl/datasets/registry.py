@@ -13,8 +13,10 @@ DatasetSpec(kind='synthetic', arg='small', seed=7)
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from signet_rl.datasets.base import Dataset, data_root
 
@@ -68,13 +70,30 @@ def parse_spec(spec: str) -> DatasetSpec:
     return DatasetSpec(kind)
 
 
-def load_dataset(spec: str | DatasetSpec, root: str | os.PathLike[str] | None = None) -> Dataset:
-    """Load or generate the dataset a spec names; real data is read from ``root`` (see ``data_root``)."""
+def load_dataset(
+    spec: str | DatasetSpec,
+    root: str | os.PathLike[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Dataset:
+    """Load or generate the dataset a spec names; real data is read from ``root`` (see ``data_root``).
+
+    Args:
+        spec: the dataset spec (module docstring).
+        root: the data root.
+        options: generator overrides for ``synthetic`` specs (``{"drift": True}`` for the drift scenario; any
+            :class:`~signet_rl.datasets.synthetic.SyntheticConfig` field). Other kinds take none.
+
+    Raises:
+        ValueError: options for a dataset kind that takes none.
+    """
     s = parse_spec(spec) if isinstance(spec, str) else spec
+    opts = dict(options or {})
     if s.kind == "synthetic":
         from signet_rl.datasets.synthetic import generate
 
-        return generate(s.arg or "small", seed=0 if s.seed is None else s.seed)
+        return generate(s.arg or "small", seed=0 if s.seed is None else s.seed, **opts)
+    if opts:
+        raise ValueError(f"dataset {str(s)!r} takes no generator options; got {sorted(opts)}")
     if s.kind == "kg":
         from signet_rl.datasets.kg import load_kg
 
