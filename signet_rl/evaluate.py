@@ -22,7 +22,7 @@ from typing import Any
 
 import hydra
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from signet_rl.datasets.registry import load_dataset
 from signet_rl.evaluation.harness import EvaluationResult, evaluate
@@ -76,7 +76,9 @@ def evaluate_from_config(cfg: DictConfig) -> dict[str, float]:
     t0 = time.perf_counter()
     budget = _budget(cfg.get("budget_chars"))
     ks = list(cfg.get("ks") or [5, 10])
-    dataset = load_dataset(cfg.dataset.spec, root=cfg.dataset.get("data_root"))
+    options = cfg.dataset.get("options")
+    options = OmegaConf.to_container(options, resolve=True) if options is not None else None
+    dataset = load_dataset(cfg.dataset.spec, root=cfg.dataset.get("data_root"), options=options)  # type: ignore[arg-type]
     shared = build_retrievers(cfg.get("retrievers"), "retrievers")
     own = build_retrievers(cfg.get("own_caps"), "own_caps")
     clash = sorted(set(shared) & set(own))
