@@ -1,0 +1,794 @@
+"""A graph-neural path scorer trained from ratings (contextual-bandit feedback), with bootstrap Thompson
+sampling.
+
+:class:`GNNPathScorer` (registered as ``gnn``) scores a query's candidate paths with :class:`GNNPathNet`:
+
+1. **Node states.** Every entity starts from
+
+   .. math:: h^0_v = \\mathrm{ReLU}(W_0 [\\,E_{type}(t_v) \\,\\|\\, P\\,x^{name}_v \\,\\|\\,
+             E_{comm}(c_v) \\,\\|\\, \\ln(1+\\deg v)\\,])
+
+   (entity type and community hashed into fixed buckets, so a trained net applies to any graph; the name's
+   encoder embedding, sketched by a fixed random projection to 64 dimensions, projected by :math:`P`).
+   ``layers`` :class:`~torch_geometric.nn.GINEConv` layers with mean aggregation then run over the
+   dependency edges in both directions,
+   :math:`h^{l+1} = \\mathrm{LN}(h^l + \\mathrm{GINE}(h^l, e))`, where the edge vector
+
+   .. math:: e_{uv} = E_{dtype}(\\tau_{uv}) + E_{dir}(\\pm 1) + W_e[\\,c, s, \\mathrm{onehot}(rung),
+             \\mathrm{desire}(3), w_{desire}\\,]
+
+   holds the dependency type, the direction, confidence, strength, reason rung and learned desire-path
+   statistics (from ``edge_stats``; zeros without). Pure torch: no torch-scatter / torch-sparse needed.
+2. **Hop vectors.** A path's hops become vectors: entity hops their node state, dependency hops their edge
+   vector in the walked direction, the aspect ``W_a[name embedding, weight]``, each attribute
+   ``W_t[content embedding, importance, ln(1 + age days), is_constraint, is_stale]``; plus hop-kind and
+   position embeddings, layer-normalised.
+3. **Query conditioning and pooling.** The query's :class:`~signet_rl.scorers.features.QueryFeaturizer`
+   vector (embedding, *predicted* intent one-hot, time features) becomes :math:`c = \\mathrm{MLP}(q)`;
+   attention pooling with logits :math:`\\langle W c, \\mathrm{hop}_j \\rangle / \\sqrt{H}` and mean pooling
+   summarise the hops.
+4. **Heads.** An MLP over ``[attention pool, mean pool, c, attention pool ⊙ c, symlog(hand features)]``
+   (hand features: :class:`~signet_rl.scorers.features.PathFeaturizer`) feeds ``n_heads`` linear heads.
+   The score is their mean.
+
+**Learning** (:meth:`GNNPathScorer.update`): each rated shown path is an example with target its rating
+(-1, 0, +1). The loss is a weighted squared error, per head :math:`k`,
+
+.. math:: L = \\frac{\\sum_i \\sum_k m_{ik}\\, w_i\\, (f_k(x_i) - r_i)^2}{\\sum_i \\sum_k m_{ik}\\, w_i}
+
+so a score estimates the expected rating of showing the path (comparable across queries, and a natural
+threshold at 0). :math:`m_{ik} \\sim \\mathrm{Poisson}(1)` is the bootstrap mask (all ones with
+``uncertainty="none"``), :math:`w_i = \\min(1/\\mathrm{pscore}_i, \\text{max_importance_weight})` with
+``importance_weighted`` (else 1). ``steps_per_update`` Adam steps are taken per call. Training computes node
+states on the ``layers``-hop subgraph around the batch's entities only (exact for this architecture), so a
+step costs the same on a 43k-entity graph as on a toy one.
+
+**Inference** caches every node's state per graph (a full pass); the cache is rebuilt when the graph's
+:class:`~signet_rl.graph.arrays.GraphArrays` object changes, after every parameter change (an update, a
+``load_state_dict``), and on :meth:`GNNPathScorer.invalidate` (call it after edge statistics change).
+
+**Exploration**: :meth:`GNNPathScorer.sample_scores` draws Thompson samples as the scores of a randomly
+chosen bootstrap head per draw.
+
+**Saving**: :meth:`GNNPathScorer.save` writes the weights and the constructor arguments;
+:meth:`GNNPathScorer.load` rebuilds the scorer from them with no trainer, Hydra or MLflow import (as
+Stable-Baselines3 saves a policy). :meth:`~GNNPathScorer.state_dict` additionally holds the optimizer and
+random state, for checkpoints.
+
+    >>> scorer = GNNPathScorer(hidden=16, seed=0)   # doctest: +SKIP
+    >>> scores = scorer.score(query, walk.paths, context)   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path as FsPath
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from signet_rl.datasets.base import Query
+from signet_rl.graph.arrays import GraphArrays
+from signet_rl.graph.confidence import LADDER
+from signet_rl.graph.model import DependencyType, EntityType, KnowledgeGraph
+from signet_rl.retrieval.intent import IntentClassifier
+from signet_rl.scorers.base import Feedback, ScoringContext, register
+from signet_rl.scorers.features import (
+    EDGE_STAT_DIM,
+    INTENTS,
+    PATH_FEATURES,
+    TIME_FEATURES,
+    EdgeStats,
+    PathBatch,
+    PathFeaturizer,
+    QueryFeaturizer,
+)
+from signet_rl.traversal.path import Path
+
+__all__ = ["GNNPathNet", "GNNPathScorer"]
+
+DAY = 86400.0
+#: Entity types with a bucket of their own (others are hashed into the remaining buckets).
+KNOWN_ENTITY_TYPES: tuple[str, ...] = (*EntityType.SIGNET, EntityType.EXTRACTED, EntityType.PRINCIPLE)
+#: Dependency types with a bucket of their own.
+KNOWN_DEPENDENCY_TYPES: tuple[str, ...] = DependencyType.SIGNET
+#: Numeric edge columns: confidence, strength, reason rung one-hot, desire statistics, desire weight.
+EDGE_NUMERIC_DIM = 2 + len(LADDER) + EDGE_STAT_DIM + 1
+#: Numeric attribute-hop columns: importance, ln(1 + age days), is_constraint, is_stale.
+ATTR_NUMERIC_DIM = 4
+#: Entity-name embeddings enter the net through a fixed Gaussian random projection to this many dimensions
+#: (it keeps cosines roughly, and makes the per-pass learned projection of 43k names six times cheaper).
+NAME_SKETCH_DIM = 64
+#: Positions beyond this share the last position embedding.
+MAX_POSITIONS = 32
+_FORMAT = "signet_rl.GNNPathScorer/1"
+
+
+def _bucket(name: str, known: tuple[str, ...], buckets: int) -> int:
+    """A stable bucket for a type name: its own for a known name, else a CRC32 hash into the rest."""
+    if name in known:
+        return known.index(name)
+    return len(known) + zlib.crc32(name.encode("utf-8")) % (buckets - len(known))
+
+
+def _sketch(dim: int) -> np.ndarray:
+    """The fixed ``[dim, NAME_SKETCH_DIM]`` random projection (the same in every process)."""
+    rng = np.random.default_rng(20240601)
+    return (rng.standard_normal((dim, NAME_SKETCH_DIM)) / np.sqrt(NAME_SKETCH_DIM)).astype(np.float32)
+
+
+def _symlog(x: Tensor) -> Tensor:
+    return torch.sign(x) * torch.log1p(x.abs())
+
+
+@dataclass
+class _NodeInputs:
+    """Per-node inputs of one graph (tensors)."""
+
+    type_code: Tensor  # [N]
+    name_vec: Tensor  # [N, NAME_SKETCH_DIM]: the name embedding's fixed random projection
+    comm_code: Tensor  # [N]
+    log_degree: Tensor  # [N, 1]
+
+
+@dataclass
+class _Subgraph:
+    """A ``layers``-hop subgraph: its nodes, relabelled message edges (dependency row and direction of each)
+    and where the seed nodes are in it."""
+
+    subset: Tensor
+    edge_index: Tensor
+    edge: Tensor
+    direction: Tensor
+    mapping: Tensor
+
+
+@dataclass
+class _Inputs:
+    """The parameter-free inputs of a batch of paths (see :meth:`GNNPathScorer._inputs`)."""
+
+    shape: tuple[int, int]  # paths, longest path's hop count
+    query: Tensor
+    hand: Tensor | None
+    ent: Tensor
+    ent_owner: Tensor
+    ent_pos: Tensor
+    dep_type: Tensor
+    dep_numeric: Tensor
+    dep_dir: Tensor
+    dep_owner: Tensor
+    dep_pos: Tensor
+    asp_x: Tensor
+    asp_owner: Tensor
+    asp_pos: Tensor
+    att_x: Tensor
+    att_owner: Tensor
+    att_pos: Tensor
+    sub: _Subgraph | None
+
+
+class _GraphState:
+    """Everything a scorer keeps per graph snapshot: featurizer, tensors, and the node-state cache."""
+
+    def __init__(
+        self,
+        graph: KnowledgeGraph,
+        arrays: GraphArrays,
+        featurizer: PathFeaturizer,
+        type_buckets: int,
+        edge_type_buckets: int,
+        community_buckets: int,
+    ) -> None:
+        a = arrays
+        self.graph, self.arrays, self.featurizer = graph, arrays, featurizer
+        self.num_nodes = a.num_entities
+        type_codes = np.array([_bucket(t, KNOWN_ENTITY_TYPES, type_buckets) for t in a.entity_type_vocab])
+        comm_ids = graph.communities["id"].astype(str).tolist()
+        comm_codes = np.array([1 + zlib.crc32(c.encode()) % community_buckets for c in comm_ids] + [0])
+        # entity_community is -1 for none: index -1 picks the trailing 0 ("no community")
+        self.nodes = _NodeInputs(
+            type_code=torch.as_tensor(
+                type_codes[a.entity_type] if len(type_codes) else np.zeros(0, np.int64)
+            ),
+            name_vec=torch.from_numpy(featurizer.entity_vectors() @ _sketch(featurizer.encoder.dim)),
+            comm_code=torch.as_tensor(comm_codes[a.entity_community], dtype=torch.long),
+            log_degree=torch.from_numpy(np.log1p(a.degree().astype(np.float32))).reshape(-1, 1),
+        )
+        dep_codes = np.array(
+            [_bucket(t, KNOWN_DEPENDENCY_TYPES, edge_type_buckets) for t in a.dep_type_vocab]
+        )
+        n_edges = a.num_dependencies
+        self.edge_type = torch.as_tensor(
+            dep_codes[a.edge_type] if n_edges else np.zeros(0, np.int64), dtype=torch.long
+        )
+        numeric = np.zeros((n_edges, EDGE_NUMERIC_DIM), dtype=np.float32)
+        numeric[:, 0] = a.edge_confidence
+        numeric[:, 1] = a.edge_strength
+        numeric[np.arange(n_edges), 2 + a.edge_reason.astype(np.int64)] = 1.0
+        if featurizer.edge_stats is not None and n_edges:
+            rows = np.arange(n_edges)
+            stats = np.asarray(featurizer.edge_stats.features(rows), dtype=np.float32)
+            numeric[:, 2 + len(LADDER) : 2 + len(LADDER) + EDGE_STAT_DIM] = stats.reshape(n_edges, -1)
+            numeric[:, -1] = np.asarray(featurizer.edge_stats.weight(rows), dtype=np.float32)
+        self.edge_numeric = torch.from_numpy(numeric)
+        # message-passing edges: every dependency both ways (row 0 source, row 1 target of the message)
+        src, dst = (
+            torch.tensor(a.edge_source, dtype=torch.long),
+            torch.tensor(a.edge_target, dtype=torch.long),
+        )
+        self.edge_index = torch.cat([torch.stack([src, dst]), torch.stack([dst, src])], dim=1).long()
+        self.mp_edge = torch.arange(n_edges).repeat(2)
+        self.mp_dir = torch.cat([torch.ones(n_edges), -torch.ones(n_edges)])
+        sb = a.attr_superseded_by
+        self.sb_created = np.where(sb >= 0, a.attr_created[np.maximum(sb, 0)], np.inf)
+        self.cache: Tensor | None = None
+        self.cache_version = -1
+
+
+class GNNPathNet(nn.Module):
+    """The network of :class:`GNNPathScorer` (see the module docstring for the maths).
+
+    Args:
+        text_dim: dimension of the encoder's text vectors (384 for ``hashing``).
+        query_dim: dimension of the query features fed to the conditioning MLP.
+        hidden: width ``H`` of node states, hop vectors and the trunk.
+        layers: number of GINE message-passing layers (0: node inputs only).
+        n_heads: number of output heads (bootstrap heads).
+        name_dim: width of the projected entity-name embedding.
+        type_buckets, edge_type_buckets, community_buckets: sizes of the hashed embeddings.
+        edge_features: use dependency type, confidence, strength, reason and desire statistics.
+        communities: use the community embedding.
+        hand_dim: number of hand-made path features (0: none).
+
+    Shapes:
+        node states: ``[N, H]``; hop vectors ``[n, L, H]``; output ``[n, n_heads]``.
+    """
+
+    def __init__(
+        self,
+        text_dim: int,
+        query_dim: int,
+        hidden: int,
+        layers: int,
+        n_heads: int,
+        name_dim: int,
+        type_buckets: int,
+        edge_type_buckets: int,
+        community_buckets: int,
+        edge_features: bool,
+        communities: bool,
+        hand_dim: int,
+    ) -> None:
+        from torch_geometric.nn import GINEConv
+
+        super().__init__()
+        h = hidden
+        self.hidden, self.edge_features, self.communities = h, edge_features, communities
+        self.type_emb = nn.Embedding(type_buckets, 16)
+        self.name_proj = nn.Linear(NAME_SKETCH_DIM, name_dim)
+        self.comm_emb = nn.Embedding(community_buckets + 1, 16) if communities else None
+        self.node_in = nn.Linear(16 + name_dim + (16 if communities else 0) + 1, h)
+        self.edge_type_emb = nn.Embedding(edge_type_buckets, h)
+        self.edge_dir_emb = nn.Embedding(2, h)
+        self.edge_num = nn.Linear(EDGE_NUMERIC_DIM, h)
+        self.convs = nn.ModuleList(
+            GINEConv(nn.Sequential(nn.Linear(h, h), nn.ReLU(), nn.Linear(h, h)), aggr="mean")
+            for _ in range(layers)
+        )
+        self.norms = nn.ModuleList(nn.LayerNorm(h) for _ in range(layers))
+        self.hop_kind = nn.Embedding(4, h)  # entity, dependency, aspect, attribute
+        self.hop_pos = nn.Embedding(MAX_POSITIONS, h)
+        self.aspect_in = nn.Linear(text_dim + 1, h)
+        self.attr_in = nn.Linear(text_dim + ATTR_NUMERIC_DIM, h)
+        self.hop_norm = nn.LayerNorm(h)
+        self.query_in = nn.Sequential(nn.Linear(query_dim, h), nn.ReLU(), nn.Linear(h, h))
+        self.attn = nn.Linear(h, h, bias=False)
+        self.hand_dim = hand_dim
+        self.trunk = nn.Sequential(nn.Linear(4 * h + hand_dim, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU())
+        self.heads = nn.Linear(h, n_heads)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for module in self.modules():
+            reset = getattr(module, "reset_parameters", None) if module is not self else None
+            if callable(reset):
+                reset()
+        nn.init.zeros_(self.heads.bias)
+        nn.init.normal_(self.heads.weight, std=0.1)
+
+    # -- pieces ---------------------------------------------------------------------------------------
+
+    def edge_vectors(self, types: Tensor, numeric: Tensor, direction: Tensor) -> Tensor:
+        """``[m, H]`` edge vectors from bucketed types ``[m]``, numeric columns ``[m, F]`` and the ±1
+        directions ``[m]``."""
+        return self.edge_dir_emb((direction > 0).long()) + self.edge_base(types, numeric)
+
+    def edge_base(self, types: Tensor, numeric: Tensor) -> Tensor | float:
+        """The direction-free part of edge vectors, ``[m, H]`` (0 without edge features)."""
+        if not self.edge_features:
+            return 0.0
+        return self.edge_type_emb(types) + self.edge_num(numeric)
+
+    def node_inputs(self, nodes: _NodeInputs, idx: Tensor | None = None) -> Tensor:
+        """``[n, H]`` layer-0 states of nodes ``idx`` (all when None)."""
+
+        def pick(t: Tensor) -> Tensor:
+            return t if idx is None else t[idx]
+
+        parts = [self.type_emb(pick(nodes.type_code)), self.name_proj(pick(nodes.name_vec))]
+        if self.comm_emb is not None:
+            parts.append(self.comm_emb(pick(nodes.comm_code)))
+        parts.append(pick(nodes.log_degree))
+        return torch.relu(self.node_in(torch.cat(parts, dim=1)))
+
+    def propagate(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor) -> Tensor:
+        """Run the message-passing layers: ``[n, H] -> [n, H]``."""
+        for conv, norm in zip(self.convs, self.norms, strict=True):
+            x = norm(x + conv(x, edge_index, edge_attr))
+        return x
+
+    def hop_vectors(
+        self, kinds: Sequence[tuple[Tensor, Tensor, Tensor]], shape: tuple[int, int]
+    ) -> tuple[Tensor, Tensor]:
+        """Padded hop vectors ``[n, L, H]`` and their mask ``[n, L]``.
+
+        Args:
+            kinds: for entity, dependency, aspect and attribute hops in this order: their content vectors
+                ``[m, H]``, the path each belongs to ``[m]`` and its position in the path ``[m]``.
+            shape: ``(n, L)``, paths and the longest path's hop count.
+        """
+        n, length = shape
+        out = torch.zeros(n, length, self.hidden)
+        mask = torch.zeros(n, length, dtype=torch.bool)
+        for kind, (vec, owner, pos) in enumerate(kinds):
+            if len(owner) == 0:
+                continue
+            vec = vec + self.hop_kind.weight[kind] + self.hop_pos(pos.clamp(max=MAX_POSITIONS - 1))
+            out = out.index_put((owner, pos), vec)
+            mask[owner, pos] = True
+        return self.hop_norm(out) * mask.unsqueeze(-1), mask
+
+    def head(self, hops: Tensor, mask: Tensor, query: Tensor, hand: Tensor | None) -> Tensor:
+        """``[n, n_heads]`` outputs from hop vectors ``[n, L, H]``, mask ``[n, L]``, per-path query
+        features ``[n, Dq]`` and hand features ``[n, hand_dim]``."""
+        c = self.query_in(query)
+        logits = torch.einsum("nlh,nh->nl", hops, self.attn(c)) / math.sqrt(self.hidden)
+        logits = logits.masked_fill(~mask, float("-inf"))
+        attn = torch.softmax(logits, dim=1)
+        pooled = torch.einsum("nl,nlh->nh", attn, hops)
+        mean = hops.sum(1) / mask.sum(1, keepdim=True).clamp(min=1)
+        parts = [pooled, mean, c, pooled * c]
+        if self.hand_dim:
+            assert hand is not None
+            parts.append(_symlog(hand))
+        return self.heads(self.trunk(torch.cat(parts, dim=1)))
+
+
+@register("gnn")
+class GNNPathScorer:
+    """A GNN policy over candidate paths, learned from ratings (see the module docstring).
+
+    Args:
+        hidden: width of node states, hop vectors and the trunk (>= 1).
+        layers: message-passing layers (>= 0).
+        n_heads: output heads (>= 1). With ``bootstrap`` each learns from its own Poisson(1) resample of
+            every batch; with ``none`` all see every example. The score is their mean either way.
+        uncertainty: ``bootstrap`` (Poisson(1) masks per head, Thompson draws from heads) or ``none``.
+        lr: Adam learning rate (> 0).
+        weight_decay: Adam weight decay (>= 0).
+        steps_per_update: Adam steps per :meth:`update` call (>= 1).
+        importance_weighted: weight each example by ``min(1 / pscore, max_importance_weight)``.
+        max_importance_weight: the clip of importance weights (>= 1).
+        edge_features, communities, time_features, hand_features: ablation switches (see module).
+        name_dim: width of the projected entity-name embedding (>= 1).
+        type_buckets: entity-type buckets (> the 10 known types).
+        edge_type_buckets: dependency-type buckets (> the 5 known types).
+        community_buckets: community buckets (>= 1).
+        encoder: name of the text encoder (``hashing`` or ``minilm``).
+        seed: seeds initialisation, bootstrap masks and nothing else; the same seed and the same calls
+            give the same scores.
+        classifier: predicts query intents (default rule-based); not saved (pass it to :meth:`load`).
+        edge_stats: learned desire-path statistics per edge (:class:`~signet_rl.scorers.features.EdgeStats`);
+            not saved. Call :meth:`invalidate` after they change.
+
+    Raises:
+        ValueError: a bad argument, naming it, its value and what is allowed.
+    """
+
+    name = "gnn"
+
+    def __init__(
+        self,
+        hidden: int = 32,
+        layers: int = 2,
+        n_heads: int = 8,
+        uncertainty: Literal["bootstrap", "none"] = "bootstrap",
+        lr: float = 3e-3,
+        weight_decay: float = 0.0,
+        steps_per_update: int = 1,
+        importance_weighted: bool = False,
+        max_importance_weight: float = 10.0,
+        edge_features: bool = True,
+        communities: bool = True,
+        time_features: bool = True,
+        hand_features: bool = True,
+        name_dim: int = 16,
+        type_buckets: int = 32,
+        edge_type_buckets: int = 64,
+        community_buckets: int = 64,
+        encoder: str = "hashing",
+        seed: int = 0,
+        classifier: IntentClassifier | None = None,
+        edge_stats: EdgeStats | None = None,
+    ) -> None:
+        who = "GNNPathScorer"
+        for arg, value, low in (
+            ("hidden", hidden, 1), ("layers", layers, 0), ("n_heads", n_heads, 1),
+            ("steps_per_update", steps_per_update, 1), ("name_dim", name_dim, 1),
+            ("type_buckets", type_buckets, len(KNOWN_ENTITY_TYPES) + 1),
+            ("edge_type_buckets", edge_type_buckets, len(KNOWN_DEPENDENCY_TYPES) + 1),
+            ("community_buckets", community_buckets, 1),
+        ):  # fmt: skip
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{who}: {arg} must be an integer >= {low}, got {value!r}")
+        if uncertainty not in ("bootstrap", "none"):
+            raise ValueError(f"{who}: uncertainty must be 'bootstrap' or 'none', got {uncertainty!r}")
+        if not (isinstance(lr, int | float) and lr > 0):
+            raise ValueError(f"{who}: lr must be positive, got {lr!r}")
+        if not (isinstance(weight_decay, int | float) and weight_decay >= 0):
+            raise ValueError(f"{who}: weight_decay must be >= 0, got {weight_decay!r}")
+        if not (isinstance(max_importance_weight, int | float) and max_importance_weight >= 1):
+            raise ValueError(f"{who}: max_importance_weight must be >= 1, got {max_importance_weight!r}")
+        self.config: dict[str, Any] = {
+            "hidden": hidden, "layers": layers, "n_heads": n_heads, "uncertainty": uncertainty, "lr": lr,
+            "weight_decay": weight_decay, "steps_per_update": steps_per_update,
+            "importance_weighted": importance_weighted, "max_importance_weight": max_importance_weight,
+            "edge_features": edge_features, "communities": communities, "time_features": time_features,
+            "hand_features": hand_features, "name_dim": name_dim, "type_buckets": type_buckets,
+            "edge_type_buckets": edge_type_buckets, "community_buckets": community_buckets,
+            "encoder": encoder, "seed": seed,
+        }  # fmt: skip
+        self.uncertainty = uncertainty
+        self.steps_per_update = steps_per_update
+        self.importance_weighted = importance_weighted
+        self.max_importance_weight = float(max_importance_weight)
+        self.time_features = time_features
+        self.hand_features = hand_features
+        self.layers = layers
+        self.edge_stats = edge_stats
+        self.query_featurizer = QueryFeaturizer(encoder, classifier)
+        self.encoder = self.query_featurizer.encoder
+        text_dim = self.query_featurizer.embedding_dim
+        query_dim = text_dim + len(INTENTS) + (len(TIME_FEATURES) if time_features else 0)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.net = GNNPathNet(
+                text_dim=text_dim, query_dim=query_dim, hidden=hidden, layers=layers, n_heads=n_heads,
+                name_dim=name_dim, type_buckets=type_buckets, edge_type_buckets=edge_type_buckets,
+                community_buckets=community_buckets, edge_features=edge_features, communities=communities,
+                hand_dim=len(PATH_FEATURES) if hand_features else 0,
+            )  # fmt: skip
+        self.optimizer = torch.optim.Adam(
+            self.net.parameters(), lr=lr, weight_decay=weight_decay, foreach=True
+        )
+        self.generator = torch.Generator().manual_seed(seed)
+        self.updates = 0
+        self._version = 0  # bumped on every parameter change; node-state caches compare against it
+        self._graphs: dict[int, _GraphState] = {}
+
+    # -- graph state --------------------------------------------------------------------------------
+
+    def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
+        """Build the graph's tensors and featurizer (done lazily on first use otherwise)."""
+        self._state(graph, arrays)
+
+    def _state(self, graph: KnowledgeGraph, arrays: GraphArrays) -> _GraphState:
+        state = self._graphs.get(id(arrays))
+        if state is None or state.arrays is not arrays:
+            featurizer = PathFeaturizer(graph, arrays, self.encoder, self.edge_stats)
+            c = self.config
+            state = _GraphState(
+                graph, arrays, featurizer, c["type_buckets"], c["edge_type_buckets"], c["community_buckets"]
+            )
+            self._graphs[id(arrays)] = state
+        return state
+
+    def invalidate(self, arrays: GraphArrays | None = None) -> None:
+        """Forget the tensors and cached node states of ``arrays`` (of every graph when None); they are
+        rebuilt on next use. Call it after ``edge_stats`` change."""
+        if arrays is None:
+            self._graphs.clear()
+        else:
+            self._graphs.pop(id(arrays), None)
+
+    def node_states(self, graph: KnowledgeGraph, arrays: GraphArrays) -> Tensor:
+        """Every entity's node state ``[N, H]`` under the current parameters (cached; a full pass when
+        stale)."""
+        state = self._state(graph, arrays)
+        if state.cache is None or state.cache_version != self._version:
+            with torch.no_grad():
+                x = self.net.node_inputs(state.nodes)
+                if self.layers:
+                    # once per dependency, then per direction (every dependency carries messages both ways)
+                    base = self.net.edge_base(state.edge_type, state.edge_numeric)
+                    dirs = self.net.edge_dir_emb((state.mp_dir > 0).long())
+                    attr = dirs + (base[state.mp_edge] if isinstance(base, Tensor) else base)
+                    x = self.net.propagate(x, state.edge_index, attr)
+            state.cache, state.cache_version = x, self._version
+        return state.cache
+
+    def _subgraph(self, state: _GraphState, nodes: Tensor) -> _Subgraph:
+        """The ``layers``-hop subgraph around ``nodes``: exact node states for them need nothing else."""
+        from torch_geometric.utils import k_hop_subgraph
+
+        if self.layers == 0:
+            subset, mapping = torch.unique(nodes, return_inverse=True)
+            return _Subgraph(subset, torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.long),
+                             torch.zeros(0), mapping)  # fmt: skip
+        subset, sub_index, mapping, edge_mask = k_hop_subgraph(
+            nodes, self.layers, state.edge_index, relabel_nodes=True, num_nodes=state.num_nodes
+        )
+        return _Subgraph(subset, sub_index, state.mp_edge[edge_mask], state.mp_dir[edge_mask], mapping)
+
+    def _subgraph_states(self, state: _GraphState, nodes: Tensor) -> tuple[Tensor, Tensor]:
+        """Node states (with gradients) of the subgraph around ``nodes``, and where each of ``nodes`` is
+        in it."""
+        sub = self._subgraph(state, nodes)
+        return self._sub_states(state, sub), sub.mapping
+
+    def _sub_states(self, state: _GraphState, sub: _Subgraph) -> Tensor:
+        x = self.net.node_inputs(state.nodes, sub.subset)
+        if self.layers == 0:
+            return x
+        attr = self.net.edge_vectors(state.edge_type[sub.edge], state.edge_numeric[sub.edge], sub.direction)
+        return self.net.propagate(x, sub.edge_index, attr)
+
+    # -- forward ------------------------------------------------------------------------------------
+
+    def _query_vector(self, query: Query) -> tuple[np.ndarray, str]:
+        intent = self.query_featurizer.intent(query)
+        q = self.query_featurizer.features(query, intent)
+        if not self.time_features:
+            q = q[: self.query_featurizer.embedding_dim + len(INTENTS)]
+        return q, intent
+
+    def _inputs(
+        self,
+        state: _GraphState,
+        items: Sequence[tuple[Query, Sequence[Path], ScoringContext]],
+        train: bool,
+    ) -> _Inputs:
+        """Everything about several queries' paths over one graph that does not depend on the parameters."""
+        feat = state.featurizer
+        a = state.arrays
+        batches: list[PathBatch] = []
+        qvecs, hand, owner_q = [], [], []
+        for qi, (query, paths, context) in enumerate(items):
+            b = feat.index(paths)
+            batches.append(b)
+            q, intent = self._query_vector(query)
+            qvecs.append(q)
+            owner_q.append(np.full(len(paths), qi))
+            if self.hand_features:
+                emb = q[: self.query_featurizer.embedding_dim]
+                hand.append(feat.features(paths, context, emb, intent, batch=b))
+        b = _concat(batches)
+        t = torch.from_numpy
+        # query time per path (attribute ages and staleness)
+        t_path = np.concatenate(
+            [np.full(len(p), np.nan if c.timestamp is None else float(c.timestamp)) for _, p, c in items]
+        )
+        has = np.flatnonzero(b.asp >= 0)
+        asp_rows = b.asp[has]
+        asp_x = np.concatenate(
+            [feat.aspect_vectors(asp_rows), a.aspect_weight[asp_rows].reshape(-1, 1)], axis=1
+        ).astype(np.float32)
+        t_att = t_path[b.att_owner]
+        age = np.where(np.isnan(t_att), 0.0, np.maximum(0.0, (t_att - a.attr_created[b.att]) / DAY))
+        stale = state.sb_created[b.att] <= np.nan_to_num(t_att, nan=-np.inf)  # no time: never stale
+        att_num = np.stack(
+            [a.attr_importance[b.att], np.log1p(age), a.attr_kind[b.att] == 1, stale], axis=1
+        ).astype(np.float32)
+        att_x = np.concatenate([feat.attribute_vectors(b.att), att_num], axis=1)
+        ents = t(b.ent)
+        dep = t(b.dep)
+        return _Inputs(
+            shape=(len(b.length), int(b.length.max())),
+            query=t(np.stack(qvecs)[np.concatenate(owner_q)]),
+            hand=t(np.concatenate(hand)) if self.hand_features else None,
+            ent=ents, ent_owner=t(b.ent_owner), ent_pos=t(b.ent_pos),
+            dep_type=state.edge_type[dep], dep_numeric=state.edge_numeric[dep], dep_dir=t(b.dep_dir),
+            dep_owner=t(b.dep_owner), dep_pos=t(b.dep_pos),
+            asp_x=t(asp_x), asp_owner=t(has), asp_pos=t(b.asp_pos[has]),
+            att_x=t(att_x), att_owner=t(b.att_owner), att_pos=t(b.att_pos),
+            sub=self._subgraph(state, ents) if train else None,
+        )  # fmt: skip
+
+    def _run(self, state: _GraphState, x: _Inputs) -> Tensor:
+        """``[n, n_heads]`` outputs: node states from the subgraph (training) or the cache (inference)."""
+        if x.sub is not None:
+            ent_vec = self._sub_states(state, x.sub)[x.sub.mapping]
+        else:
+            ent_vec = self.node_states(state.graph, state.arrays)[x.ent]
+        kinds = [
+            (ent_vec, x.ent_owner, x.ent_pos),
+            (self.net.edge_vectors(x.dep_type, x.dep_numeric, x.dep_dir), x.dep_owner, x.dep_pos),
+            (self.net.aspect_in(x.asp_x), x.asp_owner, x.asp_pos),
+            (self.net.attr_in(x.att_x), x.att_owner, x.att_pos),
+        ]
+        hops, mask = self.net.hop_vectors(kinds, x.shape)
+        return self.net.head(hops, mask, x.query, x.hand)
+
+    def _outputs(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> Tensor:
+        state = self._state(context.graph, context.arrays)
+        with torch.no_grad():
+            return self._run(state, self._inputs(state, [(query, paths, context)], train=False))
+
+    # -- PathScorer ---------------------------------------------------------------------------------
+
+    def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
+        """The mean of the heads' outputs: an estimate of each path's expected rating. Shape ``[n]``."""
+        if not paths:
+            return np.zeros(0)
+        return self._outputs(query, paths, context).mean(dim=1).double().numpy()
+
+    def sample_scores(
+        self,
+        query: Query,
+        paths: Sequence[Path],
+        context: ScoringContext,
+        n: int,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        """``n`` Thompson draws of the scores, ``[n, len(paths)]``: draw ``i`` is the output of bootstrap
+        head ``rng.integers(n_heads)``. With ``uncertainty="none"`` every draw is :meth:`score`."""
+        if n < 1:
+            raise ValueError(f"GNNPathScorer.sample_scores: n must be >= 1, got {n!r}")
+        if not paths:
+            return np.zeros((n, 0))
+        out = self._outputs(query, paths, context).double().numpy()
+        if self.uncertainty == "none":
+            return np.repeat(out.mean(axis=1)[None, :], n, axis=0)
+        heads = rng.integers(out.shape[1], size=n)
+        return out[:, heads].T.copy()
+
+    def update(self, feedback: Sequence[Feedback]) -> None:
+        """Adam steps on the squared error of every rated shown path (see the module docstring).
+        Unrated (``None``) paths are skipped; with nothing rated this is a no-op."""
+        by_graph: dict[int, list[tuple[Query, list[Path], ScoringContext, list[float], list[float]]]] = {}
+        for fb in feedback:
+            paths, ratings, weights = [], [], []
+            for j, (i, r) in enumerate(zip(fb.shown, fb.ratings, strict=True)):
+                if r is None:
+                    continue
+                paths.append(fb.paths[i])
+                ratings.append(float(r))
+                w = 1.0
+                if self.importance_weighted and fb.pscores:
+                    p = float(fb.pscores[j])
+                    w = self.max_importance_weight if p <= 0 else min(1.0 / p, self.max_importance_weight)
+                weights.append(w)
+            if paths:
+                key = id(fb.context.arrays)
+                by_graph.setdefault(key, []).append((fb.query, paths, fb.context, ratings, weights))
+        if not by_graph:
+            return
+        groups = []
+        for items in by_graph.values():
+            ctx = items[0][2]
+            state = self._state(ctx.graph, ctx.arrays)
+            target = torch.tensor([r for it in items for r in it[3]], dtype=torch.float32)
+            weight = torch.tensor([w for it in items for w in it[4]], dtype=torch.float32)
+            k = self.net.heads.out_features
+            if self.uncertainty == "bootstrap":
+                mask = torch.poisson(torch.ones(len(target), k), generator=self.generator)
+            else:
+                mask = torch.ones(len(target), k)
+            inputs = self._inputs(state, [(q, p, c) for q, p, c, _, _ in items], train=True)
+            groups.append((state, inputs, target, weight[:, None] * mask))
+        self.updates += 1
+        den = sum(float(g[3].sum()) for g in groups)
+        if den <= 0:  # every bootstrap mask drew 0: nothing to learn from this time
+            return
+        for _ in range(self.steps_per_update):
+            self.optimizer.zero_grad()
+            loss = torch.zeros(())
+            for state, inputs, target, m in groups:
+                out = self._run(state, inputs)
+                loss = loss + (m * (out - target[:, None]) ** 2).sum()
+            (loss / den).backward()
+            self.optimizer.step()
+        self._version += 1
+
+    # -- persistence --------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """A checkpoint (a deep copy, so training on does not change it): network and optimizer state, the
+        random generator, the update count and the constructor arguments."""
+        return copy.deepcopy(
+            {
+                "format": _FORMAT,
+                "config": dict(self.config),
+                "net": self.net.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "generator": self.generator.get_state(),
+                "updates": self.updates,
+            }
+        )
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a :meth:`state_dict` (network, and the optimizer and generator when present).
+
+        Raises:
+            ValueError: a checkpoint of another format, or one built with other constructor arguments.
+        """
+        if state.get("format") != _FORMAT:
+            raise ValueError(f"not a GNNPathScorer checkpoint: format {state.get('format')!r}")
+        if "config" in state:
+            shape_keys = [k for k in self.config if k not in ("lr", "weight_decay", "seed")]
+            diff = [k for k in shape_keys if state["config"].get(k) != self.config[k]]
+            if diff:
+                raise ValueError(f"checkpoint was built with other arguments: {', '.join(sorted(diff))}")
+        self.net.load_state_dict(state["net"])
+        if "optimizer" in state:
+            self.optimizer.load_state_dict(state["optimizer"])
+        if "generator" in state:
+            self.generator.set_state(state["generator"])
+        self.updates = int(state.get("updates", 0))
+        self._version += 1
+
+    def save(self, path: str | FsPath) -> FsPath:
+        """Write the weights and constructor arguments to ``path`` (a ``torch.save`` file); returns it."""
+        path = FsPath(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save({"format": _FORMAT, "config": dict(self.config), "net": self.net.state_dict()}, path)
+        return path
+
+    @classmethod
+    def load(
+        cls,
+        path: str | FsPath,
+        classifier: IntentClassifier | None = None,
+        edge_stats: EdgeStats | None = None,
+    ) -> GNNPathScorer:
+        """Rebuild a scorer written by :meth:`save` (no trainer, Hydra or MLflow needed).
+
+        Args:
+            path: the file.
+            classifier, edge_stats: the unsaved collaborators (see the constructor).
+        """
+        blob = torch.load(FsPath(path), map_location="cpu", weights_only=True)
+        if not isinstance(blob, dict) or blob.get("format") != _FORMAT:
+            raise ValueError(f"{str(path)!r} is not a saved GNNPathScorer")
+        scorer = cls(**blob["config"], classifier=classifier, edge_stats=edge_stats)
+        scorer.net.load_state_dict(blob["net"])
+        scorer._version += 1
+        return scorer
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.config.items())
+        return f"GNNPathScorer({args})"
+
+
+def _concat(batches: Sequence[PathBatch]) -> PathBatch:
+    """One :class:`PathBatch` of several, with owners shifted."""
+    if len(batches) == 1:
+        return batches[0]
+    sizes = np.array([len(b.length) for b in batches])
+    shift = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    out = PathBatch(int(sizes.sum()))
+    for name in ("start", "end", "asp", "asp_pos", "length"):
+        setattr(out, name, np.concatenate([getattr(b, name) for b in batches]))
+    for kind in ("ent", "dep", "att"):
+        setattr(out, kind, np.concatenate([getattr(b, kind) for b in batches]))
+        setattr(out, f"{kind}_pos", np.concatenate([getattr(b, f"{kind}_pos") for b in batches]))
+        owners = [getattr(b, f"{kind}_owner") + s for b, s in zip(batches, shift, strict=True)]
+        setattr(out, f"{kind}_owner", np.concatenate(owners))
+    out.dep_dir = np.concatenate([b.dep_dir for b in batches])
+    return out

@@ -1,0 +1,248 @@
+"""A linear contextual-bandit path scorer: LinUCB scores and linear Thompson sampling over hand-made path
+features.
+
+:class:`LinUCBScorer` (registered as ``linucb``) models a path's expected rating as :math:`\\theta^\\top x`
+with one shared :math:`\\theta` over the context-path vector
+
+.. math:: x = z \\otimes (1, \\mathrm{onehot}(\\text{intent}))
+          = [\\,z,\\; z\\,[i{=}what],\\; z\\,[i{=}relate],\\;\\dots,\\; z\\,[i{=}none]\\,],
+          \\qquad z = [\\,1,\\; \\mathrm{symlog}(f(p))\\,]
+
+where :math:`f(p)` are :class:`~signet_rl.scorers.features.PathFeaturizer`'s features (query similarity
+included), ``symlog(v) = sign(v) ln(1 + |v|)`` tames counts and ages, and the intent is *predicted*
+(:class:`~signet_rl.scorers.features.QueryFeaturizer`). The first block is shared by all intents, each
+further block adds an intent's own correction (with ``intent_interactions=False``, :math:`x = z`). Ridge
+regression with prior :math:`\\theta \\sim N(0, \\lambda^{-1} I)`:
+
+.. math:: A = \\lambda I + \\sum_i w_i x_i x_i^\\top, \\quad b = \\sum_i w_i r_i x_i, \\quad
+          \\hat\\theta = A^{-1} b
+
+kept as :math:`A^{-1}` with Sherman–Morrison rank-one updates. :meth:`LinUCBScorer.score` is the upper
+confidence bound :math:`\\hat\\theta^\\top x + \\alpha \\sqrt{x^\\top A^{-1} x}` (``alpha=0``: the greedy
+posterior mean, for evaluation); :meth:`LinUCBScorer.sample_scores` draws
+:math:`\\theta \\sim N(\\hat\\theta, \\sigma^2 A^{-1})` (linear Thompson sampling). :math:`r_i` is a rating
+(-1, 0, +1; unrated paths are skipped) and :math:`w_i` is 1, or :math:`\\min(1/\\mathrm{pscore}_i, w_{max})`
+with ``importance_weighted``.
+
+    >>> scorer = LinUCBScorer(alpha=0.5)   # doctest: +SKIP
+    >>> fb = Feedback(query, paths, context, shown=[2], ratings=[1], pscores=[0.9])  # doctest: +SKIP
+    >>> scorer.update([fb])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from signet_rl.datasets.base import Query
+from signet_rl.graph.arrays import GraphArrays
+from signet_rl.graph.model import KnowledgeGraph
+from signet_rl.retrieval.intent import IntentClassifier
+from signet_rl.scorers.base import Feedback, ScoringContext, register
+from signet_rl.scorers.features import INTENTS, PATH_FEATURES, EdgeStats, PathFeaturizer, QueryFeaturizer
+from signet_rl.traversal.path import Path
+
+__all__ = ["LinUCBScorer"]
+
+_FORMAT = "signet_rl.LinUCBScorer/1"
+
+
+@register("linucb")
+class LinUCBScorer:
+    """LinUCB / linear Thompson sampling over path features (see the module docstring).
+
+    Args:
+        alpha: width of the upper confidence bound in :meth:`score` (>= 0; 0 is greedy).
+        lam: ridge prior precision :math:`\\lambda` (> 0).
+        sigma: scale of the Thompson posterior in :meth:`sample_scores` (>= 0).
+        importance_weighted: weight each rated path by ``min(1 / pscore, max_importance_weight)``.
+        max_importance_weight: the clip of importance weights (>= 1).
+        intent_interactions: add one block of features per predicted intent (else one block only).
+        encoder: text encoder name (query similarity features).
+        classifier: predicts the query intent (default rule-based).
+        edge_stats: learned desire-path statistics per edge (features ``desire_*``).
+
+    Attributes:
+        dim: length of :math:`x` (``(1 + 28) * 6`` with intent interactions).
+        A_inv: :math:`A^{-1}`, ``float64 [dim, dim]``.
+        b: ``float64 [dim]``.
+        updates: number of rated paths learned from.
+
+    Raises:
+        ValueError: a bad argument, naming it and its value.
+    """
+
+    name = "linucb"
+
+    def __init__(
+        self,
+        alpha: float = 1.0,
+        lam: float = 1.0,
+        sigma: float = 0.5,
+        importance_weighted: bool = False,
+        max_importance_weight: float = 10.0,
+        intent_interactions: bool = True,
+        encoder: str = "hashing",
+        classifier: IntentClassifier | None = None,
+        edge_stats: EdgeStats | None = None,
+    ) -> None:
+        who = "LinUCBScorer"
+        for arg, value, ok, allowed in (
+            ("alpha", alpha, lambda v: v >= 0, ">= 0"),
+            ("lam", lam, lambda v: v > 0, "> 0"),
+            ("sigma", sigma, lambda v: v >= 0, ">= 0"),
+            ("max_importance_weight", max_importance_weight, lambda v: v >= 1, ">= 1"),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not ok(value):
+                raise ValueError(f"{who}: {arg} must be a number {allowed}, got {value!r}")
+        self.alpha = float(alpha)
+        self.lam = float(lam)
+        self.sigma = float(sigma)
+        self.importance_weighted = importance_weighted
+        self.max_importance_weight = float(max_importance_weight)
+        self.intent_interactions = intent_interactions
+        self.edge_stats = edge_stats
+        self.query_featurizer = QueryFeaturizer(encoder, classifier)
+        self.config: dict[str, Any] = {
+            "alpha": self.alpha, "lam": self.lam, "sigma": self.sigma,
+            "importance_weighted": importance_weighted, "max_importance_weight": self.max_importance_weight,
+            "intent_interactions": intent_interactions, "encoder": encoder,
+        }  # fmt: skip
+        self.base_dim = 1 + len(PATH_FEATURES)
+        self.dim = self.base_dim * (1 + len(INTENTS) if intent_interactions else 1)
+        self.A_inv = np.eye(self.dim) / self.lam
+        self.b = np.zeros(self.dim)
+        self.updates = 0
+        self._theta: np.ndarray | None = None
+        self._chol: np.ndarray | None = None
+        self._featurizers: dict[int, PathFeaturizer] = {}
+
+    # -- features -----------------------------------------------------------------------------------
+
+    def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
+        self._featurizer(graph, arrays)
+
+    def _featurizer(self, graph: KnowledgeGraph, arrays: GraphArrays) -> PathFeaturizer:
+        f = self._featurizers.get(id(arrays))
+        if f is None or f.arrays is not arrays:
+            f = PathFeaturizer(graph, arrays, self.query_featurizer.encoder, self.edge_stats)
+            self._featurizers[id(arrays)] = f
+        return f
+
+    def design(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
+        """The context-path vectors :math:`x` of ``paths``: ``float64 [len(paths), dim]``."""
+        qf = self.query_featurizer
+        intent = qf.intent(query)
+        f = self._featurizer(context.graph, context.arrays)
+        raw = f.features(paths, context, qf.embed(query.text or ""), intent).astype(np.float64)
+        z = np.concatenate([np.ones((len(paths), 1)), np.sign(raw) * np.log1p(np.abs(raw))], axis=1)
+        if not self.intent_interactions:
+            return z
+        x = np.zeros((len(paths), self.dim))
+        x[:, : self.base_dim] = z
+        block = 1 + INTENTS.index(intent)
+        x[:, block * self.base_dim : (block + 1) * self.base_dim] = z
+        return x
+
+    @property
+    def theta(self) -> np.ndarray:
+        """The posterior mean :math:`A^{-1} b`."""
+        if self._theta is None:
+            self._theta = self.A_inv @ self.b
+        return self._theta
+
+    # -- PathScorer ---------------------------------------------------------------------------------
+
+    def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
+        """Upper confidence bounds :math:`\\hat\\theta^\\top x + \\alpha\\sqrt{x^\\top A^{-1} x}`, ``[n]``."""
+        if not paths:
+            return np.zeros(0)
+        x = self.design(query, paths, context)
+        mean = x @ self.theta
+        if self.alpha == 0:
+            return mean
+        width = np.sqrt(np.maximum(((x @ self.A_inv) * x).sum(axis=1), 0.0))
+        return mean + self.alpha * width
+
+    def sample_scores(
+        self,
+        query: Query,
+        paths: Sequence[Path],
+        context: ScoringContext,
+        n: int,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        """``n`` Thompson draws :math:`x^\\top\\theta_s`, :math:`\\theta_s \\sim N(\\hat\\theta,
+        \\sigma^2 A^{-1})`: ``[n, len(paths)]``."""
+        if n < 1:
+            raise ValueError(f"LinUCBScorer.sample_scores: n must be >= 1, got {n!r}")
+        if not paths:
+            return np.zeros((n, 0))
+        x = self.design(query, paths, context)
+        z = rng.standard_normal((n, self.dim))
+        thetas = self.theta[None, :] + self.sigma * z @ self._root().T
+        return thetas @ x.T
+
+    def _root(self) -> np.ndarray:
+        """A square root :math:`L` of :math:`A^{-1} = L L^\\top` (Cholesky), kept until the next update."""
+        if self._chol is None:
+            cov = (self.A_inv + self.A_inv.T) / 2
+            try:
+                self._chol = np.linalg.cholesky(cov)
+            except np.linalg.LinAlgError:  # rounding made it indefinite: clip the spectrum
+                vals, vecs = np.linalg.eigh(cov)
+                self._chol = vecs * np.sqrt(np.maximum(vals, 0.0))
+        return self._chol
+
+    def update(self, feedback: Sequence[Feedback]) -> None:
+        """Sherman–Morrison updates with every rated shown path (unrated ones are skipped)."""
+        for fb in feedback:
+            rated = [
+                (j, i, r) for j, (i, r) in enumerate(zip(fb.shown, fb.ratings, strict=True)) if r is not None
+            ]
+            if not rated:
+                continue
+            x = self.design(fb.query, [fb.paths[i] for _, i, _ in rated], fb.context)
+            for row, (j, _, r) in zip(x, rated, strict=True):
+                w = 1.0
+                if self.importance_weighted and fb.pscores:
+                    p = float(fb.pscores[j])
+                    w = self.max_importance_weight if p <= 0 else min(1.0 / p, self.max_importance_weight)
+                u = self.A_inv @ row
+                self.A_inv -= np.outer(u, u) * (w / (1.0 + w * float(row @ u)))
+                self.b += w * float(r) * row
+                self.updates += 1
+            self._theta = self._chol = None
+
+    # -- persistence --------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """The posterior (:math:`A^{-1}`, :math:`b`), the update count and the constructor arguments."""
+        return {
+            "format": _FORMAT,
+            "config": dict(self.config),
+            "A_inv": self.A_inv.copy(),
+            "b": self.b.copy(),
+            "updates": self.updates,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a :meth:`state_dict`.
+
+        Raises:
+            ValueError: another format, or a posterior of another dimension.
+        """
+        if state.get("format") != _FORMAT:
+            raise ValueError(f"not a LinUCBScorer state: format {state.get('format')!r}")
+        a_inv, b = np.asarray(state["A_inv"], dtype=np.float64), np.asarray(state["b"], dtype=np.float64)
+        if a_inv.shape != (self.dim, self.dim) or b.shape != (self.dim,):
+            raise ValueError(f"state has dimension {b.shape[0]}, this scorer {self.dim}")
+        self.A_inv, self.b = a_inv.copy(), b.copy()
+        self.updates = int(state.get("updates", 0))
+        self._theta = self._chol = None
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.config.items())
+        return f"LinUCBScorer({args})"
