@@ -429,9 +429,8 @@ class BanditTrainer:
     def frozen(self, name: str | None = None) -> DesirePathRetriever:
         """A retriever over a frozen copy of the scorer and the edge statistics (evaluation never learns)."""
         scorer = copy.deepcopy(self.scorer, self._shared())
-        exploit = getattr(scorer, "exploit", None)
-        if exploit is not None:
-            exploit()
+        if hasattr(scorer, "alpha"):  # an upper-confidence-bound scorer evaluates greedily
+            scorer.alpha = 0.0
         ret = copy.copy(self.retriever)
         ret.scorer = scorer
         ret.name = name or f"desire_{self.scorer.name}"

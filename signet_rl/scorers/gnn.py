@@ -462,6 +462,7 @@ class GNNPathScorer:
         self.hand_features = hand_features
         self.layers = layers
         self.edge_stats = edge_stats
+        self._edge_stats_of: dict[int, EdgeStats] = {}
         self.query_featurizer = QueryFeaturizer(encoder, classifier)
         self.encoder = self.query_featurizer.encoder
         text_dim = self.query_featurizer.embedding_dim
@@ -484,6 +485,12 @@ class GNNPathScorer:
 
     # -- graph state --------------------------------------------------------------------------------
 
+    def attach_edge_stats(self, arrays: GraphArrays, stats: EdgeStats) -> None:
+        """Use ``stats`` as the desire-path statistics of the graph ``arrays`` views (one per graph in a
+        multi-graph dataset; the constructor's ``edge_stats`` serves graphs with none attached)."""
+        self._edge_stats_of[id(arrays)] = stats
+        self.invalidate(arrays)
+
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         """Build the graph's tensors and featurizer (done lazily on first use otherwise)."""
         self._state(graph, arrays)
@@ -491,7 +498,8 @@ class GNNPathScorer:
     def _state(self, graph: KnowledgeGraph, arrays: GraphArrays) -> _GraphState:
         state = self._graphs.get(id(arrays))
         if state is None or state.arrays is not arrays:
-            featurizer = PathFeaturizer(graph, arrays, self.encoder, self.edge_stats)
+            stats = self._edge_stats_of.get(id(arrays), self.edge_stats)
+            featurizer = PathFeaturizer(graph, arrays, self.encoder, stats)
             c = self.config
             state = _GraphState(
                 graph, arrays, featurizer, c["type_buckets"], c["edge_type_buckets"], c["community_buckets"]

@@ -104,6 +104,7 @@ class LinUCBScorer:
         self.max_importance_weight = float(max_importance_weight)
         self.intent_interactions = intent_interactions
         self.edge_stats = edge_stats
+        self._edge_stats_of: dict[int, EdgeStats] = {}
         self.query_featurizer = QueryFeaturizer(encoder, classifier)
         self.config: dict[str, Any] = {
             "alpha": self.alpha, "lam": self.lam, "sigma": self.sigma,
@@ -121,13 +122,20 @@ class LinUCBScorer:
 
     # -- features -----------------------------------------------------------------------------------
 
+    def attach_edge_stats(self, arrays: GraphArrays, stats: EdgeStats) -> None:
+        """Use ``stats`` as the desire-path statistics of the graph ``arrays`` views (one per graph in a
+        multi-graph dataset; the constructor's ``edge_stats`` serves graphs with none attached)."""
+        self._edge_stats_of[id(arrays)] = stats
+        self._featurizers.pop(id(arrays), None)
+
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         self._featurizer(graph, arrays)
 
     def _featurizer(self, graph: KnowledgeGraph, arrays: GraphArrays) -> PathFeaturizer:
         f = self._featurizers.get(id(arrays))
         if f is None or f.arrays is not arrays:
-            f = PathFeaturizer(graph, arrays, self.query_featurizer.encoder, self.edge_stats)
+            stats = self._edge_stats_of.get(id(arrays), self.edge_stats)
+            f = PathFeaturizer(graph, arrays, self.query_featurizer.encoder, stats)
             self._featurizers[id(arrays)] = f
         return f
 
