@@ -422,7 +422,9 @@ class BanditTrainer:
         memo: dict[int, Any] = {}
         for gid in self.dataset.graphs:
             state = self.retriever._state(gid)
-            for obj in (state.graph, state.arrays, state.encoder, state.entry):
+            shared = [state.graph, state.arrays, state.encoder, state.entry]
+            shared += [getattr(state.arrays, f) for f in state.arrays.__dataclass_fields__]
+            for obj in shared:
                 memo[id(obj)] = obj
         return memo
 
