@@ -112,6 +112,14 @@ def train_bandit(cfg: DictConfig) -> float:
     options = cfg.dataset.get("options")
     options = OmegaConf.to_container(options, resolve=True) if options is not None else None
     dataset = load_dataset(cfg.dataset.spec, root=cfg.dataset.get("data_root"), options=options)  # type: ignore[arg-type]
+    split = cfg.dataset.get("learning_split")
+    if split is not None:  # datasets that ship every query as test: learn on some folds, test on another
+        dataset = dataset.learning_split(
+            k=int(split.k),
+            fold=int(split.get("fold", 0)),
+            seed=int(split.get("seed", 0)),
+            group=split.get("group"),
+        )
     if not dataset.queries:
         raise ValueError(f"dataset {dataset.name!r} has no queries; the bandit loop needs rated queries")
     traversal = traversal_config(cfg)

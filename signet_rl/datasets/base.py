@@ -14,7 +14,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -241,6 +241,26 @@ class Dataset:
             train = [q.id for q, key in zip(self.queries, keys, strict=True) if fold_of[key] != f]
             out.append((train, held))
         return out
+
+    def learning_split(self, k: int = 5, fold: int = 0, seed: int = 0, group: str | None = None) -> Dataset:
+        """A copy whose splits come from fold ``fold`` of :meth:`kfold`: its held-out queries are ``test``,
+        the next fold's are ``validation`` and the rest ``train`` — for datasets that ship every query as
+        ``test`` (LoCoMo: ``group="graph"`` keeps conversations whole; MuSiQue: by query).
+
+        Raises:
+            ValueError: ``fold`` outside ``[0, k)`` or too few groups for ``k`` folds (naming them).
+        """
+        if not 0 <= fold < k:
+            raise ValueError(f"fold={fold} must be in [0, {k})")
+        folds = self.kfold(k, seed=seed, group=group)
+        test = set(folds[fold][1])
+        validation = set(folds[(fold + 1) % k][1])
+        queries = [
+            replace(q, split="test" if q.id in test else "validation" if q.id in validation else "train")
+            for q in self.queries
+        ]
+        meta = {**self.meta, "learning_split": {"k": k, "fold": fold, "seed": seed, "group": group}}
+        return Dataset(self.name, self.graphs, queries, self.truth, self.report, meta)
 
 
 def config_hash(config: Mapping[str, Any]) -> str:

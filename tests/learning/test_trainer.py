@@ -90,3 +90,14 @@ def test_bad_config_and_dataset_errors(tiny):
     with pytest.raises(ValueError, match=r"exploration 'thompson' needs a scorer with sample_scores"):
         t.run()
     assert math.isfinite(t.seed)
+
+
+def test_learning_split_deals_folds_into_train_validation_test(tiny):
+    ds = tiny.learning_split(k=4, fold=1, seed=0)
+    folds = tiny.kfold(4, seed=0)
+    assert {q.id for q in ds.split("test")} == set(folds[1][1])
+    assert {q.id for q in ds.split("validation")} == set(folds[2][1])
+    assert len(ds.split("train")) == len(tiny.queries) - len(folds[1][1]) - len(folds[2][1])
+    assert ds.meta["learning_split"] == {"k": 4, "fold": 1, "seed": 0, "group": None}
+    with pytest.raises(ValueError, match=r"fold=4 must be in \[0, 4\)"):
+        tiny.learning_split(k=4, fold=4)
