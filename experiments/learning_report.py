@@ -1,0 +1,214 @@
+"""The learned scorers against flat retrieval and the non-learned scorers: the issue-6 results, resumably.
+
+Every run is one ``signet_rl.train`` job (composed from ``conf/train.yaml`` with the overrides below) in its
+own folder under ``runs/report/<name>``. A finished run leaves ``artifacts/final_metrics.json`` and is skipped
+next time; an interrupted one resumes from its checkpoint. So the script can run across several sittings and
+picks up where it stopped; ``--groups`` runs a subset. It then writes its section into ``docs/results.md``
+(markers ``learning:start``/``learning:end``) from whatever runs have finished.
+
+    python experiments/learning_report.py                         # every group
+    python experiments/learning_report.py --groups main ablation  # a subset
+    python experiments/learning_report.py --report-only           # rewrite the section from finished runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from signet_rl.evaluation.harness import render_markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+START, END = "<!-- learning:start -->", "<!-- learning:end -->"
+SEEDS = (0, 1, 2)
+METRICS = ("needed_recall", "precision", "f1", "ndcg@10", "zero_injection")
+
+# Runs on synthetic:medium are one pass over its training queries; evaluation subsets keep a run to minutes.
+MEDIUM = [
+    "dataset.spec=synthetic:medium:0",
+    "task.epochs=1",
+    "task.eval_every=150",
+    "task.max_val_queries=150",
+]
+
+
+def runs() -> dict[str, tuple[str, list[str]]]:
+    """name -> (group, overrides)."""
+    out: dict[str, tuple[str, list[str]]] = {}
+    for scorer in ("gnn", "linucb"):
+        for seed in SEEDS:
+            out[f"medium-{scorer}-s{seed}"] = ("main", [*MEDIUM, f"scorer={scorer}", f"seed={seed}"])
+    ablations = {
+        "no_reinforcement": ["task.reinforcement=false"],
+        "no_explorer": ["task.explorer_per_session=0"],
+        "no_edge_features": ["+scorer.edge_features=false"],
+        "no_communities": ["+scorer.communities=false"],
+        "no_time_features": ["+scorer.time_features=false"],
+    }
+    for name, over in ablations.items():
+        out[f"medium-gnn-{name}"] = ("ablation", [*MEDIUM, "scorer=gnn", "seed=0", *over])
+    out["drift-gnn"] = ("drift", [*MEDIUM, "scorer=gnn", "seed=0", "dataset.options.drift=true"])
+    for scorer in ("gnn", "linucb"):
+        for seed in SEEDS:
+            out[f"locomo-{scorer}-s{seed}"] = (
+                "locomo",
+                ["dataset=locomo", f"scorer={scorer}", f"seed={seed}", f"dataset.learning_split.fold={seed}",
+                 "task.epochs=1", "task.eval_every=200", "task.max_val_queries=100",
+                 "task.max_test_queries=300",
+                 "baselines=[prior,ppr]"],
+            )  # fmt: skip
+            out[f"musique-{scorer}-s{seed}"] = (
+                "musique",
+                ["dataset=musique", f"scorer={scorer}", f"seed={seed}", f"dataset.learning_split.fold={seed}",
+                 "task.epochs=3", "task.eval_every=60", "task.session_size=10"],
+            )  # fmt: skip
+    return out
+
+
+def run_one(name: str, overrides: Sequence[str]) -> dict[str, Any]:
+    from hydra import compose, initialize_config_dir
+
+    from signet_rl.train import train
+
+    folder = ROOT / "runs" / "report" / name
+    done = folder / "artifacts" / "final_metrics.json"
+    if done.exists():
+        return json.loads(done.read_text())
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=[*overrides, f"run_dir={folder}", "progress=false", "bootstrap=200"])
+    t = time.perf_counter()
+    train(cfg)
+    print(f"[{name}] finished in {time.perf_counter() - t:.0f} s", flush=True)
+    return json.loads(done.read_text())
+
+
+def _finished(name: str) -> tuple[dict[str, float], pd.DataFrame] | None:
+    art = ROOT / "runs" / "report" / name / "artifacts"
+    if not (art / "final_metrics.json").exists():
+        return None
+    return json.loads((art / "final_metrics.json").read_text()), pd.read_csv(art / "learning_curve.csv")
+
+
+def _fmt(values: Sequence[float]) -> str:
+    v = np.asarray([x for x in values if x is not None and not math.isnan(x)], dtype=float)
+    if len(v) == 0:
+        return "–"
+    return f"{v.mean():.3f}" if len(v) == 1 else f"{v.mean():.3f} ± {v.std(ddof=1):.3f}"
+
+
+def comparison(prefix: str, scorers: Sequence[str]) -> tuple[str, list[int]]:
+    """Mean ± sd over seeds of each retriever's test metrics, from the runs ``<prefix>-<scorer>-s<seed>``."""
+    rows: dict[str, dict[str, list[float]]] = {}
+    seeds: list[int] = []
+    for scorer in scorers:
+        for seed in SEEDS:
+            got = _finished(f"{prefix}-{scorer}-s{seed}")
+            if got is None:
+                continue
+            seeds.append(seed)
+            final = got[0]
+            for key, value in final.items():
+                parts = key.split("/")
+                if len(parts) != 3 or parts[0] != "test" or parts[2] not in METRICS:
+                    continue
+                retriever = f"trained {scorer}" if parts[1] == "learned" else parts[1]
+                if retriever != f"trained {scorer}" and scorer != scorers[0]:
+                    continue  # the shared baselines once (from the first scorer's runs)
+                rows.setdefault(retriever, {}).setdefault(parts[2], []).append(value)
+    if not rows:
+        return "_no finished runs yet_", []
+    lines = ["| retriever | " + " | ".join(METRICS) + " |", "|---|" + "---:|" * len(METRICS)]
+    for retriever, metrics in rows.items():
+        lines.append(f"| {retriever} | " + " | ".join(_fmt(metrics.get(m, [])) for m in METRICS) + " |")
+    return "\n".join(lines), sorted(set(seeds))
+
+
+def to_90(curve: pd.DataFrame, metric: str = "val/needed_recall") -> float:
+    """Rated interactions until the validation metric first reaches 90% of its final value."""
+    if metric not in curve or curve[metric].isna().all():
+        return math.nan
+    final = float(curve[metric].iloc[-1])
+    hit = curve[curve[metric] >= 0.9 * final]
+    return float(hit["interactions"].iloc[0]) if len(hit) else math.nan
+
+
+def report() -> str:
+    lines = [
+        f"_Written by `python experiments/learning_report.py` on {time.strftime('%Y-%m-%d')} from the "
+        "finished runs under `runs/report/` (each a `python -m signet_rl.train` job; mean ± sd over seeds)._",
+        "",
+    ]
+    for title, prefix in (("synthetic:medium", "medium"), ("LoCoMo (by conversation)", "locomo"),
+                          ("MuSiQue (5-fold)", "musique")):  # fmt: skip
+        table, seeds = comparison(prefix, ("gnn", "linucb"))
+        lines += [f"#### {title}: test queries, seeds {seeds}", "", table, ""]
+    curves = []
+    for name in sorted(runs()):
+        got = _finished(name)
+        if got is None:
+            continue
+        final, curve = got
+        curves.append({
+            "run": name,
+            "interactions": int(curve["interactions"].iloc[-1]) if len(curve) else 0,
+            "val needed_recall": float(curve["val/needed_recall"].iloc[-1])
+            if "val/needed_recall" in curve
+            else math.nan,
+            "to 90% of final": to_90(curve),
+            "mean rating": final.get("train/mean_rating", math.nan),
+            "regret": final.get("train/cumulative_regret", math.nan),
+            "explorer share": final.get("train/explorer_share", math.nan),
+            "explorer hit rate": final.get("train/explorer_hit_rate", math.nan),
+            "ope snips": final.get("ope/snips", math.nan),
+            "test recall": final.get("test/learned/needed_recall", math.nan),
+            "test ndcg@10": final.get("test/learned/ndcg@10", math.nan),
+            "minutes": final.get("seconds", math.nan) / 60,
+        })  # fmt: skip
+    if curves:
+        frame = pd.DataFrame(curves)
+        lines += ["#### Every run: learning, exploration, off-policy estimate, test", "",
+                  render_markdown(frame, 3), ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def write(body: str, output: Path) -> None:
+    text = output.read_text() if output.exists() else "# Results\n\n"
+    block = f"{START}\n{body}\n{END}"
+    if START in text:
+        head, rest = text.split(START, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip() + "\n\n## Learned scorers (issue 6)\n\n" + block + "\n"
+    output.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> str:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--groups", nargs="*", default=None, help="main ablation drift locomo musique")
+    ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--output", default=str(ROOT / "docs" / "results.md"))
+    args = ap.parse_args(argv)
+    if not args.report_only:
+        for name, (group, overrides) in runs().items():
+            if args.groups and group not in args.groups:
+                continue
+            try:
+                run_one(name, overrides)
+            except Exception as exc:  # one failed run must not lose the others; it is reported
+                print(f"[{name}] FAILED: {type(exc).__name__}: {exc}", flush=True)
+    body = report()
+    print(body)
+    write(body, Path(args.output))
+    return body
+
+
+if __name__ == "__main__":
+    main()
