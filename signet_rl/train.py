@@ -59,8 +59,11 @@ def seed_everything(seed: int) -> None:
 
 def traversal_config(cfg: DictConfig) -> dict[str, Any]:
     """The dataset's ``traversal`` block with the non-null ``traversal.*`` overrides on top."""
-    base = OmegaConf.to_container(cfg.dataset.get("traversal") or {}, resolve=True)
-    over = OmegaConf.to_container(cfg.get("traversal") or {}, resolve=True)
+    def plain(node: Any) -> Any:
+        return OmegaConf.to_container(node, resolve=True) if node is not None else {}
+
+    base = plain(cfg.dataset.get("traversal"))
+    over = plain(cfg.get("traversal"))
     assert isinstance(base, dict) and isinstance(over, dict)
     out = dict(base)
     out.update({k: v for k, v in over.items() if v is not None})

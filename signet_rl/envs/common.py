@@ -1,0 +1,398 @@
+"""What the Gymnasium environments share: datasets from specs, the desire-path candidate pipeline, the query
+schedule, the rater's view of a constructed memory, and action checks.
+
+:class:`CandidatePipeline` is :class:`~signet_rl.retrieval.desire.DesirePathRetriever` up to its candidates:
+the *predicted* intent (rule classifier), the *searched* entry entities, and the bounded walk of the intent's
+strategy. It never reads ground truth; only :class:`RatingView` (the simulated rater's side) does. One
+pipeline is built per ``(dataset, traversal config, encoder, entry search settings)`` per process and shared
+by every environment that asks for it (:meth:`CandidatePipeline.shared`), so a vector of eight
+environments in one process indexes the graph once.
+
+    >>> pipe = CandidatePipeline.shared("synthetic:tiny")  # doctest: +SKIP
+    >>> cands = pipe.candidates(pipe.dataset.split("train")[0])  # doctest: +SKIP
+    >>> cands.intent, len(cands.paths) <= pipe.config.max_paths  # doctest: +SKIP
+    ('what', True)
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from signet_rl.datasets.base import SPLITS, Dataset, Query
+from signet_rl.datasets.rater import SimulatedRater
+from signet_rl.datasets.registry import load_dataset
+from signet_rl.evaluation.items import ItemResolver
+from signet_rl.retrieval.desire import DesirePathRetriever
+from signet_rl.scorers.base import ScoringContext
+from signet_rl.scorers.features import QueryFeaturizer
+from signet_rl.traversal.config import TraversalConfig
+from signet_rl.traversal.path import Path
+from signet_rl.traversal.walk import Relevance
+
+__all__ = [
+    "ORDERS",
+    "CandidatePipeline",
+    "Candidates",
+    "DatasetLike",
+    "QuerySchedule",
+    "RatingView",
+    "action_index",
+    "dataset_key",
+    "resolve_dataset",
+    "traversal_config",
+]
+
+#: What an environment's ``dataset`` argument may be: a spec string for
+#: :func:`~signet_rl.datasets.registry.load_dataset` or a loaded :class:`Dataset`.
+DatasetLike = Dataset | str
+#: Query orders of an environment: ``random`` (uniform, with replacement, from the env's seeded RNG) or
+#: ``sequential`` (the split in dataset order, cycling; a seeded reset starts over).
+ORDERS: tuple[str, ...] = ("random", "sequential")
+
+FloatArray = npt.NDArray[np.float32]
+
+_DATASETS: OrderedDict[str, Dataset] = OrderedDict()
+_PIPELINES: OrderedDict[tuple[Any, ...], tuple[Dataset, CandidatePipeline]] = OrderedDict()
+_CACHE_SIZE = 4
+
+
+def resolve_dataset(dataset: DatasetLike) -> Dataset:
+    """A loaded dataset: ``dataset`` itself, or the spec loaded once per process (spec strings are cached).
+
+    Raises:
+        ValueError: an unknown spec (the registry's message), or neither a string nor a Dataset.
+    """
+    if isinstance(dataset, Dataset):
+        return dataset
+    if not isinstance(dataset, str):
+        raise ValueError(f"dataset must be a spec string or a Dataset, got {type(dataset).__name__}")
+    if dataset not in _DATASETS:
+        _DATASETS[dataset] = load_dataset(dataset)
+        while len(_DATASETS) > _CACHE_SIZE:
+            _DATASETS.popitem(last=False)
+    _DATASETS.move_to_end(dataset)
+    return _DATASETS[dataset]
+
+
+def dataset_key(dataset: DatasetLike) -> tuple[str, Any]:
+    """A cache key: the spec string, or the identity of a Dataset object."""
+    return ("spec", dataset) if isinstance(dataset, str) else ("object", id(dataset))
+
+
+def traversal_config(traversal: TraversalConfig | Mapping[str, Any] | None) -> TraversalConfig:
+    """A :class:`TraversalConfig` from None (defaults), a config, or a mapping of overrides.
+
+    Raises:
+        ValueError: an unknown key or a bad value (:meth:`TraversalConfig.from_dict`'s message).
+    """
+    if traversal is None:
+        return TraversalConfig()
+    if isinstance(traversal, TraversalConfig):
+        return traversal
+    if not isinstance(traversal, Mapping):
+        raise ValueError(f"traversal must be a TraversalConfig or a mapping, got {type(traversal).__name__}")
+    return TraversalConfig.from_dict(dict(traversal))
+
+
+@dataclass
+class Candidates:
+    """What the pipeline found for one query (no ground truth).
+
+    Attributes:
+        query: the query.
+        intent: the predicted intent.
+        entries: the searched entry entity ids (empty for a non-query or a query nothing matched).
+        paths: candidate paths of the intent's strategy, best first (at most ``max_paths``).
+        context: the scoring context (graph, arrays, entries, query time in epoch seconds).
+        query_vec: the query's embedding in the pipeline's encoder space, ``float32 [d]``.
+        relevance: attribute index -> cosine with the query (None without attribute vectors).
+    """
+
+    query: Query
+    intent: str
+    entries: tuple[str, ...]
+    paths: list[Path]
+    context: ScoringContext
+    query_vec: FloatArray
+    relevance: Relevance | None
+
+
+class CandidatePipeline:
+    """Predicted intent, entry search and bounded walk over a dataset's graphs (see the module docstring).
+
+    Args:
+        dataset: a spec string or a loaded dataset.
+        traversal: traversal budgets, or a mapping of overrides (defaults: :class:`TraversalConfig`).
+        encoder: the encoder of entry search, attribute relevance and query features.
+        entry_k: most entry entities per query (as the retriever).
+        entry_ratio: extra entries must score this share of the best one (as the retriever).
+
+    Attributes:
+        dataset: the dataset.
+        config: the traversal budgets.
+        retriever: the indexed :class:`DesirePathRetriever` whose entry search and traverser are used.
+        query_features: a :class:`QueryFeaturizer` with the retriever's classifier.
+    """
+
+    #: Most queries whose candidates are kept.
+    CACHE_SIZE = 8192
+
+    def __init__(
+        self,
+        dataset: DatasetLike,
+        traversal: TraversalConfig | Mapping[str, Any] | None = None,
+        encoder: str = "hashing",
+        entry_k: int = 2,
+        entry_ratio: float = 0.8,
+    ) -> None:
+        self.dataset = resolve_dataset(dataset)
+        self.config = traversal_config(traversal)
+        self.retriever = DesirePathRetriever(
+            "prior", self.config, encoder=encoder, entry_k=entry_k, entry_ratio=entry_ratio
+        )
+        self.retriever.index(self.dataset)
+        self.query_features = QueryFeaturizer(encoder, classifier=self.retriever.classifier)
+        self.by_id: dict[str, Query] = {q.id: q for q in self.dataset.queries}
+        self._cache: OrderedDict[str, Candidates] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[str, tuple[str, ...], FloatArray]] = OrderedDict()
+        #: Per-graph precomputations an environment shares with the others on this pipeline.
+        self.extras: dict[Any, Any] = {}
+
+    @classmethod
+    def shared(
+        cls,
+        dataset: DatasetLike,
+        traversal: TraversalConfig | Mapping[str, Any] | None = None,
+        encoder: str = "hashing",
+        entry_k: int = 2,
+        entry_ratio: float = 0.8,
+    ) -> CandidatePipeline:
+        """The process-wide pipeline for these arguments (built on first use, a few kept)."""
+        config = traversal_config(traversal)
+        key = (dataset_key(dataset), tuple(sorted(config.to_dict().items())), encoder, entry_k, entry_ratio)
+        hit = _PIPELINES.get(key)
+        if hit is not None and (isinstance(dataset, str) or hit[0] is dataset):
+            _PIPELINES.move_to_end(key)
+            return hit[1]
+        pipe = cls(dataset, config, encoder, entry_k, entry_ratio)
+        _PIPELINES[key] = (pipe.dataset, pipe)
+        while len(_PIPELINES) > _CACHE_SIZE:
+            _PIPELINES.popitem(last=False)
+        return pipe
+
+    def state(self, graph_id: str) -> Any:
+        """The retriever's per-graph state: ``graph``, ``arrays``, ``traverser``, ``builder``, ``entry``,
+        ``encoder``, ``attr_vectors``."""
+        return self.retriever._state(graph_id)
+
+    def queries(self, split: str) -> list[Query]:
+        """The queries of ``split`` (``train``, ``validation``, ``test``) or ``all``.
+
+        Raises:
+            ValueError: an unknown split.
+        """
+        if split == "all":
+            return list(self.dataset.queries)
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; expected one of {', '.join((*SPLITS, 'all'))}")
+        return self.dataset.split(split)  # type: ignore[arg-type]
+
+    def query(self, query_id: str) -> Query:
+        """The query with this id.
+
+        Raises:
+            ValueError: no such query in the dataset.
+        """
+        try:
+            return self.by_id[query_id]
+        except KeyError:
+            raise ValueError(f"query {query_id!r} is not in dataset {self.dataset.name!r}") from None
+
+    def entries(self, query: Query) -> tuple[str, tuple[str, ...], FloatArray]:
+        """``(intent, entry entity ids, query embedding)`` of ``query``, memoised by query id: the predicted
+        intent, the searched entries (none for a non-query), and the embedding in the encoder's space."""
+        hit = self._entries.get(query.id)
+        if hit is not None:
+            return hit
+        state = self.state(query.graph_id)
+        intent = self.query_features.intent(query)
+        entries = () if intent == "none" else tuple(self.retriever.entries(query, intent))
+        qv = np.asarray(state.encoder.encode([(query.text or "")[:1000]])[0], dtype=np.float32)
+        qv.setflags(write=False)
+        out = (intent, entries, qv)
+        self._entries[query.id] = out
+        while len(self._entries) > self.CACHE_SIZE:
+            self._entries.popitem(last=False)
+        return out
+
+    def candidates(self, query: Query) -> Candidates:
+        """Intent, entries and candidate paths of ``query`` (memoised by query id)."""
+        hit = self._cache.get(query.id)
+        if hit is not None:
+            return hit
+        state = self.state(query.graph_id)
+        intent, entries, qv = self.entries(query)
+        rel: Relevance | None = None
+        if state.attr_vectors is not None:
+            vectors = state.attr_vectors
+            rel = lambda idx: vectors[idx] @ qv  # noqa: E731
+        paths = (
+            state.traverser.walk(list(entries), intent, query.timestamp, relevance=rel).paths
+            if entries
+            else []
+        )
+        ts = None if query.timestamp is None else float(query.timestamp.timestamp())
+        ctx = ScoringContext(state.graph, state.arrays, entries, ts)
+        out = Candidates(query, intent, entries, paths, ctx, qv, rel)
+        self._cache[query.id] = out
+        while len(self._cache) > self.CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return out
+
+
+class QuerySchedule:
+    """Which query the next episode asks: ``random`` or ``sequential`` over a list, skipping the queries a
+    predicate rejects (their candidate set is empty) unless ``include_empty``.
+
+    The sequential position is part of the environment's state (``position``); a seeded reset starts it
+    over. ``rejected`` holds the positions found unusable (a cache: it changes no draw).
+
+    Raises:
+        ValueError: (from :meth:`next`) every query is rejected, naming the split and the dataset.
+    """
+
+    def __init__(self, queries: Sequence[Query], order: str, split: str, dataset_name: str) -> None:
+        if order not in ORDERS:
+            raise ValueError(f"unknown order {order!r}; expected one of {', '.join(ORDERS)}")
+        if not queries:
+            raise ValueError(f"split {split!r} of {dataset_name!r} has no queries")
+        self.queries = list(queries)
+        self.order = order
+        self.split = split
+        self.dataset_name = dataset_name
+        self.position = 0
+        self.rejected: set[int] = set()
+
+    def next(self, rng: np.random.Generator, usable: Callable[[Query], bool]) -> Query:
+        """The next usable query (``rng`` draws it in ``random`` order).
+
+        Draws do not depend on which queries were found unusable before (an unusable draw is simply drawn
+        again), so the same seed gives the same queries whatever the cache holds.
+        """
+        n = len(self.queries)
+        while len(self.rejected) < n:
+            if self.order == "random":
+                i = int(rng.random() * n)  # Generator.integers costs ~10x more per call
+            else:
+                i = self.position % n
+                self.position += 1
+            if i in self.rejected:
+                continue
+            if usable(self.queries[i]):
+                return self.queries[i]
+            self.rejected.add(i)
+        raise ValueError(
+            f"no query of split {self.split!r} in {self.dataset_name!r} has candidates "
+            f"({n} queries: non-queries or no entry entity); pass include_empty=True to serve them anyway"
+        )
+
+
+class RatingView:
+    """The rater's side of a constructed memory: the ids it holds, in the kind the truth counts, rated as a
+    :class:`~signet_rl.datasets.rater.SimulatedRater` rates them.
+
+    A constructed memory holds the attribute ids on its path (:meth:`MemoryBuilder.construct`'s ``items``),
+    plus the entities it reaches after its start for datasets whose truth counts entities. For truth that
+    counts memories (LoCoMo, MuSiQue) each attribute is resolved to its memory as the evaluation harness does
+    (:class:`~signet_rl.evaluation.items.ItemResolver`). Ratings are -1, 0, +1, or None (unrated).
+
+    :meth:`rate` is :meth:`SimulatedRater.rate` with its three uniforms per rating (rated?, flipped?, to
+    which label?) drawn from the rater's generator in blocks of 1,024 ratings, so a rating costs a set
+    lookup rather than a generator call: the same rule and distribution, a cheaper stream.
+
+    Args:
+        dataset: the dataset (its ground truth is read here and nowhere else in the environments).
+        noise_rate: the rater's label-flip probability.
+        rating_prob: the probability a memory is rated at all.
+    """
+
+    BLOCK = 1024
+
+    def __init__(self, dataset: Dataset, noise_rate: float = 0.05, rating_prob: float = 0.8) -> None:
+        for name, value in (("noise_rate", noise_rate), ("rating_prob", rating_prob)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+        self.dataset = dataset
+        self.noise_rate = float(noise_rate)
+        self.rating_prob = float(rating_prob)
+        self.resolver = ItemResolver(dataset)
+        self.rater = SimulatedRater(dataset.truth, self.noise_rate, self.rating_prob, seed=0)
+        self.entity_items = any(t.needed_kind == "entity" for t in dataset.truth.values())
+        self._memory_kind = any(t.needed_kind == "memory" for t in dataset.truth.values())
+        self._u: list[list[float]] = []
+        self._pos = 0
+
+    def seed(self, seed: int) -> None:
+        """Restart the rater's noise stream."""
+        self.rater.rng = np.random.default_rng(seed)
+        self._u, self._pos = [], 0
+
+    def get_state(self) -> dict[str, Any]:
+        """The noise stream's state (for pickling an environment)."""
+        return {"rng": self.rater.rng.bit_generator.state, "u": self._u, "pos": self._pos}
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        self.rater.rng.bit_generator.state = state["rng"]
+        self._u, self._pos = state["u"], state["pos"]
+
+    def items(self, query: Query, attribute_ids: Iterable[str], entity_ids: Iterable[str] = ()) -> list[str]:
+        """The truth-kind items of a memory holding these attributes (and these reached entities)."""
+        items = list(attribute_ids)
+        if self.entity_items:
+            items += [e for e in entity_ids if e not in items]
+        if self._memory_kind and self.dataset.truth[query.id].needed_kind == "memory":
+            out: list[str] = []
+            for i in items:
+                out.extend(self.resolver.resolve_id(query, i))
+            return out
+        return items
+
+    def rate(self, query: Query, items: Iterable[str]) -> int | None:
+        """The observed rating (noisy, possibly None)."""
+        true = int(self.rater.true_rating(query.id, items))
+        if self._pos >= len(self._u):
+            self._u, self._pos = self.rater.rng.random((self.BLOCK, 3)).tolist(), 0
+        u_rated, u_flip, u_which = self._u[self._pos]
+        self._pos += 1
+        if u_rated >= self.rating_prob:
+            return None
+        if u_flip < self.noise_rate:
+            return [r for r in (-1, 0, 1) if r != true][int(u_which * 2)]
+        return true
+
+    def true_rating(self, query: Query, items: Iterable[str]) -> int:
+        """The noiseless rating (for oracle evaluation only)."""
+        return int(self.rater.true_rating(query.id, items))
+
+
+def action_index(action: Any, n: int, who: str) -> int:
+    """``action`` as an int in ``[0, n)``.
+
+    Raises:
+        ValueError: not an integer, or outside ``Discrete(n)``, naming the action and the space.
+    """
+    value = action
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ValueError(f"{who}: action {action!r} is not an integer of the action space Discrete({n})")
+    i = int(value)
+    if not 0 <= i < n:
+        raise ValueError(f"{who}: action {i} is outside the action space Discrete({n})")
+    return i

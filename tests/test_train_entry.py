@@ -1,0 +1,91 @@
+"""python -m signet_rl.train: every config group instantiates, a multirun groups its jobs in MLflow, bad input
+fails clearly."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from mlflow.tracking import MlflowClient
+
+from signet_rl.learning.trainer import BanditConfig
+from signet_rl.train import build_scorer, traversal_config
+from signet_rl.traversal.config import TraversalConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf"
+SCORERS = sorted(p.stem for p in (CONF / "scorer").glob("*.yaml"))
+DATASETS = sorted(p.stem for p in (CONF / "dataset").glob("*.yaml") if p.stem != "signet")
+KG = sorted(f"kg/{p.stem}" for p in (CONF / "dataset" / "kg").glob("*.yaml"))
+
+
+def _compose(*overrides: str):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose("train", overrides=list(overrides))
+
+
+@pytest.mark.parametrize("scorer", SCORERS)
+def test_every_scorer_config_instantiates(scorer):
+    cfg = _compose(f"scorer={scorer}")
+    assert build_scorer(cfg).name == scorer
+    assert BanditConfig.from_dict({k: v for k, v in cfg.task.items() if k != "name"}).slate_size == 3
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_every_dataset_composes_with_the_bandit_task(dataset):
+    cfg = _compose(f"dataset={dataset}", "traversal.max_branching=2")
+    merged = TraversalConfig.from_dict(traversal_config(cfg))
+    assert merged.max_branching == 2  # the command line wins over the dataset's block
+
+
+@pytest.mark.parametrize("dataset", KG)
+def test_every_kg_dataset_composes_with_the_kg_task(dataset):
+    cfg = _compose("task=kg", f"dataset={dataset}")
+    assert cfg.task.name == "kg" and cfg.dataset.spec.startswith("kg:")
+
+
+@pytest.mark.slow  # two training jobs in a subprocess: about a minute on a quiet machine
+def test_multirun_sweeps_traversal_with_one_mlflow_run_per_job(tmp_path):
+    db = tmp_path / "mlflow.db"
+    env = {**os.environ, "SIGNET_RL_DATA": os.environ.get("SIGNET_RL_DATA", str(tmp_path))}
+    cmd = [
+        sys.executable, "-m", "signet_rl.train", "-m", "traversal.max_branching=2,4",
+        "dataset.spec=synthetic:tiny:0", "scorer=linucb", "task.max_interactions=6", "task.eval_every=0",
+        "task.max_val_queries=5", "task.max_test_queries=8", "baselines=[]", "ceiling=false", "bootstrap=10",
+        "progress=false", f"mlflow.tracking_uri=sqlite:///{db}", f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        f"run_dir={tmp_path}/runs/${{hydra:job.override_dirname}}",
+    ]  # fmt: skip
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with warnings.catch_warnings():  # MLflow's SQLAlchemy store warns about its own loader options
+        warnings.simplefilter("ignore")
+        client = MlflowClient(tracking_uri=f"sqlite:///{db}")
+        exp = client.get_experiment_by_name("signet_rl-train")
+        runs = client.search_runs([exp.experiment_id])
+    parents = [r for r in runs if "sweep_parent" in r.data.tags]
+    jobs = [r for r in runs if "sweep_parent" not in r.data.tags]
+    assert len(parents) == 1 and len(jobs) == 2
+    assert {r.data.tags["mlflow.parentRunId"] for r in jobs} == {parents[0].info.run_id}
+    assert sorted(r.data.params["traversal.max_branching"] for r in jobs) == ["2", "4"]
+    assert all(r.info.status == "FINISHED" and "test/learned/needed_recall" in r.data.metrics for r in jobs)
+
+
+def test_a_dataset_without_queries_is_refused(tmp_path, signet_schema_path):
+    import sqlite3
+
+    db = tmp_path / "store.db"
+    con = sqlite3.connect(db)
+    con.executescript(Path(signet_schema_path).read_text())
+    con.close()
+    cfg = _compose(
+        "dataset=signet", f"dataset.spec=signet:{db}", f"run_dir={tmp_path / 'run'}", "mlflow.enabled=false"
+    )
+    from signet_rl.train import train
+
+    with pytest.raises(ValueError, match=r"has no queries; the bandit loop needs rated queries"):
+        train(cfg)
