@@ -29,7 +29,7 @@ from signet_rl.evaluation.harness import render_markdown
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- learning:start -->", "<!-- learning:end -->"
 SEEDS = (0, 1, 2)
-METRICS = ("needed_recall", "precision", "f1", "ndcg@10", "zero_injection")
+METRICS = ("needed_recall", "precision", "f1", "ndcg@10", "silenced", "answered")
 
 # Runs on synthetic:medium are one pass over its training queries; evaluation subsets keep a run to minutes.
 MEDIUM = [
@@ -55,6 +55,12 @@ def runs() -> dict[str, tuple[str, list[str]]]:
     }
     for name, over in ablations.items():
         out[f"medium-gnn-{name}"] = ("ablation", [*MEDIUM, "scorer=gnn", "seed=0", *over])
+    for scorer in ("gnn", "linucb"):  # a budget that binds: here scorers differ on recall, not only order
+        for seed in SEEDS:
+            out[f"tight-{scorer}-s{seed}"] = (
+                "tight",
+                [*MEDIUM, f"scorer={scorer}", f"seed={seed}", "task.budget_chars=400"],
+            )
     out["drift-gnn"] = ("drift", [*MEDIUM, "scorer=gnn", "seed=0", "dataset.options.drift=true"])
     for scorer in ("gnn", "linucb"):
         for seed in SEEDS:
@@ -104,25 +110,36 @@ def _fmt(values: Sequence[float]) -> str:
     return f"{v.mean():.3f}" if len(v) == 1 else f"{v.mean():.3f} ± {v.std(ddof=1):.3f}"
 
 
+def per_retriever(name: str) -> dict[str, dict[str, float]]:
+    """A finished run's test figures per retriever, from its per-query rows: the means over answerable
+    queries, ``silenced`` (share of non-queries given nothing) and ``answered`` (share of real queries
+    given something)."""
+    rows = pd.read_csv(ROOT / "runs" / "report" / name / "artifacts" / "per_query.csv")
+    out: dict[str, dict[str, float]] = {}
+    for retriever, g in rows.groupby("retriever"):
+        real, none = g[g["n_needed"] > 0], g[g["n_needed"] == 0]
+        fig = {m: float(real[m].mean()) for m in ("needed_recall", "precision", "f1", "ndcg@10")}
+        fig["silenced"] = float(none["zero_injection"].mean()) if len(none) else math.nan
+        fig["answered"] = float(1 - real["zero_injection"].mean()) if len(real) else math.nan
+        out[str(retriever)] = fig
+    return out
+
+
 def comparison(prefix: str, scorers: Sequence[str]) -> tuple[str, list[int]]:
     """Mean ± sd over seeds of each retriever's test metrics, from the runs ``<prefix>-<scorer>-s<seed>``."""
     rows: dict[str, dict[str, list[float]]] = {}
     seeds: list[int] = []
     for scorer in scorers:
         for seed in SEEDS:
-            got = _finished(f"{prefix}-{scorer}-s{seed}")
-            if got is None:
+            if _finished(f"{prefix}-{scorer}-s{seed}") is None:
                 continue
             seeds.append(seed)
-            final = got[0]
-            for key, value in final.items():
-                parts = key.split("/")
-                if len(parts) != 3 or parts[0] != "test" or parts[2] not in METRICS:
-                    continue
-                retriever = f"trained {scorer}" if parts[1] == "learned" else parts[1]
+            for name, figures in per_retriever(f"{prefix}-{scorer}-s{seed}").items():
+                retriever = f"trained {scorer}" if name == "learned" else name
                 if retriever != f"trained {scorer}" and scorer != scorers[0]:
                     continue  # the shared baselines once (from the first scorer's runs)
-                rows.setdefault(retriever, {}).setdefault(parts[2], []).append(value)
+                for metric, value in figures.items():
+                    rows.setdefault(retriever, {}).setdefault(metric, []).append(value)
     if not rows:
         return "_no finished runs yet_", []
     lines = ["| retriever | " + " | ".join(METRICS) + " |", "|---|" + "---:|" * len(METRICS)]
@@ -131,7 +148,7 @@ def comparison(prefix: str, scorers: Sequence[str]) -> tuple[str, list[int]]:
     return "\n".join(lines), sorted(set(seeds))
 
 
-def to_90(curve: pd.DataFrame, metric: str = "val/needed_recall") -> float:
+def to_90(curve: pd.DataFrame, metric: str = "val/ndcg@10") -> float:
     """Rated interactions until the validation metric first reaches 90% of its final value."""
     if metric not in curve or curve[metric].isna().all():
         return math.nan
@@ -146,10 +163,18 @@ def report() -> str:
         "finished runs under `runs/report/` (each a `python -m signet_rl.train` job; mean ± sd over seeds)._",
         "",
     ]
-    for title, prefix in (("synthetic:medium", "medium"), ("LoCoMo (by conversation)", "locomo"),
-                          ("MuSiQue (5-fold)", "musique")):  # fmt: skip
+    for title, prefix in (("synthetic:medium, 2,000 characters", "medium"),
+                          ("synthetic:medium, 400 characters", "tight"),
+                          ("LoCoMo (by conversation), 2,000 characters", "locomo"),
+                          ("MuSiQue (5-fold), 2,000 characters", "musique")):  # fmt: skip
         table, seeds = comparison(prefix, ("gnn", "linucb"))
         lines += [f"#### {title}: test queries, seeds {seeds}", "", table, ""]
+    transfer = ROOT / "runs" / "report" / "transfer" / "figures.json"
+    if transfer.exists():
+        figures = json.loads(transfer.read_text())
+        table = render_markdown(pd.DataFrame(figures).T.reset_index(names="retriever"), 3)
+        title = "#### Transfer: the seed-0 GNN of `synthetic:medium:0`, tested on `synthetic:medium:1`"
+        lines += [title, "", table, ""]
     curves = []
     for name in sorted(runs()):
         got = _finished(name)
@@ -162,7 +187,8 @@ def report() -> str:
             "val needed_recall": float(curve["val/needed_recall"].iloc[-1])
             if "val/needed_recall" in curve
             else math.nan,
-            "to 90% of final": to_90(curve),
+            "val ndcg@10": float(curve["val/ndcg@10"].iloc[-1]) if "val/ndcg@10" in curve else math.nan,
+            "ndcg to 90% of final": to_90(curve),
             "mean rating": final.get("train/mean_rating", math.nan),
             "regret": final.get("train/cumulative_regret", math.nan),
             "explorer share": final.get("train/explorer_share", math.nan),
@@ -179,6 +205,38 @@ def report() -> str:
     return "\n".join(lines)
 
 
+def run_transfer() -> None:
+    """Evaluate the saved seed-0 GNN policy (no trainer, no edge statistics) on an unseen synthetic seed."""
+    out = ROOT / "runs" / "report" / "transfer" / "figures.json"
+    policy = ROOT / "runs" / "report" / "medium-gnn-s0" / "artifacts" / "policy"
+    if out.exists() or not policy.exists():
+        return
+    from signet_rl.datasets import load_dataset
+    from signet_rl.evaluation.harness import evaluate
+    from signet_rl.retrieval.desire import DesirePathRetriever
+    from signet_rl.retrieval.flat import UNCAPPED, flat_variant
+    from signet_rl.scorers.gnn import GNNPathScorer
+
+    ds = load_dataset("synthetic:medium:1")
+    traversal = {"max_branching": 4, "max_paths": 50, "max_depth": 2, "min_confidence": 0.5}
+    flat = flat_variant("flat_signet", encoder="hashing", **UNCAPPED)
+    flat.name = "flat_signet_uncapped"
+    retrievers = {
+        "trained gnn (seed-0 graph)": DesirePathRetriever(GNNPathScorer.load(policy), config=traversal),
+        "desire_prior": DesirePathRetriever("prior", config=traversal),
+        "desire_ppr": DesirePathRetriever("ppr", config=traversal),
+        "flat_signet_uncapped": flat,
+    }
+    res = evaluate(ds, retrievers, split="test", budget_chars=2000, n_boot=1)
+    real = res.rows[res.rows["n_needed"] > 0]
+    figures = {
+        str(r): {m: float(g[m].mean()) for m in ("needed_recall", "precision", "f1", "ndcg@10")}
+        for r, g in real.groupby("retriever")
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(figures, indent=2))
+
+
 def write(body: str, output: Path) -> None:
     text = output.read_text() if output.exists() else "# Results\n\n"
     block = f"{START}\n{body}\n{END}"
@@ -192,7 +250,9 @@ def write(body: str, output: Path) -> None:
 
 def main(argv: list[str] | None = None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--groups", nargs="*", default=None, help="main ablation drift locomo musique")
+    ap.add_argument(
+        "--groups", nargs="*", default=None, help="main tight ablation drift transfer locomo musique"
+    )
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--output", default=str(ROOT / "docs" / "results.md"))
     args = ap.parse_args(argv)
@@ -204,6 +264,8 @@ def main(argv: list[str] | None = None) -> str:
                 run_one(name, overrides)
             except Exception as exc:  # one failed run must not lose the others; it is reported
                 print(f"[{name}] FAILED: {type(exc).__name__}: {exc}", flush=True)
+        if not args.groups or "transfer" in args.groups:
+            run_transfer()
     body = report()
     print(body)
     write(body, Path(args.output))
