@@ -37,7 +37,10 @@ class _GraphState:
         self.graph = graph
         self.arrays = GraphArrays.from_graph(graph)
         self.traverser = Traverser(self.arrays, graph, config)
-        self.builder = MemoryBuilder(graph)
+        # A pure KG (entities and typed relations only, no facts, no source passages) answers with entities:
+        # its constructed memories list the entities they reach as items.
+        kg_only = graph.attributes.empty and "dependency_memory" not in graph.meta
+        self.builder = MemoryBuilder(graph, entity_items=kg_only)
         self.entry = EntrySearch(encoder=encoder).index(graph, self.arrays)
         self.encoder = self.entry.encoder or make_encoder(encoder)
         # Attribute vectors in arrays order, for ranking an aspect's facts against the query.
