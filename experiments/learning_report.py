@@ -29,7 +29,7 @@ from signet_rl.evaluation.harness import render_markdown
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- learning:start -->", "<!-- learning:end -->"
 SEEDS = (0, 1, 2)
-METRICS = ("needed_recall", "precision", "f1", "ndcg@10", "silenced", "answered")
+METRICS = ("needed_recall", "precision", "f1", "ndcg@10", "recall@5", "recall@10", "silenced", "answered")
 
 # Runs on synthetic:medium are one pass over its training queries; evaluation subsets keep a run to minutes.
 MEDIUM = [
@@ -118,7 +118,7 @@ def per_retriever(name: str) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for retriever, g in rows.groupby("retriever"):
         real, none = g[g["n_needed"] > 0], g[g["n_needed"] == 0]
-        fig = {m: float(real[m].mean()) for m in ("needed_recall", "precision", "f1", "ndcg@10")}
+        fig = {m: float(real[m].mean()) for m in METRICS[:6]}
         fig["silenced"] = float(none["zero_injection"].mean()) if len(none) else math.nan
         fig["answered"] = float(1 - real["zero_injection"].mean()) if len(real) else math.nan
         out[str(retriever)] = fig
