@@ -1,0 +1,492 @@
+"""A MINERVA / MultiHopKG-style walking policy, batched rollouts, beam search and REINFORCE.
+
+The policy (:class:`KGPolicy`) scores the candidate actions of a walk answering ``(e1, r_q, ?)``:
+
+.. math::
+
+    a_t &= [\\mathbf r_{t}; \\mathbf e_{t}] \\qquad\\text{(relation taken, entity reached)}\\\\
+    h_t &= \\mathrm{LSTM}(a_t, h_{t-1}), \\quad a_0 = [\\mathbf r_{\\text{START}}; \\mathbf e_1]\\\\
+    x_t &= W_2\\,\\mathrm{ReLU}(W_1 [h_t; \\mathbf e_t; \\mathbf r_q])\\\\
+    \\pi(a \\mid s_t) &= \\operatorname{softmax}_{a \\in \\mathcal A_t}
+        \\big([\\mathbf r_a; \\mathbf e_a]^\\top x_t\\big)
+
+with the softmax over the unmasked slots of the current entity's action space
+(:class:`~signet_rl.kg.walk.KGWalker`). ``use_entity_embeddings=False`` drops every entity vector (MINERVA's
+setting for Kinship, UMLS and NELL); ``gnn_layers > 0`` replaces the entity embedding table by the node
+states of a relational GNN over the walking graph (:class:`RelationalGNN`), recomputed on every forward
+pass so it trains end to end.
+
+Training (:func:`rollout`, :class:`Reinforce`): ``num_rollouts`` sampled walks per query, terminal reward
+(1 for a correct answer, or MultiHopKG's reward shaping ``R = hit + (1 - hit) σ(f(e1, r_q, e_T))`` with a
+KG-embedding anchor ``f``), REINFORCE with a moving-average baseline, normalised advantages and a decaying
+entropy bonus, as MINERVA. MultiHopKG's action dropout masks each candidate with probability ``p`` while
+sampling (never all of them) but scores the log-probability under the full distribution.
+
+Testing (:func:`beam_search`): the ``k`` best partial paths survive each step; after the last step each
+entity scores the best log-probability of a path ending there, and only the ``k`` best entities keep a
+finite score (MultiHopKG's unique top-k); every other entity is ``-inf``: never reached, a miss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from signet_rl.kg.walk import KGWalker
+
+__all__ = [
+    "KGPolicy",
+    "Reinforce",
+    "RelationalGNN",
+    "Rollout",
+    "anchor_end_scores",
+    "beam_search",
+    "rollout",
+    "shaped_rewards",
+]
+
+State = tuple[Tensor, Tensor]
+
+
+class RelationalGNN(nn.Module):
+    r"""Relational message passing over a fixed graph (CompGCN-style composition, mean aggregation).
+
+    .. math::
+
+        \mathbf h_v^{(l+1)} = \mathbf h_v^{(l)} + \mathrm{ReLU}\Big(W_0^{(l)} \mathbf h_v^{(l)}
+            + \frac{1}{\max(1, |\mathcal N(v)|)} \sum_{(u, r, v) \in \mathcal E} W_1^{(l)}
+              (\mathbf h_u^{(l)} \odot \mathbf z_r)\Big)
+
+    Messages flow along each edge ``u -r-> v`` (inverse edges, when the graph holds them, carry the other
+    direction). Pure torch (``index_add_``), so it needs no scatter extension; one pass costs
+    ``O(E · d + N · d²)`` per layer.
+
+    Args:
+        num_relations: relation ids ``0..R-1`` (each gets a composition vector ``z_r``).
+        dim: node state width ``d``.
+        edge_index: ``(source, target)`` of every edge. ``int64 [2, E]``.
+        edge_type: relation of every edge. ``int64 [E]``.
+        num_nodes: ``N``.
+        num_layers: ``L >= 1``.
+
+    Shapes:
+        - input: node features ``[N, d]``
+        - output: node states ``[N, d]``
+    """
+
+    edge_index: Tensor
+    edge_type: Tensor
+    inv_degree: Tensor
+
+    def __init__(
+        self,
+        num_relations: int,
+        dim: int,
+        edge_index: Tensor,
+        edge_type: Tensor,
+        num_nodes: int,
+        num_layers: int = 1,
+    ) -> None:
+        super().__init__()
+        if num_layers < 1:
+            raise ValueError(f"num_layers={num_layers} must be >= 1")
+        self.num_nodes = int(num_nodes)
+        self.relation = nn.Parameter(torch.empty(num_relations, dim))
+        self.self_lin = nn.ModuleList(nn.Linear(dim, dim) for _ in range(num_layers))
+        self.msg_lin = nn.ModuleList(nn.Linear(dim, dim, bias=False) for _ in range(num_layers))
+        self.register_buffer("edge_index", edge_index.long(), persistent=False)
+        self.register_buffer("edge_type", edge_type.long(), persistent=False)
+        deg = torch.bincount(edge_index[1].long(), minlength=num_nodes).clamp(min=1).float()
+        self.register_buffer("inv_degree", (1.0 / deg)[:, None], persistent=False)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.normal_(self.relation, mean=1.0, std=0.1)
+        for lin in [*self.self_lin, *self.msg_lin]:
+            lin.reset_parameters()
+
+    def forward(self, x: Tensor) -> Tensor:
+        src, dst = self.edge_index[0], self.edge_index[1]
+        z = self.relation[self.edge_type]
+        for w0, w1 in zip(self.self_lin, self.msg_lin, strict=True):
+            msg = torch.zeros_like(x).index_add_(0, dst, x[src] * z)
+            x = x + F.relu(w0(x) + w1(msg * self.inv_degree))
+        return x
+
+
+class KGPolicy(nn.Module):
+    """The walking policy (module docstring). Rebuild from :attr:`config` plus ``graph_triples``.
+
+    Args:
+        num_entities: ``N``.
+        num_relations: ``R`` dataset relations; tokens ``NO_OP``, ``START``, ``PAD`` are added.
+        entity_dim: entity embedding width (ignored without entity embeddings).
+        relation_dim: relation embedding width.
+        history_dim: LSTM state width.
+        hidden_dim: MLP hidden width (MINERVA: ``4 * hidden_size``).
+        use_entity_embeddings: include entity vectors in actions and state.
+        dropout: dropout after the MLP's hidden layer (training only).
+        gnn_layers: ``> 0`` computes entity vectors with a :class:`RelationalGNN` over ``graph_triples``.
+        graph_triples: ``(head, relation, tail)`` ids ``[E, 3]``, needed when ``gnn_layers > 0``.
+    """
+
+    def __init__(
+        self,
+        num_entities: int,
+        num_relations: int,
+        entity_dim: int = 50,
+        relation_dim: int = 50,
+        history_dim: int = 50,
+        hidden_dim: int = 200,
+        use_entity_embeddings: bool = True,
+        dropout: float = 0.0,
+        gnn_layers: int = 0,
+        graph_triples: np.ndarray | Tensor | None = None,
+    ) -> None:
+        super().__init__()
+        self.config: dict[str, Any] = {
+            "num_entities": int(num_entities),
+            "num_relations": int(num_relations),
+            "entity_dim": int(entity_dim),
+            "relation_dim": int(relation_dim),
+            "history_dim": int(history_dim),
+            "hidden_dim": int(hidden_dim),
+            "use_entity_embeddings": bool(use_entity_embeddings),
+            "dropout": float(dropout),
+            "gnn_layers": int(gnn_layers),
+        }
+        self.num_entities = int(num_entities)
+        self.num_relations = int(num_relations)
+        self.start_token = num_relations + 1
+        self.use_entities = bool(use_entity_embeddings)
+        self.relation_dim = int(relation_dim)
+        self.entity_dim = int(entity_dim) if self.use_entities else 0
+        self.relation_emb = nn.Embedding(num_relations + 3, relation_dim)
+        self.entity_emb = nn.Embedding(num_entities, entity_dim) if self.use_entities else None
+        self.gnn: RelationalGNN | None = None
+        if gnn_layers > 0:
+            if not self.use_entities:
+                raise ValueError("gnn_layers > 0 needs use_entity_embeddings=True (the GNN computes them)")
+            if graph_triples is None:
+                raise ValueError("gnn_layers > 0 needs graph_triples, the [E, 3] edges to pass messages on")
+            g = torch.from_numpy(np.array(graph_triples, dtype=np.int64).reshape(-1, 3))
+            self.gnn = RelationalGNN(
+                num_relations,
+                entity_dim,
+                g[:, [0, 2]].T.contiguous(),
+                g[:, 1],
+                num_entities,
+                num_layers=gnn_layers,
+            )
+        action_dim = self.relation_dim + self.entity_dim
+        self.action_dim = action_dim
+        self.history = nn.LSTMCell(action_dim, history_dim)
+        self.mlp = nn.Sequential(
+            nn.Linear(history_dim + self.entity_dim + relation_dim, hidden_dim),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(hidden_dim, action_dim),
+        )
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.xavier_uniform_(self.relation_emb.weight)
+        if self.entity_emb is not None:
+            nn.init.xavier_uniform_(self.entity_emb.weight)
+        if self.gnn is not None:
+            self.gnn.reset_parameters()
+        self.history.reset_parameters()
+        for m in self.mlp:
+            if isinstance(m, nn.Linear):
+                m.reset_parameters()
+
+    # -- building blocks ----------------------------------------------------------------------------
+
+    def entity_table(self) -> Tensor | None:
+        """Entity vectors ``[N, d_e]`` for this forward pass (GNN states when configured), or None."""
+        if self.entity_emb is None:
+            return None
+        x = self.entity_emb.weight
+        return self.gnn(x) if self.gnn is not None else x
+
+    def _action(self, rel: Tensor, ent: Tensor, table: Tensor | None) -> Tensor:
+        r = self.relation_emb(rel)
+        return r if table is None else torch.cat([r, table[ent]], dim=-1)
+
+    def begin(self, heads: Tensor, table: Tensor | None) -> State:
+        """The history after the dummy start action ``(START, e1)``."""
+        start = torch.full_like(heads, self.start_token)
+        h = torch.zeros(len(heads), self.history.hidden_size, device=heads.device)
+        return self.history(self._action(start, heads, table), (h, h.clone()))
+
+    def advance(self, state: State, rel: Tensor, ent: Tensor, table: Tensor | None) -> State:
+        """The history after taking ``(rel, ent)``."""
+        h, c = self.history(self._action(rel, ent, table), state)
+        return h, c
+
+    def logits(
+        self,
+        state: State,
+        current: Tensor,
+        query_relation: Tensor,
+        cand_rel: Tensor,
+        cand_ent: Tensor,
+        mask: Tensor,
+        table: Tensor | None,
+    ) -> Tensor:
+        """Scores of the candidate actions, ``-inf`` where masked. ``[B, A]``."""
+        parts = [state[0]]
+        if table is not None:
+            parts.append(table[current])
+        parts.append(self.relation_emb(query_relation))
+        x = self.mlp(torch.cat(parts, dim=-1))
+        x_r, x_e = x[:, : self.relation_dim], x[:, self.relation_dim :]
+        a = cand_rel.shape[1]
+        n_tok = self.relation_emb.num_embeddings
+        n_ent = 0 if table is None else table.shape[0]
+        if n_tok + n_ent <= a * self.action_dim:
+            # score every relation/entity once, then gather: [B, R + N] beats [B, A, d]
+            s = (x_r @ self.relation_emb.weight.T).gather(1, cand_rel)
+            if table is not None:
+                s = s + (x_e @ table.T).gather(1, cand_ent)
+        else:
+            s = (self.relation_emb(cand_rel) * x_r[:, None, :]).sum(-1)
+            if table is not None:
+                s = s + (table[cand_ent] * x_e[:, None, :]).sum(-1)
+        return s.masked_fill(~mask, float("-inf"))
+
+
+def _entropy(logp: Tensor) -> Tensor:
+    p = logp.exp()
+    return -(p * torch.where(torch.isfinite(logp), logp, torch.zeros_like(logp))).sum(-1)
+
+
+def _sample(probs: Tensor, generator: torch.Generator | None) -> Tensor:
+    """One draw per row by inverse CDF (one uniform per row; ``torch.multinomial`` draws one exponential per
+    entry, which dominates a CPU rollout step). ``[B, A] -> int64 [B, 1]``."""
+    cdf = probs.cumsum(dim=1)
+    u = torch.rand(probs.shape[0], 1, generator=generator, device=probs.device) * cdf[:, -1:]
+    idx = torch.searchsorted(cdf, u, right=True).clamp_(max=probs.shape[1] - 1)
+    ok = probs.gather(1, idx) > 0
+    return torch.where(ok, idx, probs.argmax(dim=1, keepdim=True))
+
+
+class Rollout(NamedTuple):
+    """Sampled walks. ``B`` walks, ``T`` steps."""
+
+    final: Tensor  #: entity each walk ends at, ``[B]``
+    log_probs: Tensor  #: log-probability of each action under the full policy, ``[B, T]``
+    entropies: Tensor  #: entropy of each step's action distribution, ``[B, T]``
+    relations: Tensor  #: relation token taken at each step, ``[B, T]``
+    entities: Tensor  #: entities visited, ``e1`` first, ``[B, T + 1]``
+
+
+def rollout(
+    policy: KGPolicy,
+    walker: KGWalker,
+    heads: Tensor,
+    relations: Tensor,
+    tails: Tensor | None,
+    path_length: int,
+    generator: torch.Generator | None = None,
+    action_dropout: float = 0.0,
+    last_step_exclude: Callable[[Tensor], Tensor] | None = None,
+) -> Rollout:
+    """Sample one walk per row.
+
+    Args:
+        policy: the policy (train mode for training rollouts).
+        walker: the action space.
+        heads, relations: the queries, ``int64 [B]`` (repeat them for several rollouts per query).
+        tails: labelled answers whose edges are masked (see :meth:`KGWalker.candidates`), or None.
+        path_length: ``T``.
+        generator: the random source of sampling and action dropout.
+        action_dropout: MultiHopKG's rate ``p`` of hiding each valid action while sampling; the sampled
+            action's log-probability and the entropy use the full distribution.
+        last_step_exclude: ``candidate entities [B, A] -> bool [B, A]``, slots hidden at the last step
+            (MINERVA / MultiHopKG hide the *other* correct answers there, so a walk is rewarded for the
+            labelled one only); a row left with no valid slot keeps its ``NO_OP``.
+    """
+    table = policy.entity_table()
+    state = policy.begin(heads, table)
+    cur = heads
+    logps, ents_, rels_, visited = [], [], [], [heads]
+    for t in range(path_length):
+        cand_rel, cand_ent, mask = walker.candidates(cur, heads, relations, tails)
+        if last_step_exclude is not None and t == path_length - 1:
+            mask = mask & ~last_step_exclude(cand_ent)
+            mask[:, 0] |= ~mask.any(dim=1)
+        logits = policy.logits(state, cur, relations, cand_rel, cand_ent, mask, table)
+        logp = torch.log_softmax(logits, dim=-1)
+        with torch.no_grad():
+            if action_dropout > 0.0:
+                keep = torch.rand(mask.shape, generator=generator, device=mask.device) >= action_dropout
+                keep &= mask
+                keep[~keep.any(dim=1)] = mask[~keep.any(dim=1)]
+                sample_logits = logits.detach().masked_fill(~keep, float("-inf"))
+            else:
+                sample_logits = logits.detach()
+            action = _sample(torch.softmax(sample_logits, dim=-1), generator)
+        logps.append(logp.gather(1, action).squeeze(1))
+        ents_.append(_entropy(logp))
+        rel = cand_rel.gather(1, action).squeeze(1)
+        cur = cand_ent.gather(1, action).squeeze(1)
+        rels_.append(rel)
+        visited.append(cur)
+        state = policy.advance(state, rel, cur, table)
+    return Rollout(
+        cur, torch.stack(logps, 1), torch.stack(ents_, 1), torch.stack(rels_, 1), torch.stack(visited, 1)
+    )
+
+
+@torch.no_grad()
+def beam_search(
+    policy: KGPolicy,
+    walker: KGWalker,
+    heads: Tensor,
+    relations: Tensor,
+    path_length: int,
+    beam_width: int,
+    tails: Tensor | None = None,
+) -> Tensor:
+    """Entity scores of ``B`` queries by beam search (module docstring).
+
+    Args:
+        policy: the policy (put it in eval mode first).
+        walker: the action space.
+        heads, relations: the queries, ``int64 [B]``.
+        path_length: ``T``.
+        beam_width: ``k``, paths kept per step and entities scored at the end.
+        tails: labelled answers whose direct edge is masked (MultiHopKG passes the query triple; it only
+            matters when the triple is itself a graph edge), or None.
+
+    Returns:
+        ``float [B, N]``: per entity the best log-probability of a kept path ending there, ``-inf`` where
+        none ends (or the entity is not among the ``k`` best).
+    """
+    if beam_width < 1:
+        raise ValueError(f"beam_width={beam_width} must be >= 1")
+    b = len(heads)
+    n = walker.num_entities
+    a = walker.num_actions
+    table = policy.entity_table()
+    state = policy.begin(heads, table)
+    cur = heads
+    score = torch.zeros(b, 1, device=heads.device)
+    out = torch.full((b, n), float("-inf"), device=heads.device)
+    for t in range(path_length):
+        k = cur.numel() // b
+        e1 = heads.repeat_interleave(k)
+        rq = relations.repeat_interleave(k)
+        e2 = tails.repeat_interleave(k) if tails is not None else None
+        cand_rel, cand_ent, mask = walker.candidates(cur, e1, rq, e2)
+        logp = torch.log_softmax(policy.logits(state, cur, rq, cand_rel, cand_ent, mask, table), dim=-1)
+        total = (score.reshape(-1, 1) + logp).reshape(b, k * a)
+        if t == path_length - 1:
+            out.scatter_reduce_(1, cand_ent.reshape(b, k * a), total, reduce="amax")
+            break
+        width = min(beam_width, k * a)
+        score, idx = total.topk(width, dim=1)
+        parent = (torch.arange(b, device=heads.device)[:, None] * k + idx // a).reshape(-1)
+        rel = cand_rel.reshape(b, k * a).gather(1, idx).reshape(-1)
+        cur = cand_ent.reshape(b, k * a).gather(1, idx).reshape(-1)
+        state = (state[0][parent], state[1][parent])
+        state = policy.advance(state, rel, cur, table)
+    if beam_width < n:
+        vals, idx = out.topk(beam_width, dim=1)
+        out = torch.full_like(out, float("-inf")).scatter_(1, idx, vals)
+    return out
+
+
+def shaped_rewards(hit: Tensor, anchor_scores: Tensor | None) -> Tensor:
+    """MultiHopKG's reward shaping: ``hit + (1 - hit) * sigmoid(score)``; plain ``hit`` without an anchor.
+
+    Args:
+        hit: 1.0 where the walk ended at a correct answer. ``[B]``.
+        anchor_scores: the anchor's raw score ``f(e1, r_q, e_T)`` of each walk's end, or None. ``[B]``.
+    """
+    hit = hit.float()
+    if anchor_scores is None:
+        return hit
+    return hit + (1.0 - hit) * torch.sigmoid(anchor_scores.float())
+
+
+class Reinforce:
+    """REINFORCE with a moving-average baseline and a decaying entropy bonus (MINERVA's trainer).
+
+    ``loss = -mean_{b,t}(A_b · log π(a_bt)) - β · mean_{b,t} H(π_bt)`` with ``A = (R - b̄) / std``
+    (normalised over the batch), ``b̄ ← (1 - λ) b̄ + λ · mean(R)`` after each batch, and
+    ``β ← β · decay`` every ``decay_every`` batches.
+
+    Args:
+        beta: initial entropy weight (MINERVA 0.05).
+        beta_decay: multiplicative decay (MINERVA 0.9).
+        decay_every: batches between decays (MINERVA 200).
+        baseline_rate: ``λ`` of the baseline average (MINERVA's ``Lambda``).
+    """
+
+    def __init__(
+        self, beta: float = 0.05, beta_decay: float = 0.9, decay_every: int = 200, baseline_rate: float = 0.05
+    ) -> None:
+        if beta < 0 or not 0 < beta_decay <= 1 or decay_every < 1 or not 0 <= baseline_rate <= 1:
+            raise ValueError(
+                f"Reinforce(beta={beta}, beta_decay={beta_decay}, decay_every={decay_every}, "
+                f"baseline_rate={baseline_rate}): need beta >= 0, 0 < beta_decay <= 1, decay_every >= 1, "
+                "0 <= baseline_rate <= 1"
+            )
+        self.beta0 = float(beta)
+        self.beta_decay = float(beta_decay)
+        self.decay_every = int(decay_every)
+        self.baseline_rate = float(baseline_rate)
+        self.baseline = 0.0
+        self.updates = 0
+
+    @property
+    def beta(self) -> float:
+        return self.beta0 * self.beta_decay ** (self.updates // self.decay_every)
+
+    def loss(self, log_probs: Tensor, entropies: Tensor, rewards: Tensor) -> Tensor:
+        """The batch loss; also advances the baseline and the entropy schedule."""
+        r = rewards.detach().float()
+        adv = r - self.baseline
+        adv = (adv - adv.mean()) / (adv.std(unbiased=False) + 1e-6) if r.numel() > 1 else adv
+        pg = -(adv[:, None] * log_probs).mean()
+        loss = pg - self.beta * entropies.mean()
+        self.baseline += self.baseline_rate * (float(r.mean()) - self.baseline)
+        self.updates += 1
+        return loss
+
+    def state_dict(self) -> dict[str, float]:
+        return {"baseline": self.baseline, "updates": float(self.updates)}
+
+    def load_state_dict(self, state: dict[str, float]) -> None:
+        self.baseline = float(state["baseline"])
+        self.updates = int(state["updates"])
+
+
+def anchor_end_scores(
+    score_tails: Callable[[Tensor, Tensor], Tensor],
+    heads: Tensor,
+    relations: Tensor,
+    ends: Tensor,
+    group: int,
+) -> Tensor:
+    """An anchor's score of each walk's end entity, calling ``score_tails`` once per query.
+
+    Args:
+        score_tails: ``(heads [Q], relations [Q]) -> [Q, N]`` (e.g. ``KGEAnchor.score_tails``).
+        heads, relations: per walk, ``[Q * group]``, ``group`` consecutive walks per query.
+        ends: each walk's final entity ``[Q * group]``.
+        group: rollouts per query.
+    """
+    q = heads.numel() // group
+    h = heads.reshape(q, group)[:, 0]
+    r = relations.reshape(q, group)[:, 0]
+    with torch.no_grad():
+        s = score_tails(h, r)
+    return s.gather(1, ends.reshape(q, group)).reshape(-1)

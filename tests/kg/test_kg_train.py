@@ -1,0 +1,159 @@
+"""train_kg / run_kg (signet_rl.kg.train): configs compose, the walker learns, a killed run resumes to the
+same numbers, anchors ride along (MLflow logging: test_kg_tracking.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig, OmegaConf
+
+from signet_rl.kg.train import CHECKPOINT, build_policy, evaluate_policy, path_length_of, run_kg, train_kg
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+KG_DATASETS = sorted(p.stem for p in (CONF / "dataset" / "kg").glob("*.yaml"))
+GRAPH = "a\tr1\tb\nb\tr2\tc\na\tr2\td\nd\tr1\tc\nc\tr1\te\nb\tr1\te\ne\tr2\ta\n"
+SMALL = [
+    "task.progress=false",
+    "task.anchors=[]",
+    "task.time_budget_s=null",
+    "task.entity_dim=8",
+    "task.relation_dim=8",
+    "task.history_dim=8",
+    "task.hidden_dim=16",
+    "task.beam_width=8",
+]
+
+
+def make_cfg(overrides: list[str]) -> DictConfig:
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(
+            overrides=["+task=kg", "+seed=0", "+run_dir=null", "+mlflow.enabled=false", *overrides]
+        )
+
+
+@pytest.fixture(scope="module")
+def tiny_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("kgtrain")
+    folder = root / "kg" / "tiny"
+    folder.mkdir(parents=True)
+    (folder / "graph.txt").write_text(GRAPH)
+    (folder / "train.txt").write_text("a\tr3\tc\na\tr1\tb\nb\tr3\te\nd\tr3\ta\nc\tr3\tb\n")
+    (folder / "dev.txt").write_text("d\tr3\te\n")
+    (folder / "test.txt").write_text("b\tr3\tc\n")
+    return root
+
+
+def tiny_cfg(root: Path, run_dir: Path | None, *extra: str) -> DictConfig:
+    cfg = make_cfg(["+dataset=kg/kinship", *SMALL, *extra])
+    cfg.dataset.spec = "kg:tiny"
+    cfg.dataset.data_root = str(root)
+    cfg.dataset.inverse = True
+    cfg.run_dir = str(run_dir) if run_dir is not None else None
+    return cfg
+
+
+@pytest.mark.parametrize("name", KG_DATASETS)
+def test_kg_dataset_configs_compose(name, monkeypatch, tmp_path):
+    monkeypatch.setenv("SIGNET_RL_DATA", str(tmp_path))
+    cfg = make_cfg([f"+dataset=kg/{name}"])
+    assert cfg.dataset.spec == f"kg:{name}" and cfg.dataset.data_root == str(tmp_path)
+    assert path_length_of(cfg) == {"countries_S3": 3, "nell-995": 3}.get(name, 2)
+    assert cfg.task.path_length is None and cfg.task.shaping in ("none", "complex", "distmult")
+
+
+@pytest.mark.data
+def test_walker_learns_countries_s1(require_data):
+    root = require_data("kg/countries_S1").parents[1]
+    cfg = make_cfg(
+        [
+            "+dataset=kg/countries_S1",
+            f"dataset.data_root={root}",
+            *SMALL[:3],
+            "task.max_batches=20",
+            "task.num_rollouts=10",
+            "task.entity_dim=25",
+            "task.relation_dim=25",
+            "task.history_dim=25",
+            "task.hidden_dim=100",
+        ]
+    )
+    torch.set_num_threads(1)
+    results = run_kg(cfg)
+    # the same initialisation, untrained, on the same queries
+    from signet_rl.kg.train import _load_task
+
+    task = _load_task(cfg)
+    torch.manual_seed(0)
+    untrained = evaluate_policy(build_policy(task, cfg), task, task.queries("test"), 2, 100)["mrr"]
+    trained = results["test"]["kg_walk/mrr"]
+    assert trained >= 0.95 and trained - untrained >= 0.3, (untrained, trained)
+    assert results["validation"]["kg_walk/n"] == 24 and results["train"]["batches"] == 20
+
+
+def test_killed_run_resumes_to_the_same_numbers(tiny_root, tmp_path):
+    extra = (
+        "task.max_batches=6",
+        "task.batch_size=2",
+        "task.num_rollouts=4",
+        "task.checkpoint_every=2",
+        "task.dropout=0.2",
+    )
+    whole = run_kg(tiny_cfg(tiny_root, tmp_path / "whole", *extra))
+
+    def kill_at_5(step: int) -> None:
+        if step == 5:
+            raise KeyboardInterrupt
+
+    cut = tiny_cfg(tiny_root, tmp_path / "cut", *extra)
+    with pytest.raises(KeyboardInterrupt):
+        run_kg(cut, on_batch=kill_at_5)
+    assert torch.load(tmp_path / "cut" / CHECKPOINT, weights_only=False)["step"] == 4
+    resumed = run_kg(cut)
+    for key in ("validation", "test"):
+        assert resumed[key] == whole[key]
+    assert resumed["train"]["batches"] == whole["train"]["batches"] == 6
+    a = torch.load(tmp_path / "whole" / CHECKPOINT, weights_only=False)
+    b = torch.load(tmp_path / "cut" / CHECKPOINT, weights_only=False)
+    assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+    assert a["reinforce"] == b["reinforce"]
+    with pytest.raises(ValueError, match="was written by a run with another config"):
+        run_kg(tiny_cfg(tiny_root, tmp_path / "cut", *extra[:-1], "task.dropout=0.1"))
+
+
+def test_anchor_shaping_gnn_and_resumed_anchor(tiny_root, tmp_path):
+    cfg = tiny_cfg(
+        tiny_root,
+        tmp_path / "run",
+        "task.max_batches=2",
+        "task.anchors=[distmult]",
+        "task.shaping=distmult",
+        "+task.anchor.epochs=2",
+        "+task.anchor.dim=4",
+        "task.gnn=true",
+    )
+    mrr = train_kg(cfg)
+    saved = tmp_path / "run" / "anchors" / "distmult.pt"
+    assert saved.exists()
+    results = OmegaConf.load(tmp_path / "run" / "results.json")
+    assert mrr == results.validation["kg_walk/mrr"]
+    assert {"anchor_distmult/mrr", "kg_walk/hits@10"} <= set(results.test)
+    stamp = saved.stat().st_mtime_ns
+    again = run_kg(cfg)  # finished run: reloads the anchor and the checkpoint, re-evaluates
+    assert saved.stat().st_mtime_ns == stamp and again["test"] == dict(results.test)
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("task.shaping=complex", "task.shaping='complex' needs that anchor trained in the run"),
+        ("task.shaping=transe", "task.shaping='transe' is not one of"),
+        ("task.beam_width=0", "task.beam_width=0 must be >= 1"),
+        ("task.action_dropout=1.0", r"task.action_dropout=1.0 must be in \[0, 1\)"),
+    ],
+)
+def test_bad_task_config_is_named(tiny_root, override, message):
+    with pytest.raises(ValueError, match=message):
+        run_kg(tiny_cfg(tiny_root, None, override))

@@ -1,0 +1,167 @@
+"""The walking policy (signet_rl.kg.policy): beam search by hand, rollouts, action dropout, GNN, REINFORCE."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from signet_rl.kg.policy import KGPolicy, Reinforce, beam_search, rollout, shaped_rewards
+from signet_rl.kg.walk import KGWalker
+
+# 0 -> 1, 0 -> 2, 1 -> 3, 2 -> 4 (relation 0), 2 -> 3 (relation 1)
+TRIPLES = np.array([[0, 0, 1], [0, 0, 2], [1, 0, 3], [2, 0, 4], [2, 1, 3]])
+# transition probabilities P[current, next]; the diagonal is NO_OP
+P = np.zeros((5, 5))
+P[0, [0, 1, 2]] = [0.1, 0.6, 0.3]
+P[1, [1, 3]] = [0.5, 0.5]
+P[2, [2, 4, 3]] = [0.2, 0.4, 0.4]
+P[3, 3] = P[4, 4] = 1.0
+
+
+class TablePolicy:
+    """A stand-in policy whose action scores are log P[current, next entity]: hand-computable paths."""
+
+    def __init__(self) -> None:
+        with np.errstate(divide="ignore"):
+            self.logp = torch.tensor(np.log(P), dtype=torch.float32)
+
+    def entity_table(self):
+        return None
+
+    def begin(self, heads, table):
+        return torch.zeros(len(heads), 1), torch.zeros(len(heads), 1)
+
+    def advance(self, state, rel, ent, table):
+        return state
+
+    def logits(self, state, current, query_relation, cand_rel, cand_ent, mask, table):
+        return self.logp[current[:, None], cand_ent].masked_fill(~mask, float("-inf"))
+
+
+def walker() -> KGWalker:
+    return KGWalker.from_triples(TRIPLES, num_entities=5, num_relations=2)
+
+
+def test_beam_search_scores_each_entity_by_its_best_path():
+    scores = beam_search(TablePolicy(), walker(), torch.tensor([0]), torch.tensor([0]), 2, beam_width=10)
+    # paths: 0-0-0 .01, 0-0-1 .06, 0-0-2 .03, 0-1-1 .3, 0-1-3 .3, 0-2-2 .06, 0-2-4 .12, 0-2-3 .12
+    expected = np.log([0.01, 0.3, 0.06, 0.3, 0.12])
+    assert np.allclose(scores[0].numpy(), expected, atol=1e-6)
+
+
+def test_narrow_beam_prunes_paths_and_keeps_the_k_best_entities():
+    scores = beam_search(TablePolicy(), walker(), torch.tensor([0]), torch.tensor([0]), 2, beam_width=2)
+    # step 1 keeps 1 (.6) and 2 (.3); endings 1: .3, 3: .3, 4: .12, 2: .06 -> the 2 best entities survive
+    s = scores[0].numpy()
+    assert np.allclose(s[[1, 3]], np.log([0.3, 0.3]), atol=1e-6)
+    assert np.isneginf(s[[0, 2, 4]]).all()
+
+
+def test_beam_search_masks_the_query_edge_and_batches_queries():
+    w = walker()
+    policy = TablePolicy()
+    both = beam_search(
+        policy, w, torch.tensor([0, 2]), torch.tensor([0, 0]), 1, 10, tails=torch.tensor([1, -1])
+    )
+    # query 0 may not take its own edge 0 -r0-> 1; the remaining slots renormalise (0: .1/.4, 2: .3/.4)
+    assert np.allclose(both[0].exp().numpy(), [0.25, 0.0, 0.75, 0.0, 0.0], atol=1e-6)
+    assert np.allclose(both[1].exp().numpy(), P[2], atol=1e-6)
+    assert np.isneginf(both[0, [1, 3, 4]].numpy()).all()
+
+
+def test_policy_rollout_takes_only_valid_actions_and_never_the_query_edge():
+    torch.manual_seed(0)
+    w = walker()
+    policy = KGPolicy(5, 2, entity_dim=8, relation_dim=8, history_dim=8, hidden_dim=16)
+    heads = torch.zeros(200, dtype=torch.long)
+    rels = torch.zeros(200, dtype=torch.long)
+    tails = torch.ones(200, dtype=torch.long)
+    ro = rollout(policy, w, heads, rels, tails, 2, torch.Generator().manual_seed(0), action_dropout=0.5)
+    assert ro.log_probs.shape == (200, 2) and ro.entities.shape == (200, 3)
+    edges = {(int(h), int(r), int(t)) for h, r, t in TRIPLES}
+    for path, rel in zip(ro.entities.tolist(), ro.relations.tolist(), strict=True):
+        for (u, v), r in zip(itertools.pairwise(path), rel, strict=True):
+            assert (r == w.no_op and u == v) or (u, r, v) in edges
+        assert (path[0], rel[0], path[1]) != (0, 0, 1)
+    assert torch.isfinite(ro.log_probs).all() and (ro.entropies >= 0).all()
+    again = rollout(policy, w, heads, rels, tails, 2, torch.Generator().manual_seed(0), action_dropout=0.5)
+    assert torch.equal(ro.entities, again.entities)  # the generator makes sampling reproducible
+
+
+def test_last_step_exclude_hides_other_answers():
+    w = walker()
+    policy = KGPolicy(5, 2, entity_dim=4, relation_dim=4, history_dim=4, hidden_dim=8)
+    heads = torch.zeros(300, dtype=torch.long)
+    ro = rollout(
+        policy,
+        w,
+        heads,
+        heads,
+        None,
+        2,
+        torch.Generator().manual_seed(1),
+        last_step_exclude=lambda cand: cand == 3,
+    )
+    assert not (ro.final == 3).any() and (ro.final == 4).any()
+
+
+def test_gnn_variant_trains_end_to_end_and_rebuilds_from_its_config():
+    torch.manual_seed(0)
+    w = walker()
+    policy = KGPolicy(
+        5, 2, entity_dim=8, relation_dim=8, history_dim=8, hidden_dim=16, gnn_layers=2, graph_triples=TRIPLES
+    )
+    ro = rollout(policy, w, torch.zeros(16, dtype=torch.long), torch.zeros(16, dtype=torch.long), None, 2)
+    loss = Reinforce().loss(ro.log_probs, ro.entropies, (ro.final == 3).float())
+    loss.backward()
+    assert policy.gnn is not None and policy.gnn.msg_lin[0].weight.grad is not None
+    clone = KGPolicy(**policy.config, graph_triples=TRIPLES)
+    clone.load_state_dict(policy.state_dict())
+    policy.eval()
+    clone.eval()
+    a = beam_search(policy, w, torch.tensor([0]), torch.tensor([0]), 2, 10)
+    assert torch.equal(a, beam_search(clone, w, torch.tensor([0]), torch.tensor([0]), 2, 10))
+    with pytest.raises(ValueError, match="gnn_layers > 0 needs graph_triples"):
+        KGPolicy(5, 2, gnn_layers=1)
+
+
+def test_relation_only_policy_scores_with_both_paths_alike():
+    torch.manual_seed(0)
+    policy = KGPolicy(5, 2, relation_dim=6, history_dim=6, hidden_dim=8, use_entity_embeddings=False)
+    assert policy.entity_table() is None and policy.action_dim == 6
+    w = walker()
+    cur = torch.tensor([0, 2])
+    state = policy.begin(cur, None)
+    rel, ent, mask = w.candidates(cur, cur, torch.tensor([0, 0]))
+    logits = policy.logits(state, cur, torch.tensor([0, 0]), rel, ent, mask, None)
+    assert torch.isneginf(logits[~mask]).all() and torch.isfinite(logits[mask]).all()
+
+
+def test_reinforce_baseline_entropy_schedule_and_state():
+    pg = Reinforce(beta=0.1, beta_decay=0.5, decay_every=2, baseline_rate=0.5)
+    logp = torch.zeros(4, 2, requires_grad=True)
+    for _ in range(3):
+        pg.loss(logp, torch.zeros(4, 2), torch.tensor([1.0, 0.0, 0.0, 1.0]))
+    assert pg.baseline == pytest.approx(0.4375) and pg.beta == pytest.approx(0.05)
+    loss = pg.loss(logp, torch.zeros(4, 2), torch.tensor([1.0, 0.0, 0.0, 0.0]))
+    loss.backward()
+    assert logp.grad is not None and logp.grad[0].sum() < 0 < logp.grad[1].sum()  # raise the hit's log-prob
+    other = Reinforce()
+    other.load_state_dict(pg.state_dict())
+    assert (other.baseline, other.updates) == (pg.baseline, pg.updates)
+    with pytest.raises(ValueError, match="beta_decay=0"):
+        Reinforce(beta_decay=0)
+
+
+def test_shaped_rewards_follow_multihopkg():
+    hit = torch.tensor([1.0, 0.0])
+    assert shaped_rewards(hit, None).tolist() == [1.0, 0.0]
+    shaped = shaped_rewards(hit, torch.tensor([5.0, 0.0]))
+    assert shaped.tolist() == [1.0, pytest.approx(0.5)]
+    assert float(shaped_rewards(torch.tensor([0.0]), torch.tensor([2.0]))) == pytest.approx(
+        1 / (1 + math.exp(-2))
+    )
