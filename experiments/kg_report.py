@@ -1,0 +1,151 @@
+"""KG path reasoning on the benchmarks beside the published figures (issue 7), resumably.
+
+Each (dataset, seed) is one ``python -m signet_rl.train task=kg dataset=kg/<name>`` job composed in process,
+in its own folder ``runs/report-kg/<name>-s<seed>``; a finished one (``results.json``) is skipped, an
+interrupted one resumes from its checkpoint. The walker and the in-run ComplEx/DistMult anchors are ranked by
+the one filtered evaluator (``signet_rl.kg.ranking``). Writes its section into ``docs/results.md`` between
+``kg:start``/``kg:end``.
+
+    python experiments/kg_report.py --datasets countries_S1 kinship umls --seeds 0 1 2 --budget 1200
+    python experiments/kg_report.py --report-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+START, END = "<!-- kg:start -->", "<!-- kg:end -->"
+# MultiHopKG (Lin et al. 2018), Table 2, test, filtered, x100: H@1 / H@10 / MRR.
+PUBLISHED = {
+    "umls": {
+        "MINERVA": (72.8, 96.8, 82.5),
+        "MultiHopKG (ConvE)": (90.2, 99.2, 94.0),
+        "MultiHopKG (ComplEx)": (88.7, 98.5, 92.9),
+        "ComplEx": (89.0, 99.2, 93.4),
+    },
+    "kinship": {
+        "MINERVA": (60.5, 92.4, 72.0),
+        "MultiHopKG (ConvE)": (78.9, 98.2, 86.5),
+        "MultiHopKG (ComplEx)": (81.1, 98.2, 87.8),
+        "ComplEx": (81.8, 98.1, 88.4),
+    },
+    "nell-995": {
+        "MINERVA": (66.3, 83.1, 72.5),
+        "MultiHopKG (ConvE)": (65.6, 84.4, 72.7),
+        "MultiHopKG (ComplEx)": (65.5, 83.6, 72.2),
+        "ComplEx": (64.3, 86.0, 72.6),
+    },
+}
+
+
+def run_one(name: str, seed: int, budget: float) -> dict:
+    from hydra import compose, initialize_config_dir
+
+    from signet_rl.kg.train import run_kg
+
+    folder = ROOT / "runs" / "report-kg" / f"{name}-s{seed}"
+    if (folder / "results.json").exists():
+        return json.loads((folder / "results.json").read_text())
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(
+            "train",
+            overrides=[
+                "task=kg",
+                f"dataset=kg/{name}",
+                f"seed={seed}",
+                f"run_dir={folder}",
+                f"task.time_budget_s={budget}",
+                "task.progress=false",
+            ],
+        )
+    t = time.perf_counter()
+    out = run_kg(cfg)
+    print(f"[{name} seed {seed}] {time.perf_counter() - t:.0f} s", flush=True)
+    return out
+
+
+def report() -> str:
+    rows: dict[str, dict[str, list[dict]]] = {}
+    seconds: dict[str, list[float]] = {}
+    for path in sorted((ROOT / "runs" / "report-kg").glob("*/results.json")):
+        name = path.parent.name.rsplit("-s", 1)[0]
+        res = json.loads(path.read_text())
+        test = res.get("test", {})
+        for key in ("kg_walk", "anchor_complex", "anchor_distmult"):
+            got = {m: test.get(f"{key}/{m}") for m in ("hits@1", "hits@3", "hits@10", "mrr")}
+            if got["mrr"] is not None:
+                rows.setdefault(name, {}).setdefault(key, []).append(got)
+        seconds.setdefault(name, []).append(res.get("timing", {}).get("total_s", float("nan")))
+    lines = [
+        f"_Written by `python experiments/kg_report.py` on {time.strftime('%Y-%m-%d')} from the finished "
+        "runs under `runs/report-kg/`. Test split, tail queries, filtered ranking (protocol: "
+        "`docs/kg_protocol.md`), ×100, mean ± sd over seeds; inverse edges on every dataset "
+        "(MultiHopKG's setting)._",
+        "",
+        "| dataset | model | seeds | H@1 | H@3 | H@10 | MRR | minutes per seed (2 CPU cores) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    labels = {
+        "kg_walk": "our walker (REINFORCE, beam 100)",
+        "anchor_complex": "ComplEx (in-run anchor)",
+        "anchor_distmult": "DistMult (in-run anchor)",
+    }
+    for name in sorted(rows):
+        for key, runs in rows[name].items():
+            cells = []
+            for m in ("hits@1", "hits@3", "hits@10", "mrr"):
+                v = 100 * np.asarray([r[m] for r in runs], dtype=float)
+                cells.append(f"{v.mean():.1f}" + (f" ± {v.std(ddof=1):.1f}" if len(v) > 1 else ""))
+            minutes = np.nanmean(seconds[name]) / 60
+            lines.append(
+                f"| {name} | {labels[key]} | {len(runs)} | " + " | ".join(cells) + f" | {minutes:.1f} |"
+            )
+        for model, (h1, h10, mrr) in PUBLISHED.get(name, {}).items():
+            lines.append(f"| {name} | {model} (published) | – | {h1} | – | {h10} | {mrr} | GPU, far longer |")
+    return "\n".join(lines)
+
+
+def write(body: str, output: Path) -> None:
+    text = output.read_text() if output.exists() else "# Results\n\n"
+    block = f"{START}\n{body}\n{END}"
+    if START in text:
+        head, rest = text.split(START, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip() + "\n\n## KG path reasoning (issue 7)\n\n" + block + "\n"
+    output.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> str:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--datasets", nargs="*", default=["countries_S1", "countries_S2", "countries_S3", "kinship", "umls"]
+    )
+    ap.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
+    ap.add_argument(
+        "--budget", type=float, default=1200.0, help="training seconds per seed (issue: <= 20 min)"
+    )
+    ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--output", default=str(ROOT / "docs" / "results.md"))
+    args = ap.parse_args(argv)
+    if not args.report_only:
+        for seed in args.seeds:
+            for name in args.datasets:
+                try:
+                    run_one(name, seed, args.budget)
+                except Exception as exc:  # one failed run must not lose the others
+                    print(f"[{name} seed {seed}] FAILED: {type(exc).__name__}: {exc}", flush=True)
+    body = report()
+    print(body)
+    write(body, Path(args.output))
+    return body
+
+
+if __name__ == "__main__":
+    main()
