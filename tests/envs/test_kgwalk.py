@@ -46,7 +46,7 @@ def same(x, y) -> bool:
 
 def test_passes_gymnasium_check_env(tiny):
     check_env(KGWalkEnv(tiny, path_length=2), skip_render_check=True)
-    check_env(KGWalkEnv(tiny, split="validation", path_length=3, strict=True), skip_render_check=True)
+    check_env(KGWalkEnv(tiny, split="validation", path_length=3), skip_render_check=True)
 
 
 def test_observation_is_small_fixed_shape_and_hides_the_answer(tiny):
