@@ -1,4 +1,4 @@
-"""The bandit loop: checkpoints resume to the same numbers, bad input fails clearly, evaluation never learns."""
+"""The bandit loop: checkpoints resume to the same numbers, bad input fails clearly, evaluation is frozen."""
 
 from __future__ import annotations
 
