@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -21,8 +22,9 @@ def tiny():
 
 def _trainer(ds, run_dir, scorer="prior", **over):
     cfg = BanditConfig(**{**CFG, **over})
-    return BanditTrainer(ds, make_scorer(scorer), cfg, traversal={"max_depth": 2}, seed=3, run_dir=run_dir,
-                         progress=False)
+    return BanditTrainer(
+        ds, make_scorer(scorer), cfg, traversal={"max_depth": 2}, seed=3, run_dir=run_dir, progress=False
+    )
 
 
 def test_interrupted_and_resumed_run_ends_with_the_same_curve(tiny, tmp_path):
@@ -101,3 +103,29 @@ def test_learning_split_deals_folds_into_train_validation_test(tiny):
     assert ds.meta["learning_split"] == {"k": 4, "fold": 1, "seed": 0, "group": None}
     with pytest.raises(ValueError, match=r"fold=4 must be in \[0, 4\)"):
         tiny.learning_split(k=4, fold=4)
+
+
+def test_bad_feedback_is_refused_before_anything_learns(tiny):
+    from signet_rl.graph.arrays import GraphArrays
+    from signet_rl.learning.reinforcement import EdgeStats
+    from signet_rl.scorers.base import Feedback, ScoringContext
+    from signet_rl.traversal.path import Hop, Path
+
+    arrays = GraphArrays.from_graph(tiny.graph)
+    ctx = ScoringContext(tiny.graph, arrays, [])
+    q = tiny.split("train")[0]
+    e = str(arrays.entity_ids[0])
+    path = Path.of(
+        Hop.entity(e),
+        Hop.dependency("no-such-edge", 1),
+        Hop.entity(str(arrays.entity_ids[1])),
+        strategy="what",
+    )
+    for bad, message in ((2, "rating 2 is not -1, 0, +1 or None"), (float("nan"), "rating nan is not")):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            Feedback(q, [path], ctx, [0], [bad])
+    stats = EdgeStats(arrays.num_dependencies)
+    before = stats.weights.copy()
+    with pytest.raises(ValueError, match=r"no-such-edge"):
+        stats.apply([Feedback(q, [path], ctx, [0], [1])])
+    assert np.array_equal(before, stats.weights)  # nothing half-applied
