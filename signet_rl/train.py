@@ -8,7 +8,7 @@ metric, ``cfg.optimized_metric``; never a test one). ``task=bandit`` (the defaul
     python -m signet_rl.train                                   # GNN scorer on synthetic:small
     python -m signet_rl.train scorer=linucb dataset=locomo
     python -m signet_rl.train -m traversal.max_branching=2,4,8 traversal.max_depth=2,3
-    python -m signet_rl.train task=kg dataset=kg/kinship
+    python -m signet_rl.train task=kg dataset=kg dataset.spec=kg:kinship dataset.path_length=2
 
 A run keeps its checkpoint in ``run_dir`` (by default derived from the command-line overrides, so the same
 command finds it again): rerunning a killed command resumes where its last checkpoint stopped, and the

@@ -28,7 +28,7 @@ def test_run_is_logged_to_mlflow(tmp_path):
         cfg = compose(
             overrides=[
                 "+task=kg",
-                "+dataset=kg/kinship",
+                "+dataset=kg",
                 "+seed=0",
                 f"+run_dir={tmp_path / 'run'}",
                 "+mlflow.enabled=true",
