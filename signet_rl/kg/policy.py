@@ -284,6 +284,10 @@ class Rollout(NamedTuple):
     entropies: Tensor  #: entropy of each step's action distribution, ``[B, T]``
     relations: Tensor  #: relation token taken at each step, ``[B, T]``
     entities: Tensor  #: entities visited, ``e1`` first, ``[B, T + 1]``
+    #: with ``expected_last``: the last step's action distribution (differentiable; 0 where masked) ``[B, A]``
+    last_probs: Tensor | None = None
+    #: with ``expected_last``: the entity each last-step slot leads to, ``[B, A]``
+    last_entities: Tensor | None = None
 
 
 def rollout(
@@ -296,6 +300,7 @@ def rollout(
     generator: torch.Generator | None = None,
     action_dropout: float = 0.0,
     last_step_exclude: Callable[[Tensor], Tensor] | None = None,
+    expected_last: bool = False,
 ) -> Rollout:
     """Sample one walk per row.
 
@@ -311,8 +316,14 @@ def rollout(
         last_step_exclude: ``candidate entities [B, A] -> bool [B, A]``, slots hidden at the last step
             (MINERVA / MultiHopKG hide the *other* correct answers there, so a walk is rewarded for the
             labelled one only); a row left with no valid slot keeps its ``NO_OP``.
+        expected_last: also return the last step's whole action distribution (``last_probs``, computed
+            without action dropout) and its slots' entities, so the trainer can take the expected terminal
+            reward over the last action exactly instead of from the one sampled action (:class:`Reinforce`,
+            ``exact``). The last action is still sampled, for ``final``.
     """
     table = policy.entity_table()
+    last_probs: Tensor | None = None
+    last_entities: Tensor | None = None
     state = policy.begin(heads, table)
     cur = heads
     logps, ents_, rels_, visited = [], [], [], [heads]
@@ -323,6 +334,8 @@ def rollout(
             mask[:, 0] |= ~mask.any(dim=1)
         logits = policy.logits(state, cur, relations, cand_rel, cand_ent, mask, table)
         logp = torch.log_softmax(logits, dim=-1)
+        if expected_last and t == path_length - 1:
+            last_probs, last_entities = logp.exp(), cand_ent
         with torch.no_grad():
             if action_dropout > 0.0:
                 keep = torch.rand(mask.shape, generator=generator, device=mask.device) >= action_dropout
@@ -340,7 +353,13 @@ def rollout(
         visited.append(cur)
         state = policy.advance(state, rel, cur, table)
     return Rollout(
-        cur, torch.stack(logps, 1), torch.stack(ents_, 1), torch.stack(rels_, 1), torch.stack(visited, 1)
+        cur,
+        torch.stack(logps, 1),
+        torch.stack(ents_, 1),
+        torch.stack(rels_, 1),
+        torch.stack(visited, 1),
+        last_probs,
+        last_entities,
     )
 
 
@@ -423,6 +442,12 @@ class Reinforce:
     (normalised over the batch), ``b̄ ← (1 - λ) b̄ + λ · mean(R)`` after each batch, and
     ``β ← β · decay`` every ``decay_every`` batches.
 
+    With ``exact`` (the expected terminal reward of each walk's last step, ``V_b = Σ_a π(a | s_T) R(a)``,
+    differentiable) the last step is not sampled but summed out: ``rewards`` is ``V`` (detached) for the
+    earlier, sampled steps and the loss adds ``-mean_b V_b``, whose gradient is the last step's exact policy
+    gradient. Unbiased for the same objective, with the last action's sampling noise gone (a
+    Rao-Blackwellised REINFORCE).
+
     Args:
         beta: initial entropy weight (MINERVA 0.05).
         beta_decay: multiplicative decay (MINERVA 0.9).
@@ -450,12 +475,24 @@ class Reinforce:
     def beta(self) -> float:
         return self.beta0 * self.beta_decay ** (self.updates // self.decay_every)
 
-    def loss(self, log_probs: Tensor, entropies: Tensor, rewards: Tensor) -> Tensor:
-        """The batch loss; also advances the baseline and the entropy schedule."""
+    def loss(
+        self, log_probs: Tensor, entropies: Tensor, rewards: Tensor, exact: Tensor | None = None
+    ) -> Tensor:
+        """The batch loss; also advances the baseline and the entropy schedule.
+
+        Args:
+            log_probs: log-probabilities of the sampled actions, ``[B, T']`` (``T' = 0`` allowed).
+            entropies: per-step entropies, ``[B, T]``.
+            rewards: each walk's return, ``[B]``.
+            exact: the differentiable expected last-step reward ``V`` (then ``rewards`` should be ``V``
+                and ``log_probs`` the steps before the last), or None.
+        """
         r = rewards.detach().float()
         adv = r - self.baseline
         adv = (adv - adv.mean()) / (adv.std(unbiased=False) + 1e-6) if r.numel() > 1 else adv
-        pg = -(adv[:, None] * log_probs).mean()
+        pg = -(adv[:, None] * log_probs).mean() if log_probs.numel() else log_probs.new_zeros(())
+        if exact is not None:
+            pg = pg - exact.mean()
         loss = pg - self.beta * entropies.mean()
         self.baseline += self.baseline_rate * (float(r.mean()) - self.baseline)
         self.updates += 1
@@ -481,7 +518,8 @@ def anchor_end_scores(
     Args:
         score_tails: ``(heads [Q], relations [Q]) -> [Q, N]`` (e.g. ``KGEAnchor.score_tails``).
         heads, relations: per walk, ``[Q * group]``, ``group`` consecutive walks per query.
-        ends: each walk's final entity ``[Q * group]``.
+        ends: each walk's final entity ``[Q * group]``, or several candidate ends per walk
+            ``[Q * group, K]``; the result has the same shape.
         group: rollouts per query.
     """
     q = heads.numel() // group
@@ -489,4 +527,4 @@ def anchor_end_scores(
     r = relations.reshape(q, group)[:, 0]
     with torch.no_grad():
         s = score_tails(h, r)
-    return s.gather(1, ends.reshape(q, group)).reshape(-1)
+    return s.gather(1, ends.reshape(q, -1)).reshape(ends.shape)

@@ -76,6 +76,8 @@ def _task_cfg(cfg: DictConfig) -> DictConfig:
     for key, low in (("beam_width", 1), ("num_rollouts", 1), ("batch_size", 1), ("checkpoint_every", 1)):
         if int(t[key]) < low:
             raise ValueError(f"task.{key}={t[key]} must be >= {low}")
+    if str(t.get("last_step", "sample")) not in ("sample", "expected"):
+        raise ValueError(f"task.last_step={t.last_step!r} is not one of ('sample', 'expected')")
     if not 0.0 <= float(t.action_dropout) < 1.0:
         raise ValueError(f"task.action_dropout={t.action_dropout} must be in [0, 1)")
     return t
@@ -230,6 +232,34 @@ def _anchor_score_fn(anchor: Any) -> Callable[[torch.Tensor, torch.Tensor], torc
     return score
 
 
+def _end_rewards(
+    task: WalkTask,
+    heads: torch.Tensor,
+    rels: torch.Tensor,
+    tails: torch.Tensor,
+    fn_mask: bool,
+    shaper: Any,
+    group: int,
+    ends: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(hit, reward)`` of walks ending at ``ends`` (``[B]``, or ``[B, K]`` candidate ends per walk).
+
+    A hit is the labelled answer (``fn_mask``, MINERVA's rule) or any training fact of ``(e1, r_q)``; the
+    reward adds the shaping anchor's sigmoid score for misses (MultiHopKG) when ``shaper`` is set.
+    """
+    if fn_mask:
+        hit = (ends == (tails if ends.dim() == 1 else tails[:, None])).float()
+    else:
+        wide = ends if ends.dim() == 2 else ends[:, None]
+        k = wide.shape[1]
+        fact = task.is_train_fact(heads.repeat_interleave(k), rels.repeat_interleave(k), wide.reshape(-1))
+        hit = torch.from_numpy(fact).float().reshape(ends.shape)
+    scores = None
+    if shaper is not None:
+        scores = anchor_end_scores(_anchor_score_fn(shaper), heads, rels, ends, group)
+    return hit, shaped_rewards(hit, scores)
+
+
 # -- checkpoints ---------------------------------------------------------------------------------------
 
 
@@ -263,6 +293,8 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
     """
     t = _task_cfg(cfg)
     seed = int(cfg.seed)
+    if cfg.get("threads"):  # two runs on two cores each wanting both ran 6x slower than one thread each
+        torch.set_num_threads(int(cfg.threads))
     run_dir = Path(str(cfg.run_dir)) if cfg.get("run_dir") else None
     t_start = time.perf_counter()
     task = _load_task(cfg)
@@ -287,6 +319,9 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
     fingerprint = _fingerprint(cfg)
 
     step, elapsed, reward_sum, reward_n = 0, 0.0, 0.0, 0
+    # model selection on validation (MultiHopKG keeps its best dev checkpoint): every eval_every batches
+    curve: list[dict[str, float]] = []
+    best: dict[str, Any] | None = None
     ckpt = run_dir / CHECKPOINT if run_dir is not None else None
     if ckpt is not None and ckpt.exists():
         state = torch.load(ckpt, map_location="cpu", weights_only=False)
@@ -302,6 +337,7 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
         torch.set_rng_state(state["rng"]["torch"])
         step, elapsed = int(state["step"]), float(state["elapsed"])
         reward_sum, reward_n = float(state["reward_sum"]), int(state["reward_n"])
+        curve, best = list(state.get("curve", [])), state.get("best")
 
     def checkpoint() -> None:
         if ckpt is None:
@@ -319,12 +355,15 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
                 "reinforce": pg.state_dict(),
                 "rng": _rng_state(gen),
                 "policy_config": policy.config,
+                "curve": curve,
+                "best": best,
             },
         )
 
     budget = float(t.time_budget_s) if t.get("time_budget_s") else math.inf
     m = int(t.num_rollouts)
     fn_mask = bool(t.get("false_negative_mask", True))
+    expected_last = str(t.get("last_step", "sample")) == "expected"
     policy.train()
     bar = tqdm(
         total=total,
@@ -335,6 +374,27 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
     )
     stopped_by = "batches"
     window: list[float] = []
+    eval_every = int(t.get("eval_every") or 0)
+    select_batch = task.queries("validation")
+    if t.get("eval_queries") and len(select_batch) > int(t.eval_queries):
+        select_batch = select_batch.take(slice(0, int(t.eval_queries)))
+
+    def validate() -> None:
+        """Append the validation MRR to ``curve``; keep the best weights so far in ``best``."""
+        nonlocal best
+        got = evaluate_policy(
+            policy, task, select_batch, path_length, int(t.get("eval_beam_width") or t.beam_width)
+        )
+        curve.append(
+            {"batch": step, "seconds": round(elapsed, 3), "mrr": got["mrr"], "hits@1": got["hits@1"]}
+        )
+        if best is None or got["mrr"] > best["mrr"]:
+            best = {
+                "batch": step,
+                "mrr": got["mrr"],
+                "model": {k: v.detach().clone() for k, v in policy.state_dict().items()},
+            }
+
     while step < total:
         if elapsed >= budget:
             stopped_by = "time_budget_s"
@@ -346,27 +406,27 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
         heads = torch.from_numpy(train.heads[idx]).repeat_interleave(m)
         rels = torch.from_numpy(train.relations[idx]).repeat_interleave(m)
         tails = torch.from_numpy(train.tails[idx]).repeat_interleave(m)
-        if fn_mask:
-            ro = rollout(
-                policy,
-                task.walker,
-                heads,
-                rels,
-                tails,
-                path_length,
-                gen,
-                float(t.action_dropout),
-                last_step_exclude=partial(task.other_train_answers, heads, rels, tails),
-            )
-            hit = (ro.final == tails).float()
+
+        end_rewards = partial(_end_rewards, task, heads, rels, tails, fn_mask, shaper, m)
+        ro = rollout(
+            policy,
+            task.walker,
+            heads,
+            rels,
+            tails,
+            path_length,
+            gen,
+            float(t.action_dropout),
+            last_step_exclude=partial(task.other_train_answers, heads, rels, tails) if fn_mask else None,
+            expected_last=expected_last,
+        )
+        hit, reward = end_rewards(ro.final)
+        if expected_last:
+            assert ro.last_probs is not None and ro.last_entities is not None
+            value = (ro.last_probs * end_rewards(ro.last_entities)[1]).sum(dim=1)
+            loss = pg.loss(ro.log_probs[:, :-1], ro.entropies, value.detach(), exact=value)
         else:
-            ro = rollout(policy, task.walker, heads, rels, tails, path_length, gen, float(t.action_dropout))
-            hit = torch.from_numpy(task.is_train_fact(heads, rels, ro.final)).float()
-        scores = None
-        if shaper is not None:
-            scores = anchor_end_scores(_anchor_score_fn(shaper), heads, rels, ro.final, m)
-        reward = shaped_rewards(hit, scores)
-        loss = pg.loss(ro.log_probs, ro.entropies, reward)
+            loss = pg.loss(ro.log_probs, ro.entropies, reward)
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.parameters(), float(t.grad_clip))
@@ -375,9 +435,14 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
         reward_sum += float(hit.sum())
         reward_n += hit.numel()
         window = ([*window, float(hit.mean())])[-50:]
+        if eval_every and len(select_batch) and step % eval_every == 0:
+            validate()
         elapsed += time.perf_counter() - tick
         bar.update(1)
-        bar.set_postfix(hit=f"{np.mean(window):.3f}", beta=f"{pg.beta:.4f}", refresh=False)
+        post = {"hit": f"{np.mean(window):.3f}", "beta": f"{pg.beta:.4f}"}
+        if curve:
+            post["val_mrr"] = f"{curve[-1]['mrr']:.3f}"
+        bar.set_postfix(post, refresh=False)
         if step % int(t.checkpoint_every) == 0 or step == total:
             checkpoint()
         if on_batch is not None:
@@ -385,6 +450,12 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
     bar.close()
     if stopped_by == "time_budget_s":
         checkpoint()
+    if eval_every and len(select_batch) and (not curve or curve[-1]["batch"] != step):
+        validate()  # the final weights compete too
+    selected = step
+    if best is not None and bool(t.get("select_best", True)):
+        policy.load_state_dict(best["model"])
+        selected = int(best["batch"])
 
     t0 = time.perf_counter()
     beam = int(t.beam_width)
@@ -419,7 +490,9 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
         "walks": reward_n,
         "mean_hit": reward_sum / reward_n if reward_n else 0.0,
         "batches_per_s": step / elapsed if elapsed > 0 else 0.0,
+        "selected_batch": selected,
     }
+    results["curve"] = curve
     results["timing"] = {
         "load_s": round(load_s, 3),
         "anchors_s": round(anchor_s, 3),
@@ -485,9 +558,17 @@ def log_results(results: Mapping[str, Any], cfg: DictConfig) -> str:
         try:
             now = int(time.time() * 1000)
             params = tracking.flatten_config(cfg)
+            curve = [
+                Metric(
+                    tracking._name(f"curve/validation/kg_walk/{k}"), float(point[k]), now, int(point["batch"])
+                )
+                for point in results.get("curve") or []
+                for k in ("mrr", "hits@1")
+            ]
             client.log_batch(
                 run_id,
-                metrics=[Metric(tracking._name(k), v, now, 0) for k, v in flat_metrics(results).items()],
+                metrics=[Metric(tracking._name(k), v, now, 0) for k, v in flat_metrics(results).items()]
+                + curve,
                 params=[Param(tracking._name(k), str(v)[:MAX_PARAM_VAL_LENGTH]) for k, v in params.items()],
             )
             with tempfile.TemporaryDirectory(prefix="signet_rl-kg-") as tmp:

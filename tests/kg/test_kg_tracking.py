@@ -39,7 +39,8 @@ def test_run_is_logged_to_mlflow(tmp_path):
                 "dataset.inverse=true",
                 "task.anchors=[]",
                 "task.progress=false",
-                "task.max_batches=1",
+                "task.max_batches=2",
+                "task.eval_every=1",
                 "task.beam_width=4",
             ]
         )
@@ -49,7 +50,15 @@ def test_run_is_logged_to_mlflow(tmp_path):
     assert run.info.status == "FINISHED" and run.data.tags["dataset"] == "kg:tiny"
     # MLflow names may not hold "@": hits@10 is logged as hits_10 (signet_rl.tracking's rule)
     expected = {k.replace("@", "_"): v for k, v in flat_metrics(results).items()}
-    assert run.data.metrics == pytest.approx(expected)
+    curve = {k: v for k, v in run.data.metrics.items() if k.startswith("curve/")}
+    assert {k: v for k, v in run.data.metrics.items() if k not in curve} == pytest.approx(expected)
+    # the validation curve is one metric history, stepped by batch
+    history = client.get_metric_history(run.info.run_id, "curve/validation/kg_walk/mrr")
+    assert [m.value for m in history] == pytest.approx([c["mrr"] for c in results["curve"]])
+    assert [m.step for m in history] == [1, 2] and set(curve) == {
+        "curve/validation/kg_walk/mrr",
+        "curve/validation/kg_walk/hits_1",
+    }
     assert {"validation/kg_walk/mrr", "test/kg_walk/hits_10", "train/batches"} <= set(run.data.metrics)
     assert run.data.params["task.beam_width"] == "4" and run.data.params["dataset.spec"] == "kg:tiny"
     assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"results.json", "config.yaml"}

@@ -99,9 +99,14 @@ def test_killed_run_resumes_to_the_same_numbers(tiny_root, tmp_path):
         "task.batch_size=2",
         "task.num_rollouts=4",
         "task.checkpoint_every=2",
+        "task.eval_every=3",
         "task.dropout=0.2",
     )
     whole = run_kg(tiny_cfg(tiny_root, tmp_path / "whole", *extra))
+    # validation after batches 3 and 6; the best of them is the one tested
+    assert [c["batch"] for c in whole["curve"]] == [3, 6]
+    best = max(whole["curve"], key=lambda c: c["mrr"])
+    assert whole["train"]["selected_batch"] == best["batch"]
 
     def kill_at_5(step: int) -> None:
         if step == 5:
@@ -114,6 +119,8 @@ def test_killed_run_resumes_to_the_same_numbers(tiny_root, tmp_path):
     resumed = run_kg(cut)
     for key in ("validation", "test"):
         assert resumed[key] == whole[key]
+    untimed = [[{k: v for k, v in c.items() if k != "seconds"} for c in r["curve"]] for r in (resumed, whole)]
+    assert untimed[0] == untimed[1]
     assert resumed["train"]["batches"] == whole["train"]["batches"] == 6
     a = torch.load(tmp_path / "whole" / CHECKPOINT, weights_only=False)
     b = torch.load(tmp_path / "cut" / CHECKPOINT, weights_only=False)
@@ -157,3 +164,22 @@ def test_anchor_shaping_gnn_and_resumed_anchor(tiny_root, tmp_path):
 def test_bad_task_config_is_named(tiny_root, override, message):
     with pytest.raises(ValueError, match=message):
         run_kg(tiny_cfg(tiny_root, None, override))
+
+
+def test_expected_last_step_with_shaping_trains_and_selects_on_validation(tiny_root, tmp_path):
+    cfg = tiny_cfg(
+        tiny_root,
+        tmp_path / "run",
+        "task.max_batches=4",
+        "task.eval_every=2",
+        "task.last_step=expected",
+        "task.anchors=[distmult]",
+        "task.shaping=distmult",
+        "+task.anchor.epochs=2",
+        "+task.anchor.dim=4",
+    )
+    results = run_kg(cfg)
+    assert [c["batch"] for c in results["curve"]] == [2, 4]
+    assert results["train"]["batches"] == 4 and 0.0 <= results["train"]["mean_hit"] <= 1.0
+    with pytest.raises(ValueError, match=r"task\.last_step='exact' is not one of"):
+        run_kg(tiny_cfg(tiny_root, None, "task.last_step=exact"))

@@ -109,6 +109,69 @@ def test_last_step_exclude_hides_other_answers():
     assert not (ro.final == 3).any() and (ro.final == 4).any()
 
 
+def test_expected_last_step_returns_the_whole_last_distribution():
+    w = walker()
+    heads = torch.zeros(200, dtype=torch.long)
+    ro = rollout(
+        TablePolicy(), w, heads, heads, None, 2, torch.Generator().manual_seed(0), expected_last=True
+    )
+    assert ro.last_probs is not None and ro.last_entities is not None
+    mid = ro.entities[:, 1]
+    # the last distribution is the table row of the entity the first, sampled, step reached
+    for row in range(len(heads)):
+        got = np.zeros(5)
+        np.add.at(got, ro.last_entities[row].numpy(), ro.last_probs[row].numpy())
+        assert np.allclose(got, P[int(mid[row])], atol=1e-6)
+    # expected reward of reaching 3: .1*0 + .6*.5 + .3*.4 = .42 over the first step's draws
+    value = (ro.last_probs * (ro.last_entities == 3).float()).sum(1)
+    assert float(value.mean()) == pytest.approx(0.42, abs=0.05)
+
+
+def test_exact_last_step_gradient_matches_the_sampled_gradient_in_expectation():
+    """Summing the last step out changes the estimator's noise, not its mean."""
+    torch.manual_seed(0)
+    w = walker()
+    policy = KGPolicy(5, 2, entity_dim=4, relation_dim=4, history_dim=4, hidden_dim=8)
+    heads = torch.zeros(20000, dtype=torch.long)
+
+    def grad(expected: bool) -> torch.Tensor:
+        policy.zero_grad()
+        ro = rollout(
+            policy, w, heads, heads, None, 2, torch.Generator().manual_seed(1), expected_last=expected
+        )
+        if expected:
+            value = (ro.last_probs * (ro.last_entities == 3).float()).sum(1)
+            surrogate = (value.detach() * ro.log_probs[:, 0]).mean() + value.mean()
+        else:
+            surrogate = ((ro.final == 3).float() * ro.log_probs.sum(1)).mean()
+        surrogate.backward()
+        return torch.cat([p.grad.flatten() for p in policy.parameters() if p.grad is not None])
+
+    exact, sampled = grad(True), grad(False)
+    cos = float(torch.nn.functional.cosine_similarity(exact, sampled, dim=0))
+    assert cos > 0.95, cos
+
+
+def test_reinforce_with_exact_last_step_learns_the_two_hop_answer():
+    torch.manual_seed(0)
+    w = walker()
+    policy = KGPolicy(5, 2, entity_dim=8, relation_dim=8, history_dim=8, hidden_dim=16)
+    opt = torch.optim.Adam(policy.parameters(), lr=0.05)
+    pg = Reinforce(beta=0.0)
+    gen = torch.Generator().manual_seed(0)
+    heads = torch.zeros(32, dtype=torch.long)
+    for _ in range(60):
+        ro = rollout(policy, w, heads, heads, None, 2, gen, expected_last=True)
+        value = (ro.last_probs * (ro.last_entities == 4).float()).sum(1)  # only 0 -> 2 -> 4 reaches 4
+        loss = pg.loss(ro.log_probs[:, :-1], ro.entropies, value.detach(), exact=value)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    policy.eval()
+    scores = beam_search(policy, w, torch.tensor([0]), torch.tensor([0]), 2, beam_width=10)
+    assert float(scores[0, 4].exp()) > 0.9 and int(scores[0].argmax()) == 4
+
+
 def test_gnn_variant_trains_end_to_end_and_rebuilds_from_its_config():
     torch.manual_seed(0)
     w = walker()
