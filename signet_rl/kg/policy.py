@@ -51,6 +51,8 @@ __all__ = [
 ]
 
 State = tuple[Tensor, Tensor]
+#: Score a whole embedding table at once when it has at most this many rows per candidate action.
+FULL_SCORING_RATIO = 4
 
 
 class RelationalGNN(nn.Module):
@@ -249,15 +251,18 @@ class KGPolicy(nn.Module):
         a = cand_rel.shape[1]
         n_tok = self.relation_emb.num_embeddings
         n_ent = 0 if table is None else table.shape[0]
-        if n_tok + n_ent <= a * self.action_dim:
-            # score every relation/entity once, then gather: [B, R + N] beats [B, A, d]
+        # Scoring every relation / entity once costs B x rows x d; gathering the candidates' vectors costs
+        # B x A x d (with slower memory access). Score all rows when there are few (Kinship, UMLS), gather
+        # when the table dwarfs the action space (NELL-995: 75k entities, 200 actions).
+        if n_tok <= FULL_SCORING_RATIO * a:
             s = (x_r @ self.relation_emb.weight.T).gather(1, cand_rel)
-            if table is not None:
-                s = s + (x_e @ table.T).gather(1, cand_ent)
         else:
-            s = (self.relation_emb(cand_rel) * x_r[:, None, :]).sum(-1)
-            if table is not None:
-                s = s + (table[cand_ent] * x_e[:, None, :]).sum(-1)
+            s = torch.bmm(self.relation_emb(cand_rel), x_r[:, :, None]).squeeze(-1)
+        if table is not None:
+            if n_ent <= FULL_SCORING_RATIO * a:
+                s = s + (x_e @ table.T).gather(1, cand_ent)
+            else:
+                s = s + torch.bmm(table[cand_ent], x_e[:, :, None]).squeeze(-1)
         return s.masked_fill(~mask, float("-inf"))
 
 

@@ -42,7 +42,15 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from signet_rl.kg.policy import KGPolicy, Reinforce, anchor_end_scores, beam_search, rollout, shaped_rewards
+from signet_rl.kg.policy import (
+    FULL_SCORING_RATIO,
+    KGPolicy,
+    Reinforce,
+    anchor_end_scores,
+    beam_search,
+    rollout,
+    shaped_rewards,
+)
 from signet_rl.kg.ranking import QueryBatch, evaluate_scores, filtered_ranks, ranking_metrics
 from signet_rl.kg.walk import WalkTask
 
@@ -152,8 +160,10 @@ def eval_chunk_size(policy: KGPolicy, task: WalkTask, beam_width: int, budget: f
     a = task.walker.num_actions
     n = task.index.num_entities
     table = n if policy.entity_emb is not None else 0
-    rows = policy.relation_emb.num_embeddings + table
-    scoring = rows if rows <= a * policy.action_dim else a * policy.action_dim
+    scoring = 0
+    for rows, dim in ((policy.relation_emb.num_embeddings, policy.relation_dim), (table, policy.entity_dim)):
+        if rows:
+            scoring += rows if rows <= FULL_SCORING_RATIO * a else a * dim
     per_query = beam_width * (8 * a + scoring) + n
     return int(max(1, min(512, budget // per_query)))
 

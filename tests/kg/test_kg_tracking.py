@@ -38,6 +38,7 @@ def test_run_is_logged_to_mlflow(tmp_path):
                 f"dataset.data_root={tmp_path}",
                 "dataset.inverse=true",
                 "task.anchors=[]",
+                "task.shaping=none",
                 "task.progress=false",
                 "task.max_batches=2",
                 "task.eval_every=1",

@@ -228,3 +228,21 @@ def test_shaped_rewards_follow_multihopkg():
     assert float(shaped_rewards(torch.tensor([0.0]), torch.tensor([2.0]))) == pytest.approx(
         1 / (1 + math.exp(-2))
     )
+
+
+def test_full_table_scoring_and_gathered_scoring_agree(monkeypatch):
+    import signet_rl.kg.policy as policy_module
+
+    torch.manual_seed(0)
+    policy = KGPolicy(5, 2, entity_dim=6, relation_dim=6, history_dim=6, hidden_dim=8)
+    w = walker()
+    cur = torch.tensor([0, 2, 1])
+    rq = torch.tensor([0, 1, 0])
+    table = policy.entity_table()
+    state = policy.begin(cur, table)
+    rel, ent, mask = w.candidates(cur, cur, rq)
+    got = []
+    for ratio in (0, 1000):  # gather every candidate's vectors / score whole tables
+        monkeypatch.setattr(policy_module, "FULL_SCORING_RATIO", ratio)
+        got.append(policy.logits(state, cur, rq, rel, ent, mask, table))
+    assert torch.allclose(got[0], got[1], atol=1e-5) and torch.isfinite(got[0][mask]).all()
