@@ -76,7 +76,7 @@ SETTINGS: dict[str, list[str]] = {
 RECIPES: dict[str, list[str]] = {
     # MultiHopKG's reward shaping by the in-run ComplEx anchor, the last step summed out exactly
     "shaped": [],
-    # MINERVA's trainer: 0/1 reward, REINFORCE on every sampled step, its learning rate and a smaller batch
+    # MINERVA's trainer: 0/1 reward, REINFORCE on every sampled step, its entropy schedule and 50-dim policy
     "reinforce": [
         "task.shaping=none",
         "task.last_step=sample",
@@ -87,6 +87,8 @@ RECIPES: dict[str, list[str]] = {
         "task.relation_dim=50",
         "task.history_dim=50",
         "task.hidden_dim=200",
+        "task.beta=0.05",
+        "task.beta_decay=0.9",
     ],
 }
 LABELS = {

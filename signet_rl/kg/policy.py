@@ -377,6 +377,7 @@ def beam_search(
     path_length: int,
     beam_width: int,
     tails: Tensor | None = None,
+    pool: str = "max",
 ) -> Tensor:
     """Entity scores of ``B`` queries by beam search (module docstring).
 
@@ -388,13 +389,18 @@ def beam_search(
         beam_width: ``k``, paths kept per step and entities scored at the end.
         tails: labelled answers whose direct edge is masked (MultiHopKG passes the query triple; it only
             matters when the triple is itself a graph edge), or None.
+        pool: how the kept paths ending at one entity combine: ``"max"`` (MINERVA's default and
+            MultiHopKG: the best path's log-probability) or ``"sum"`` (MINERVA's other option: the log of
+            their total probability, the beam's estimate of the walk ending there).
 
     Returns:
-        ``float [B, N]``: per entity the best log-probability of a kept path ending there, ``-inf`` where
-        none ends (or the entity is not among the ``k`` best).
+        ``float [B, N]``: per entity the pooled log-probability of the kept paths ending there, ``-inf``
+        where none ends (or the entity is not among the ``k`` best).
     """
     if beam_width < 1:
         raise ValueError(f"beam_width={beam_width} must be >= 1")
+    if pool not in ("max", "sum"):
+        raise ValueError(f"pool={pool!r} is not one of ('max', 'sum')")
     b = len(heads)
     n = walker.num_entities
     a = walker.num_actions
@@ -412,7 +418,14 @@ def beam_search(
         logp = torch.log_softmax(policy.logits(state, cur, rq, cand_rel, cand_ent, mask, table), dim=-1)
         total = (score.reshape(-1, 1) + logp).reshape(b, k * a)
         if t == path_length - 1:
-            out.scatter_reduce_(1, cand_ent.reshape(b, k * a), total, reduce="amax")
+            ends = cand_ent.reshape(b, k * a)
+            if pool == "max":
+                out.scatter_reduce_(1, ends, total, reduce="amax")
+            else:  # log-sum-exp per entity, shifted by each query's best path
+                top = total.max(dim=1, keepdim=True).values.clamp(min=-1e30)
+                mass = torch.zeros(b, n, dtype=torch.float64, device=heads.device)
+                mass.scatter_add_(1, ends, (total - top).double().exp())
+                out = (mass.log() + top.double()).float()
             break
         width = min(beam_width, k * a)
         score, idx = total.topk(width, dim=1)

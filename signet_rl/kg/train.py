@@ -176,6 +176,7 @@ def evaluate_policy(
     beam_width: int,
     chunk: int | None = None,
     mask_query_edge: bool = True,
+    pool: str = "max",
 ) -> dict[str, float]:
     """Filtered Hits@1/3/10, MRR, ``n`` and ``misses`` of the policy's beam search on ``batch``.
 
@@ -198,6 +199,7 @@ def evaluate_policy(
                 path_length,
                 beam_width,
                 tails,
+                pool,
             )
             ranks.append(filtered_ranks(scores, sub))
     finally:
@@ -393,7 +395,12 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
         """Append the validation MRR to ``curve``; keep the best weights so far in ``best``."""
         nonlocal best
         got = evaluate_policy(
-            policy, task, select_batch, path_length, int(t.get("eval_beam_width") or t.beam_width)
+            policy,
+            task,
+            select_batch,
+            path_length,
+            int(t.get("eval_beam_width") or t.beam_width),
+            pool=str(t.get("beam_pool", "max")),
         )
         curve.append(
             {"batch": step, "seconds": round(elapsed, 3), "mrr": got["mrr"], "hits@1": got["hits@1"]}
@@ -485,7 +492,9 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
             continue
         metrics = {
             f"kg_walk/{k}": v
-            for k, v in evaluate_policy(policy, task, batch, path_length, beam, chunk, mask_edge).items()
+            for k, v in evaluate_policy(
+                policy, task, batch, path_length, beam, chunk, mask_edge, str(t.get("beam_pool", "max"))
+            ).items()
         }
         for name, anchor in anchors.items():
             am = evaluate_scores(anchor.score_tails, batch)

@@ -53,6 +53,15 @@ def test_beam_search_scores_each_entity_by_its_best_path():
     assert np.allclose(scores[0].numpy(), expected, atol=1e-6)
 
 
+def test_sum_pooling_scores_each_entity_by_the_total_probability_of_its_paths():
+    w = walker()
+    scores = beam_search(TablePolicy(), w, torch.tensor([0]), torch.tensor([0]), 2, beam_width=10, pool="sum")
+    # 3 is reached by 0-1-3 (.3) and 0-2-3 (.12): .42 beats 1 (.06 + .3 = .36), which max pooling ties
+    assert np.allclose(scores[0].exp().numpy(), [0.01, 0.36, 0.09, 0.42, 0.12], atol=1e-6)
+    with pytest.raises(ValueError, match="pool='mean' is not one of"):
+        beam_search(TablePolicy(), w, torch.tensor([0]), torch.tensor([0]), 2, beam_width=10, pool="mean")
+
+
 def test_narrow_beam_prunes_paths_and_keeps_the_k_best_entities():
     scores = beam_search(TablePolicy(), walker(), torch.tensor([0]), torch.tensor([0]), 2, beam_width=2)
     # step 1 keeps 1 (.6) and 2 (.3); endings 1: .3, 3: .3, 4: .12, 2: .06 -> the 2 best entities survive
