@@ -51,8 +51,11 @@ PUBLISHED = {
 # conf/dataset/kg.yaml.
 SETTINGS: dict[str, list[str]] = {
     "countries_S1": ["dataset.path_length=2"],
-    "countries_S2": ["dataset.path_length=2"],
-    "countries_S3": ["dataset.path_length=3"],
+    # The test countries' own edges are withheld, so the KGE anchors score S2/S3 test queries near chance
+    # (ComplEx MRR 0.03-0.04) and their shaping is noise: these walk on the 0/1 reward, for more epochs
+    # (S3 has 34 training queries: one batch per epoch).
+    "countries_S2": ["dataset.path_length=2", "task.shaping=none", "task.epochs=3000"],
+    "countries_S3": ["dataset.path_length=3", "task.shaping=none", "task.epochs=3000"],
     "kinship": ["dataset.path_length=2", "dataset.inverse=null"],
     "umls": ["dataset.path_length=2"],
     "nell-995": [
