@@ -132,6 +132,9 @@ class KGPolicy(nn.Module):
         history_dim: LSTM state width.
         hidden_dim: MLP hidden width (MINERVA: ``4 * hidden_size``).
         use_entity_embeddings: include entity vectors in actions and state.
+        train_entity_embeddings: false keeps the entity vectors at their seeded random initialisation
+            (MINERVA's ``train_entity_embeddings=0`` on Countries S3): an entity no training query starts
+            from then looks like any other instead of carrying an untrained vector among trained ones.
         dropout: dropout after the MLP's hidden layer (training only).
         gnn_layers: ``> 0`` computes entity vectors with a :class:`RelationalGNN` over ``graph_triples``.
         graph_triples: ``(head, relation, tail)`` ids ``[E, 3]``, needed when ``gnn_layers > 0``.
@@ -146,6 +149,7 @@ class KGPolicy(nn.Module):
         history_dim: int = 50,
         hidden_dim: int = 200,
         use_entity_embeddings: bool = True,
+        train_entity_embeddings: bool = True,
         dropout: float = 0.0,
         gnn_layers: int = 0,
         graph_triples: np.ndarray | Tensor | None = None,
@@ -159,6 +163,7 @@ class KGPolicy(nn.Module):
             "history_dim": int(history_dim),
             "hidden_dim": int(hidden_dim),
             "use_entity_embeddings": bool(use_entity_embeddings),
+            "train_entity_embeddings": bool(train_entity_embeddings),
             "dropout": float(dropout),
             "gnn_layers": int(gnn_layers),
         }
@@ -195,6 +200,8 @@ class KGPolicy(nn.Module):
             nn.Linear(hidden_dim, action_dim),
         )
         self.reset_parameters()
+        if self.entity_emb is not None and not train_entity_embeddings:
+            self.entity_emb.weight.requires_grad_(False)
 
     def reset_parameters(self) -> None:
         nn.init.xavier_uniform_(self.relation_emb.weight)
@@ -306,6 +313,7 @@ def rollout(
     action_dropout: float = 0.0,
     last_step_exclude: Callable[[Tensor], Tensor] | None = None,
     expected_last: bool = False,
+    hide_query_relation: Tensor | None = None,
 ) -> Rollout:
     """Sample one walk per row.
 
@@ -325,6 +333,9 @@ def rollout(
             without action dropout) and its slots' entities, so the trainer can take the expected terminal
             reward over the last action exactly instead of from the one sampled action (:class:`Reinforce`,
             ``exact``). The last action is still sampled, for ``final``.
+        hide_query_relation: ``bool [B]``, walks from whose head every edge of the query relation is
+            hidden, not just the query edge: the walk must reach the answer the way a test query whose
+            head lacks such facts must (a row left with no valid slot keeps its ``NO_OP``).
     """
     table = policy.entity_table()
     last_probs: Tensor | None = None
@@ -334,6 +345,10 @@ def rollout(
     logps, ents_, rels_, visited = [], [], [], [heads]
     for t in range(path_length):
         cand_rel, cand_ent, mask = walker.candidates(cur, heads, relations, tails)
+        if hide_query_relation is not None:
+            at_head = (hide_query_relation & (cur == heads))[:, None]
+            mask = mask & ~(at_head & (cand_rel == relations[:, None]))
+            mask[:, 0] |= ~mask.any(dim=1)
         if last_step_exclude is not None and t == path_length - 1:
             mask = mask & ~last_step_exclude(cand_ent)
             mask[:, 0] |= ~mask.any(dim=1)

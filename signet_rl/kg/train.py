@@ -71,6 +71,10 @@ _RESUME_FREE = (
     "eval_mask_query_edge",
 )
 
+# Knobs added after runs were checkpointed: at these values they are left out of the fingerprint, so a run
+# started before the knob existed still resumes.
+_ADDED_DEFAULTS = {"train_entity_embeddings": True}
+
 
 def _task_cfg(cfg: DictConfig) -> DictConfig:
     t = cfg.task
@@ -105,7 +109,7 @@ def _fingerprint(cfg: DictConfig) -> str:
     task = {
         k: v
         for k, v in OmegaConf.to_container(cfg.task, resolve=True).items()  # type: ignore[union-attr]
-        if k not in _RESUME_FREE
+        if k not in _RESUME_FREE and not (k in _ADDED_DEFAULTS and v == _ADDED_DEFAULTS[k])
     }
     data = OmegaConf.to_container(cfg.dataset, resolve=True)
     blob = json.dumps({"task": task, "dataset": data, "seed": cfg.seed}, sort_keys=True, default=str)
@@ -148,6 +152,7 @@ def build_policy(task: WalkTask, cfg: DictConfig) -> KGPolicy:
         history_dim=int(t.history_dim),
         hidden_dim=int(t.hidden_dim),
         use_entity_embeddings=use_entities or bool(t.gnn),
+        train_entity_embeddings=bool(t.get("train_entity_embeddings", True)),
         dropout=float(t.dropout),
         gnn_layers=int(t.gnn_layers) if t.gnn else 0,
         graph_triples=task.index.graph_triples if t.gnn else None,
@@ -331,6 +336,9 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
     fingerprint = _fingerprint(cfg)
 
     step, elapsed, reward_sum, reward_n = 0, 0.0, 0.0, 0
+    # wall seconds of earlier sittings up to their last checkpoint (None: resumed from a checkpoint that
+    # predates this count, so the run's whole wall time is unknown)
+    earlier_wall: float | None = 0.0
     # model selection on validation (MultiHopKG keeps its best dev checkpoint): every eval_every batches
     curve: list[dict[str, float]] = []
     best: dict[str, Any] | None = None
@@ -350,6 +358,7 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
         step, elapsed = int(state["step"]), float(state["elapsed"])
         reward_sum, reward_n = float(state["reward_sum"]), int(state["reward_n"])
         curve, best = list(state.get("curve", [])), state.get("best")
+        earlier_wall = state.get("wall_s")
 
     def checkpoint() -> None:
         if ckpt is None:
@@ -360,6 +369,7 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
                 "fingerprint": fingerprint,
                 "step": step,
                 "elapsed": elapsed,
+                "wall_s": None if earlier_wall is None else earlier_wall + time.perf_counter() - t_start,
                 "reward_sum": reward_sum,
                 "reward_n": reward_n,
                 "model": policy.state_dict(),
@@ -376,6 +386,7 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
     m = int(t.num_rollouts)
     fn_mask = bool(t.get("false_negative_mask", True))
     expected_last = str(t.get("last_step", "sample")) == "expected"
+    hide_p = float(t.get("hide_query_relation") or 0.0)
     policy.train()
     bar = tqdm(
         total=total,
@@ -425,6 +436,9 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
         tails = torch.from_numpy(train.tails[idx]).repeat_interleave(m)
 
         end_rewards = partial(_end_rewards, task, heads, rels, tails, fn_mask, shaper, m)
+        hide = None
+        if hide_p > 0.0:  # no draw when off, so runs without it keep their random stream
+            hide = torch.rand(len(heads), generator=gen) < hide_p
         ro = rollout(
             policy,
             task.walker,
@@ -436,6 +450,7 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
             float(t.action_dropout),
             last_step_exclude=partial(task.other_train_answers, heads, rels, tails) if fn_mask else None,
             expected_last=expected_last,
+            hide_query_relation=hide,
         )
         hit, reward = end_rewards(ro.final)
         if expected_last:
@@ -518,6 +533,9 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
         "train_s": round(elapsed, 3),
         "eval_s": round(eval_s, 3),
         "total_s": round(time.perf_counter() - t_start, 3),
+        # every sitting's wall time (a resumed run's total_s is its last sitting's alone); None when the
+        # run resumed from a checkpoint written before this was counted
+        "wall_s": None if earlier_wall is None else round(earlier_wall + time.perf_counter() - t_start, 3),
     }
     if run_dir is not None:
         run_dir.mkdir(parents=True, exist_ok=True)

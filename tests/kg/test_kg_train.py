@@ -118,8 +118,12 @@ def test_killed_run_resumes_to_the_same_numbers(tiny_root, tmp_path):
     cut = tiny_cfg(tiny_root, tmp_path / "cut", *extra)
     with pytest.raises(KeyboardInterrupt):
         run_kg(cut, on_batch=kill_at_5)
-    assert torch.load(tmp_path / "cut" / CHECKPOINT, weights_only=False)["step"] == 4
+    first = torch.load(tmp_path / "cut" / CHECKPOINT, weights_only=False)
+    assert first["step"] == 4
     resumed = run_kg(cut)
+    # the whole wall time counts both sittings (up to the first one's last checkpoint)
+    timing = resumed["timing"]
+    assert timing["wall_s"] == pytest.approx(first["wall_s"] + timing["total_s"], abs=0.05)
     for key in ("validation", "test"):
         assert resumed[key] == whole[key]
     untimed = [[{k: v for k, v in c.items() if k != "seconds"} for c in r["curve"]] for r in (resumed, whole)]

@@ -101,6 +101,26 @@ def test_policy_rollout_takes_only_valid_actions_and_never_the_query_edge():
     assert torch.equal(ro.entities, again.entities)  # the generator makes sampling reproducible
 
 
+def test_hide_query_relation_hides_the_heads_edges_of_that_relation_only():
+    torch.manual_seed(0)
+    w = walker()
+    policy = KGPolicy(5, 2, entity_dim=4, relation_dim=4, history_dim=4, hidden_dim=8)
+    heads = torch.zeros(400, dtype=torch.long)
+    rels = torch.tensor([0, 1]).repeat(200)  # every edge out of 0 has relation 0
+    hide = torch.arange(400) < 200
+    gen = torch.Generator().manual_seed(0)
+    ro = rollout(policy, w, heads, rels, None, 2, gen, hide_query_relation=hide)
+    first, second = ro.entities[:, 1], ro.entities[:, 2]
+    hidden = hide & (rels == 0)
+    # hidden: only NO_OP is left at the head; after it, still at the head, still hidden
+    assert torch.equal(first[hidden], torch.zeros(int(hidden.sum()), dtype=torch.long))
+    assert torch.equal(second[hidden], torch.zeros(int(hidden.sum()), dtype=torch.long))
+    # other walks leave the head; relation-0 edges away from the head stay open (1 -> 3, 2 -> 4)
+    assert set(first[hide & (rels == 1)].tolist()) == {0, 1, 2}
+    assert set(first[~hide].tolist()) == {0, 1, 2}
+    assert {3, 4} <= set(second[~hide].tolist())
+
+
 def test_last_step_exclude_hides_other_answers():
     w = walker()
     policy = KGPolicy(5, 2, entity_dim=4, relation_dim=4, history_dim=4, hidden_dim=8)
@@ -179,6 +199,32 @@ def test_reinforce_with_exact_last_step_learns_the_two_hop_answer():
     policy.eval()
     scores = beam_search(policy, w, torch.tensor([0]), torch.tensor([0]), 2, beam_width=10)
     assert float(scores[0, 4].exp()) > 0.9 and int(scores[0].argmax()) == 4
+
+
+def test_frozen_entity_vectors_stay_at_their_seeded_start_while_the_walker_learns():
+    torch.manual_seed(0)
+    w = walker()
+    policy = KGPolicy(
+        5, 2, entity_dim=8, relation_dim=8, history_dim=8, hidden_dim=16, train_entity_embeddings=False
+    )
+    assert policy.entity_emb is not None
+    start = policy.entity_emb.weight.detach().clone()
+    opt = torch.optim.Adam(policy.parameters(), lr=0.05)
+    pg = Reinforce(beta=0.0)
+    gen = torch.Generator().manual_seed(0)
+    heads = torch.zeros(32, dtype=torch.long)
+    for _ in range(60):
+        ro = rollout(policy, w, heads, heads, None, 2, gen, expected_last=True)
+        value = (ro.last_probs * (ro.last_entities == 4).float()).sum(1)
+        loss = pg.loss(ro.log_probs[:, :-1], ro.entropies, value.detach(), exact=value)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert torch.equal(policy.entity_emb.weight, start)
+    policy.eval()
+    scores = beam_search(policy, w, torch.tensor([0]), torch.tensor([0]), 2, beam_width=10)
+    assert float(scores[0, 4].exp()) > 0.9
+    assert KGPolicy(**policy.config).entity_emb.weight.requires_grad is False  # type: ignore[union-attr]
 
 
 def test_gnn_variant_trains_end_to_end_and_rebuilds_from_its_config():
