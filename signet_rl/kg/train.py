@@ -73,7 +73,7 @@ _RESUME_FREE = (
 
 # Knobs added after runs were checkpointed: at these values they are left out of the fingerprint, so a run
 # started before the knob existed still resumes.
-_ADDED_DEFAULTS = {"train_entity_embeddings": True}
+_ADDED_DEFAULTS = {"train_entity_embeddings": True, "hide_query_relation": 0.0}
 
 
 def _task_cfg(cfg: DictConfig) -> DictConfig:
