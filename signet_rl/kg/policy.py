@@ -302,6 +302,14 @@ class Rollout(NamedTuple):
     last_entities: Tensor | None = None
 
 
+def _representatives(node: Tensor, b: int) -> Tensor:
+    """One walk index per trie node ``0..U-1`` (``node``: each walk's node, ``int64 [B]``)."""
+    u = int(node.max()) + 1 if b else 0
+    return torch.empty(u, dtype=torch.long, device=node.device).scatter_(
+        0, node, torch.arange(b, device=node.device)
+    )
+
+
 def rollout(
     policy: KGPolicy,
     walker: KGWalker,
@@ -340,19 +348,39 @@ def rollout(
     table = policy.entity_table()
     last_probs: Tensor | None = None
     last_entities: Tensor | None = None
-    state = policy.begin(heads, table)
+    b = len(heads)
+    # Walks with the same query and the same actions so far share their history and their action scores:
+    # each distinct prefix (a node of the trie over the batch's walks) is computed once and every walk
+    # indexes its node. At the first step the nodes are the distinct queries (the rollouts of one query
+    # coincide); later, the distinct (node, action) pairs. Masks that differ per walk (hidden relations,
+    # action dropout, last-step exclusions) apply per walk after the scores are spread out.
+    n_ent, n_rel = walker.num_entities, int(relations.max()) + 1 if b else 1
+    qkey = heads * n_rel + relations
+    if tails is not None:
+        qkey = qkey * (n_ent + 1) + (tails + 1)
+    _, node = torch.unique(qkey, return_inverse=True)
+    rep = _representatives(node, b)
+    state = policy.begin(heads[rep], table)
     cur = heads
     logps, ents_, rels_, visited = [], [], [], [heads]
     for t in range(path_length):
-        cand_rel, cand_ent, mask = walker.candidates(cur, heads, relations, tails)
+        u_tails = tails[rep] if tails is not None else None
+        u_rel, u_ent, u_mask = walker.candidates(cur[rep], heads[rep], relations[rep], u_tails)
+        u_logits = policy.logits(state, cur[rep], relations[rep], u_rel, u_ent, u_mask, table)
+        cand_rel, cand_ent, mask, logits = u_rel[node], u_ent[node], u_mask[node], u_logits[node]
+        extra = torch.zeros_like(mask)
         if hide_query_relation is not None:
             at_head = (hide_query_relation & (cur == heads))[:, None]
-            mask = mask & ~(at_head & (cand_rel == relations[:, None]))
-            mask[:, 0] |= ~mask.any(dim=1)
+            extra |= at_head & (cand_rel == relations[:, None])
         if last_step_exclude is not None and t == path_length - 1:
-            mask = mask & ~last_step_exclude(cand_ent)
-            mask[:, 0] |= ~mask.any(dim=1)
-        logits = policy.logits(state, cur, relations, cand_rel, cand_ent, mask, table)
+            extra |= last_step_exclude(cand_ent)
+        if hide_query_relation is not None or (last_step_exclude is not None and t == path_length - 1):
+            new_mask = mask & ~extra
+            new_mask[:, 0] |= ~new_mask.any(dim=1)
+            # a walk left with only its NO_OP scores it even where the shared scores masked it
+            logits = torch.where(new_mask & ~mask, u_logits.detach().new_zeros(()), logits)
+            logits = logits.masked_fill(~new_mask, float("-inf"))
+            mask = new_mask
         logp = torch.log_softmax(logits, dim=-1)
         if expected_last and t == path_length - 1:
             last_probs, last_entities = logp.exp(), cand_ent
@@ -371,7 +399,12 @@ def rollout(
         cur = cand_ent.gather(1, action).squeeze(1)
         rels_.append(rel)
         visited.append(cur)
-        state = policy.advance(state, rel, cur, table)
+        if t < path_length - 1:  # the history after the last action is never scored
+            _, child = torch.unique(node * walker.num_actions + action.squeeze(1), return_inverse=True)
+            parent = node[_representatives(child, b)]
+            node = child
+            rep = _representatives(node, b)
+            state = policy.advance((state[0][parent], state[1][parent]), rel[rep], cur[rep], table)
     return Rollout(
         cur,
         torch.stack(logps, 1),

@@ -292,3 +292,55 @@ def test_full_table_scoring_and_gathered_scoring_agree(monkeypatch):
         monkeypatch.setattr(policy_module, "FULL_SCORING_RATIO", ratio)
         got.append(policy.logits(state, cur, rq, rel, ent, mask, table))
     assert torch.allclose(got[0], got[1], atol=1e-5) and torch.isfinite(got[0][mask]).all()
+
+
+def _replay(policy, w, heads, rels, tails, ro, hide, exclude):
+    """The log-probabilities, entropies and last distribution of ``ro``'s walks, one row per walk."""
+    table = policy.entity_table()
+    state = policy.begin(heads, table)
+    cur, logps, ents = heads, [], []
+    steps = ro.relations.shape[1]
+    for t in range(steps):
+        cand_rel, cand_ent, mask = w.candidates(cur, heads, rels, tails)
+        mask = mask & ~((hide & (cur == heads))[:, None] & (cand_rel == rels[:, None]))
+        mask[:, 0] |= ~mask.any(dim=1)
+        if t == steps - 1:
+            mask = mask & ~exclude(cand_ent)
+            mask[:, 0] |= ~mask.any(dim=1)
+        logp = torch.log_softmax(policy.logits(state, cur, rels, cand_rel, cand_ent, mask, table), dim=-1)
+        taken = (cand_rel == ro.relations[:, t : t + 1]) & (cand_ent == ro.entities[:, t + 1 : t + 2]) & mask
+        assert torch.equal(taken.sum(1), torch.ones(len(heads), dtype=torch.long))  # one slot per action
+        slot = taken.float().argmax(1, keepdim=True)
+        logps.append(logp.gather(1, slot).squeeze(1))
+        p = logp.exp()
+        ents.append(-(p * torch.where(torch.isfinite(logp), logp, torch.zeros_like(logp))).sum(-1))
+        state = policy.advance(state, ro.relations[:, t], ro.entities[:, t + 1], table)
+        cur = ro.entities[:, t + 1]
+    return torch.stack(logps, 1), torch.stack(ents, 1), logp.exp()
+
+
+def test_walks_sharing_a_prefix_share_its_computation_without_changing_any_value_or_gradient():
+    rng = np.random.default_rng(3)
+    triples = np.unique(np.c_[rng.integers(0, 12, 60), rng.integers(0, 3, 60), rng.integers(0, 12, 60)], axis=0)
+    w = KGWalker.from_triples(triples, num_entities=12, num_relations=3)
+    torch.manual_seed(0)
+    policy = KGPolicy(12, 3, entity_dim=6, relation_dim=6, history_dim=6, hidden_dim=12)
+    heads = torch.from_numpy(triples[:5, 0]).repeat_interleave(8)
+    rels = torch.from_numpy(triples[:5, 1]).repeat_interleave(8)
+    tails = torch.from_numpy(triples[:5, 2]).repeat_interleave(8)
+    hide = torch.arange(40) % 3 == 0
+    exclude = lambda cand: cand == 5  # noqa: E731
+    ro = rollout(
+        policy, w, heads, rels, tails, 3, torch.Generator().manual_seed(0),
+        last_step_exclude=exclude, expected_last=True, hide_query_relation=hide,
+    )  # fmt: skip
+    assert len(set(zip(heads.tolist(), ro.relations[:, 0].tolist(), ro.entities[:, 1].tolist()))) < 40
+    logps, ents, last = _replay(policy, w, heads, rels, tails, ro, hide, exclude)
+    assert torch.allclose(ro.log_probs, logps, atol=1e-5)
+    assert torch.allclose(ro.entropies, ents, atol=1e-5)
+    assert torch.allclose(ro.last_probs, last, atol=1e-5)
+    weights = torch.linspace(-1, 1, 40)[:, None]
+    shared = torch.autograd.grad((weights * ro.log_probs).sum() + ro.entropies.sum(), list(policy.parameters()))
+    naive = torch.autograd.grad((weights * logps).sum() + ents.sum(), list(policy.parameters()))
+    for a, b in zip(shared, naive, strict=True):
+        assert torch.allclose(a, b, atol=1e-5)
