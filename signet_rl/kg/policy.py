@@ -322,6 +322,7 @@ def rollout(
     last_step_exclude: Callable[[Tensor], Tensor] | None = None,
     expected_last: bool = False,
     hide_query_relation: Tensor | None = None,
+    share_prefixes: bool = True,
 ) -> Rollout:
     """Sample one walk per row.
 
@@ -344,6 +345,8 @@ def rollout(
         hide_query_relation: ``bool [B]``, walks from whose head every edge of the query relation is
             hidden, not just the query edge: the walk must reach the answer the way a test query whose
             head lacks such facts must (a row left with no valid slot keeps its ``NO_OP``).
+        share_prefixes: compute each distinct (query, actions so far) once (below); False computes every
+            walk on its own (the baseline of ``benchmarks/bench_kg_walk.py``). Same values either way.
     """
     table = policy.entity_table()
     last_probs: Tensor | None = None
@@ -358,7 +361,7 @@ def rollout(
     qkey = heads * n_rel + relations
     if tails is not None:
         qkey = qkey * (n_ent + 1) + (tails + 1)
-    _, node = torch.unique(qkey, return_inverse=True)
+    node = torch.unique(qkey, return_inverse=True)[1] if share_prefixes else torch.arange(b)
     rep = _representatives(node, b)
     state = policy.begin(heads[rep], table)
     cur = heads
@@ -400,7 +403,8 @@ def rollout(
         rels_.append(rel)
         visited.append(cur)
         if t < path_length - 1:  # the history after the last action is never scored
-            _, child = torch.unique(node * walker.num_actions + action.squeeze(1), return_inverse=True)
+            key = node * walker.num_actions + action.squeeze(1)
+            child = torch.unique(key, return_inverse=True)[1] if share_prefixes else node
             parent = node[_representatives(child, b)]
             node = child
             rep = _representatives(node, b)
