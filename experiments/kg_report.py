@@ -13,10 +13,13 @@ The table in docs/results.md came from (two of these at a time, one per core):
     python experiments/kg_report.py --datasets countries_S2 --seeds 0 1 2 --budget 240
     python experiments/kg_report.py --datasets countries_S3 --seeds 0 1 2 --budget 120
     python experiments/kg_report.py --datasets kinship umls --seeds 0 1 2 --budget 1200
-    python experiments/kg_report.py --datasets nell-995 --seeds 0 --budget 2400
+    python experiments/kg_report.py --datasets nell-995 --seeds 0 --budget 4500
+    python experiments/kg_report.py --datasets kinship umls --recipes gnn --seeds 0 --budget 1200
     python experiments/kg_report.py --report-only
 
 ``--recipes reinforce`` (MINERVA's trainer) or ``gnn`` (the GNN-conditioned walker) run the other recipes.
+A finished run is skipped; to give one more time, delete its ``results.json`` and rerun with a larger
+``--budget`` (its checkpoint resumes; the budget counts training seconds across sittings).
 """
 
 from __future__ import annotations
