@@ -405,9 +405,8 @@ def rollout(
         if t < path_length - 1:  # the history after the last action is never scored
             key = node * walker.num_actions + action.squeeze(1)
             child = torch.unique(key, return_inverse=True)[1] if share_prefixes else node
-            parent = node[_representatives(child, b)]
-            node = child
-            rep = _representatives(node, b)
+            rep = _representatives(child, b)
+            parent, node = node[rep], child
             state = policy.advance((state[0][parent], state[1][parent]), rel[rep], cur[rep], table)
     return Rollout(
         cur,
