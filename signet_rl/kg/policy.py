@@ -504,6 +504,29 @@ def shaped_rewards(hit: Tensor, anchor_scores: Tensor | None) -> Tensor:
     return hit + (1.0 - hit) * torch.sigmoid(anchor_scores.float())
 
 
+LIKELIHOOD_EPS = 1e-3
+
+
+def last_step_objective(value: Tensor, kind: str = "expected") -> Tensor:
+    """What the trainer maximises of each walk's exact last step, from ``V = Σ_a π(a | s_T) R(a)``.
+
+    ``expected`` is ``V`` itself, REINFORCE's objective with the last action summed out. ``likelihood`` is
+    ``log(V + eps)``: with a 0/1 reward for one answer, the log-probability of stepping onto it, the
+    cross-entropy a KG-embedding model is trained with. Its gradient ``∇V / (V + eps)`` is as strong for a
+    walk that gives the answer little mass as for one that gives it much, where ``∇V`` fades as ``V → 0``;
+    ``eps`` keeps a walk that cannot reach any reward finite.
+
+    Args:
+        value: ``V`` per walk, differentiable, ``[B]``.
+        kind: ``expected`` or ``likelihood``.
+    """
+    if kind == "expected":
+        return value
+    if kind == "likelihood":
+        return torch.log(value + LIKELIHOOD_EPS)
+    raise ValueError(f"last-step objective {kind!r} is not one of ('expected', 'likelihood')")
+
+
 class Reinforce:
     """REINFORCE with a moving-average baseline and a decaying entropy bonus (MINERVA's trainer).
 

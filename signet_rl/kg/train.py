@@ -48,6 +48,7 @@ from signet_rl.kg.policy import (
     Reinforce,
     anchor_end_scores,
     beam_search,
+    last_step_objective,
     rollout,
     shaped_rewards,
 )
@@ -73,6 +74,7 @@ _RESUME_FREE = (
 
 # Knobs added after runs were checkpointed: at these values they are left out of the fingerprint, so a run
 # started before the knob existed still resumes.
+_LAST_STEPS = ("sample", "expected", "likelihood")
 _ADDED_DEFAULTS = {"train_entity_embeddings": True, "hide_query_relation": 0.0}
 
 
@@ -88,8 +90,8 @@ def _task_cfg(cfg: DictConfig) -> DictConfig:
     for key, low in (("beam_width", 1), ("num_rollouts", 1), ("batch_size", 1), ("checkpoint_every", 1)):
         if int(t[key]) < low:
             raise ValueError(f"task.{key}={t[key]} must be >= {low}")
-    if str(t.get("last_step", "sample")) not in ("sample", "expected"):
-        raise ValueError(f"task.last_step={t.last_step!r} is not one of ('sample', 'expected')")
+    if str(t.get("last_step", "sample")) not in _LAST_STEPS:
+        raise ValueError(f"task.last_step={t.last_step!r} is not one of {_LAST_STEPS}")
     if not 0.0 <= float(t.action_dropout) < 1.0:
         raise ValueError(f"task.action_dropout={t.action_dropout} must be in [0, 1)")
     return t
@@ -385,7 +387,8 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
     budget = float(t.time_budget_s) if t.get("time_budget_s") else math.inf
     m = int(t.num_rollouts)
     fn_mask = bool(t.get("false_negative_mask", True))
-    expected_last = str(t.get("last_step", "sample")) == "expected"
+    last_step = str(t.get("last_step", "sample"))
+    expected_last = last_step in ("expected", "likelihood")
     hide_p = float(t.get("hide_query_relation") or 0.0)
     policy.train()
     bar = tqdm(
@@ -456,7 +459,8 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
         if expected_last:
             assert ro.last_probs is not None and ro.last_entities is not None
             value = (ro.last_probs * end_rewards(ro.last_entities)[1]).sum(dim=1)
-            loss = pg.loss(ro.log_probs[:, :-1], ro.entropies, value.detach(), exact=value)
+            exact = last_step_objective(value, last_step)
+            loss = pg.loss(ro.log_probs[:, :-1], ro.entropies, value.detach(), exact=exact)
         else:
             loss = pg.loss(ro.log_probs, ro.entropies, reward)
         optimizer.zero_grad()

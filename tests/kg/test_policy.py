@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 import torch
 
-from signet_rl.kg.policy import KGPolicy, Reinforce, beam_search, rollout, shaped_rewards
+from signet_rl.kg.policy import (
+    LIKELIHOOD_EPS,
+    KGPolicy,
+    Reinforce,
+    beam_search,
+    last_step_objective,
+    rollout,
+    shaped_rewards,
+)
 from signet_rl.kg.walk import KGWalker
 
 # 0 -> 1, 0 -> 2, 1 -> 3, 2 -> 4 (relation 0), 2 -> 3 (relation 1)
@@ -181,7 +189,7 @@ def test_exact_last_step_gradient_matches_the_sampled_gradient_in_expectation():
     assert cos > 0.95, cos
 
 
-def train_two_hop(policy: KGPolicy) -> torch.Tensor:
+def train_two_hop(policy: KGPolicy, objective: str = "expected") -> torch.Tensor:
     """REINFORCE with the exact last step towards entity 4 (only 0 -> 2 -> 4 reaches it); beam scores."""
     w = walker()
     opt = torch.optim.Adam(policy.parameters(), lr=0.05)
@@ -191,7 +199,8 @@ def train_two_hop(policy: KGPolicy) -> torch.Tensor:
     for _ in range(60):
         ro = rollout(policy, w, heads, heads, None, 2, gen, expected_last=True)
         value = (ro.last_probs * (ro.last_entities == 4).float()).sum(1)
-        loss = pg.loss(ro.log_probs[:, :-1], ro.entropies, value.detach(), exact=value)
+        exact = last_step_objective(value, objective)
+        loss = pg.loss(ro.log_probs[:, :-1], ro.entropies, value.detach(), exact=exact)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -199,10 +208,37 @@ def train_two_hop(policy: KGPolicy) -> torch.Tensor:
     return beam_search(policy, w, torch.tensor([0]), torch.tensor([0]), 2, beam_width=10)
 
 
-def test_reinforce_with_exact_last_step_learns_the_two_hop_answer():
+@pytest.mark.parametrize("objective", ["expected", "likelihood"])
+def test_reinforce_with_exact_last_step_learns_the_two_hop_answer(objective):
     torch.manual_seed(0)
-    scores = train_two_hop(KGPolicy(5, 2, entity_dim=8, relation_dim=8, history_dim=8, hidden_dim=16))
+    policy = KGPolicy(5, 2, entity_dim=8, relation_dim=8, history_dim=8, hidden_dim=16)
+    scores = train_two_hop(policy, objective)
     assert float(scores[0, 4].exp()) > 0.9 and int(scores[0].argmax()) == 4
+
+
+def test_likelihood_last_step_is_the_answers_cross_entropy_and_expected_is_its_probability():
+    logits = torch.tensor([[0.5, -1.0, 2.0, 0.0]], requires_grad=True)
+    probs = torch.softmax(logits, dim=1)
+    answer = torch.tensor([[0.0, 0.0, 1.0, 0.0]])  # reward 1 on action 2 only
+    value = (probs * answer).sum(1)
+    p = probs.detach()
+    p2 = float(p[0, 2])
+    (grad_ll,) = torch.autograd.grad(
+        last_step_objective(value, "likelihood").sum(), logits, retain_graph=True
+    )
+    (grad_ex,) = torch.autograd.grad(last_step_objective(value, "expected").sum(), logits)
+    # d log(p_a + eps) / d logits = (onehot - p) * p_a / (p_a + eps); d p_a / d logits = p_a * (onehot - p)
+    assert torch.allclose(grad_ll, (answer - p) * p2 / (p2 + LIKELIHOOD_EPS), atol=1e-6)
+    assert torch.allclose(grad_ex, (answer - p) * p2, atol=1e-6)
+    # a walk that gives the answer 1% of its mass: the likelihood gradient stays ~1, the expected one ~0.01
+    tiny = torch.tensor([0.01], requires_grad=True)
+    (g,) = torch.autograd.grad(last_step_objective(tiny, "likelihood"), tiny)
+    assert float(g) == pytest.approx(1 / (0.01 + LIKELIHOOD_EPS))
+    assert float(last_step_objective(torch.zeros(1), "likelihood")) == pytest.approx(math.log(LIKELIHOOD_EPS))
+    with pytest.raises(
+        ValueError, match=r"last-step objective 'log' is not one of \('expected', 'likelihood'\)"
+    ):
+        last_step_objective(value, "log")
 
 
 def test_frozen_entity_vectors_stay_at_their_seeded_start_while_the_walker_learns():
