@@ -70,12 +70,13 @@ _RESUME_FREE = (
     "beam_width",
     "eval_batch_size",
     "eval_mask_query_edge",
+    "patience",
 )
 
+_LAST_STEPS = ("sample", "expected", "likelihood")
 # Knobs added after runs were checkpointed: at these values they are left out of the fingerprint, so a run
 # started before the knob existed still resumes.
-_LAST_STEPS = ("sample", "expected", "likelihood")
-_ADDED_DEFAULTS = {"train_entity_embeddings": True, "hide_query_relation": 0.0}
+_ADDED_DEFAULTS = {"train_entity_embeddings": True, "hide_query_relation": 0.0, "patience": None}
 
 
 def _task_cfg(cfg: DictConfig) -> DictConfig:
@@ -86,6 +87,10 @@ def _task_cfg(cfg: DictConfig) -> DictConfig:
         raise ValueError(
             f"task.shaping={t.shaping!r} needs that anchor trained in the run: add it to task.anchors "
             f"(now {list(t.anchors or [])})"
+        )
+    if t.get("patience") is not None and (int(t.patience) < 1 or not int(t.get("eval_every") or 0)):
+        raise ValueError(
+            f"task.patience={t.patience} needs to be >= 1 and task.eval_every > 0 (now {t.get('eval_every')})"
         )
     for key, low in (("beam_width", 1), ("num_rollouts", 1), ("batch_size", 1), ("checkpoint_every", 1)):
         if int(t[key]) < low:
@@ -426,9 +431,13 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
                 "model": {k: v.detach().clone() for k, v in policy.state_dict().items()},
             }
 
+    patience = int(t.get("patience") or 0)
     while step < total:
         if elapsed >= budget:
             stopped_by = "time_budget_s"
+            break
+        if patience and best is not None and sum(c["batch"] > best["batch"] for c in curve) >= patience:
+            stopped_by = "patience"
             break
         tick = time.perf_counter()
         epoch, pos = divmod(step, per_epoch)
@@ -484,7 +493,7 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
         if on_batch is not None:
             on_batch(step)
     bar.close()
-    if stopped_by == "time_budget_s":
+    if stopped_by != "batches":
         checkpoint()
     if eval_every and len(select_batch) and (not curve or curve[-1]["batch"] != step):
         validate()  # the final weights compete too

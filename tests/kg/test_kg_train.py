@@ -190,3 +190,20 @@ def test_expected_last_step_with_shaping_trains_and_selects_on_validation(tiny_r
     assert results["train"]["batches"] == 4 and 0.0 <= results["train"]["mean_hit"] <= 1.0
     with pytest.raises(ValueError, match=r"task\.last_step='exact' is not one of"):
         run_kg(tiny_cfg(tiny_root, None, "task.last_step=exact"))
+
+
+def test_patience_stops_at_the_first_validation_that_does_not_beat_the_best(tiny_root, tmp_path):
+    cfg = tiny_cfg(tiny_root, tmp_path / "run", "task.max_batches=60", "task.eval_every=2", "task.patience=1")
+    results = run_kg(cfg)
+    curve = results["curve"]
+    mrrs = [c["mrr"] for c in curve]
+    stale = next(i for i in range(1, len(mrrs)) if mrrs[i] <= max(mrrs[:i]))
+    assert results["train"]["stopped_by"] == "patience"
+    assert results["train"]["batches"] == curve[stale]["batch"] == 2 * (stale + 1) < 60
+    assert len(curve) == stale + 1
+    best = max(range(len(mrrs)), key=lambda i: (mrrs[i], -i))
+    assert results["train"]["selected_batch"] == curve[best]["batch"]
+    again = run_kg(cfg)  # resuming a run that ran out of patience trains no further
+    assert again["train"]["batches"] == results["train"]["batches"] and again["test"] == results["test"]
+    with pytest.raises(ValueError, match=r"task.patience=0 needs to be >= 1 and task.eval_every > 0"):
+        run_kg(tiny_cfg(tiny_root, None, "task.patience=0"))
