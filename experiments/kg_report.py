@@ -125,13 +125,15 @@ RECIPES: dict[str, list[str]] = {
     "gnn": ["task.gnn=true"],
     # the last step trained by the answer's log-likelihood (its cross-entropy) instead of its expected
     # reward, unshaped. It learns in hundreds of batches, then overfits (UMLS, lr 1e-3: validation MRR
-    # 0.84 at batch 250, 0.73 at 1,000), hence dropout, lr 3e-4 and validation every 100 batches.
+    # 0.84 at batch 250, 0.73 at 1,000), hence dropout, lr 3e-4, validation every 100 batches and a stop
+    # after 10 validations without a new best.
     "likelihood": [
         "task.last_step=likelihood",
         "task.shaping=none",
         "task.dropout=0.3",
         "task.lr=0.0003",
         "task.eval_every=100",
+        "task.patience=10",
     ],
 }
 LABELS = {
