@@ -505,6 +505,8 @@ def shaped_rewards(hit: Tensor, anchor_scores: Tensor | None) -> Tensor:
 
 
 LIKELIHOOD_EPS = 1e-3
+#: What :func:`last_step_objective` can maximise of the exact last step.
+LAST_STEP_OBJECTIVES = ("expected", "likelihood")
 
 
 def last_step_objective(value: Tensor, kind: str = "expected") -> Tensor:
@@ -524,7 +526,7 @@ def last_step_objective(value: Tensor, kind: str = "expected") -> Tensor:
         return value
     if kind == "likelihood":
         return torch.log(value + LIKELIHOOD_EPS)
-    raise ValueError(f"last-step objective {kind!r} is not one of ('expected', 'likelihood')")
+    raise ValueError(f"last-step objective {kind!r} is not one of {LAST_STEP_OBJECTIVES}")
 
 
 class Reinforce:

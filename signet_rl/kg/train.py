@@ -44,6 +44,7 @@ from tqdm.auto import tqdm
 
 from signet_rl.kg.policy import (
     FULL_SCORING_RATIO,
+    LAST_STEP_OBJECTIVES,
     KGPolicy,
     Reinforce,
     anchor_end_scores,
@@ -73,7 +74,7 @@ _RESUME_FREE = (
     "patience",
 )
 
-_LAST_STEPS = ("sample", "expected", "likelihood")
+_LAST_STEPS = ("sample", *LAST_STEP_OBJECTIVES)
 # Knobs added after runs were checkpointed: at these values they are left out of the fingerprint, so a run
 # started before the knob existed still resumes.
 _ADDED_DEFAULTS = {"train_entity_embeddings": True, "hide_query_relation": 0.0, "patience": None}
@@ -393,7 +394,7 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
     m = int(t.num_rollouts)
     fn_mask = bool(t.get("false_negative_mask", True))
     last_step = str(t.get("last_step", "sample"))
-    expected_last = last_step in ("expected", "likelihood")
+    expected_last = last_step in LAST_STEP_OBJECTIVES
     hide_p = float(t.get("hide_query_relation") or 0.0)
     policy.train()
     bar = tqdm(
