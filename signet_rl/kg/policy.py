@@ -136,6 +136,9 @@ class KGPolicy(nn.Module):
             (MINERVA's ``train_entity_embeddings=0`` on Countries S3): an entity no training query starts
             from then looks like any other instead of carrying an untrained vector among trained ones.
         dropout: dropout after the MLP's hidden layer (training only).
+        emb_dropout: dropout on every entity and relation vector the history and the MLP read (the
+            action taken, the current entity, the query relation; MultiHopKG's ``emb_dropout_rate``);
+            the candidates' vectors they are scored against stay whole. Training only.
         gnn_layers: ``> 0`` computes entity vectors with a :class:`RelationalGNN` over ``graph_triples``.
         graph_triples: ``(head, relation, tail)`` ids ``[E, 3]``, needed when ``gnn_layers > 0``.
     """
@@ -153,6 +156,7 @@ class KGPolicy(nn.Module):
         dropout: float = 0.0,
         gnn_layers: int = 0,
         graph_triples: np.ndarray | Tensor | None = None,
+        emb_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         self.config: dict[str, Any] = {
@@ -166,6 +170,7 @@ class KGPolicy(nn.Module):
             "train_entity_embeddings": bool(train_entity_embeddings),
             "dropout": float(dropout),
             "gnn_layers": int(gnn_layers),
+            "emb_dropout": float(emb_dropout),
         }
         self.num_entities = int(num_entities)
         self.num_relations = int(num_relations)
@@ -174,6 +179,7 @@ class KGPolicy(nn.Module):
         self.relation_dim = int(relation_dim)
         self.entity_dim = int(entity_dim) if self.use_entities else 0
         self.relation_emb = nn.Embedding(num_relations + 3, relation_dim)
+        self.emb_drop = nn.Dropout(emb_dropout)
         self.entity_emb = nn.Embedding(num_entities, entity_dim) if self.use_entities else None
         self.gnn: RelationalGNN | None = None
         if gnn_layers > 0:
@@ -225,7 +231,7 @@ class KGPolicy(nn.Module):
 
     def _action(self, rel: Tensor, ent: Tensor, table: Tensor | None) -> Tensor:
         r = self.relation_emb(rel)
-        return r if table is None else torch.cat([r, table[ent]], dim=-1)
+        return self.emb_drop(r if table is None else torch.cat([r, table[ent]], dim=-1))
 
     def begin(self, heads: Tensor, table: Tensor | None) -> State:
         """The history after the dummy start action ``(START, e1)``."""
@@ -251,8 +257,8 @@ class KGPolicy(nn.Module):
         """Scores of the candidate actions, ``-inf`` where masked. ``[B, A]``."""
         parts = [state[0]]
         if table is not None:
-            parts.append(table[current])
-        parts.append(self.relation_emb(query_relation))
+            parts.append(self.emb_drop(table[current]))
+        parts.append(self.emb_drop(self.relation_emb(query_relation)))
         x = self.mlp(torch.cat(parts, dim=-1))
         x_r, x_e = x[:, : self.relation_dim], x[:, self.relation_dim :]
         a = cand_rel.shape[1]
@@ -506,26 +512,39 @@ def shaped_rewards(hit: Tensor, anchor_scores: Tensor | None) -> Tensor:
 
 LIKELIHOOD_EPS = 1e-3
 #: What :func:`last_step_objective` can maximise of the exact last step.
-LAST_STEP_OBJECTIVES = ("expected", "likelihood")
+LAST_STEP_OBJECTIVES = ("expected", "likelihood", "cross_entropy")
 
 
-def last_step_objective(value: Tensor, kind: str = "expected") -> Tensor:
-    """What the trainer maximises of each walk's exact last step, from ``V = Σ_a π(a | s_T) R(a)``.
+def last_step_objective(probs: Tensor, rewards: Tensor, kind: str = "expected") -> Tensor:
+    """What the trainer maximises of each walk's exact last step ``π(· | s_T)`` given each action's reward.
 
-    ``expected`` is ``V`` itself, REINFORCE's objective with the last action summed out. ``likelihood`` is
-    ``log(V + eps)``: with a 0/1 reward for one answer, the log-probability of stepping onto it, the
-    cross-entropy a KG-embedding model is trained with. Its gradient ``∇V / (V + eps)`` is as strong for a
-    walk that gives the answer little mass as for one that gives it much, where ``∇V`` fades as ``V → 0``;
-    ``eps`` keeps a walk that cannot reach any reward finite.
+    ``expected`` is ``V = Σ_a π(a | s_T) R(a)``, REINFORCE's objective with the last action summed out.
+    ``likelihood`` is ``log(V + eps)``: with a 0/1 reward for one answer, the log-probability of stepping onto
+    it, the cross-entropy a KG-embedding model is trained with. Its gradient ``∇V / (V + eps)`` is as strong
+    for a walk that gives the answer little mass as for one that gives it much, where ``∇V`` fades as
+    ``V → 0``; ``eps`` keeps a walk that cannot reach any reward finite. ``cross_entropy`` is
+    ``Σ_a R(a) log π(a | s_T)``, the cross-entropy against the rewards as unnormalised targets: its logit
+    gradient ``R(a) - π(a) Σ_b R(b)`` moves ``π`` towards ``R / Σ R``, where the other two are maximised by
+    putting all the mass on the best-rewarded action. With shaped rewards (``R = σ(f)`` for a miss) it matches
+    the anchor's graded scores rather than its top choice; it is also what MultiHopKG's REINFORCE estimates at
+    a high action-dropout rate, where the sampled action is close to uniform over the valid ones.
 
     Args:
-        value: ``V`` per walk, differentiable, ``[B]``.
-        kind: ``expected`` or ``likelihood``.
+        probs: ``π(a | s_T)`` over each walk's last-step slots, differentiable, 0 where masked, ``[B, A]``.
+        rewards: the reward of ending at each slot's entity, ``[B, A]``.
+        kind: one of :data:`LAST_STEP_OBJECTIVES`.
+
+    Returns:
+        One value per walk, ``[B]``.
     """
     if kind == "expected":
-        return value
+        return (probs * rewards).sum(dim=1)
     if kind == "likelihood":
-        return torch.log(value + LIKELIHOOD_EPS)
+        return torch.log((probs * rewards).sum(dim=1) + LIKELIHOOD_EPS)
+    if kind == "cross_entropy":
+        valid = probs > 0  # masked slots (and underflowed ones) carry no target
+        logp = torch.log(probs.clamp(min=torch.finfo(probs.dtype).tiny))
+        return torch.where(valid, rewards * logp, torch.zeros_like(logp)).sum(dim=1)
     raise ValueError(f"last-step objective {kind!r} is not one of {LAST_STEP_OBJECTIVES}")
 
 

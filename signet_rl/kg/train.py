@@ -77,7 +77,12 @@ _RESUME_FREE = (
 _LAST_STEPS = ("sample", *LAST_STEP_OBJECTIVES)
 # Knobs added after runs were checkpointed: at these values they are left out of the fingerprint, so a run
 # started before the knob existed still resumes.
-_ADDED_DEFAULTS = {"train_entity_embeddings": True, "hide_query_relation": 0.0, "patience": None}
+_ADDED_DEFAULTS = {
+    "train_entity_embeddings": True,
+    "hide_query_relation": 0.0,
+    "patience": None,
+    "emb_dropout": 0.0,
+}
 
 
 def _task_cfg(cfg: DictConfig) -> DictConfig:
@@ -98,8 +103,9 @@ def _task_cfg(cfg: DictConfig) -> DictConfig:
             raise ValueError(f"task.{key}={t[key]} must be >= {low}")
     if str(t.get("last_step", "sample")) not in _LAST_STEPS:
         raise ValueError(f"task.last_step={t.last_step!r} is not one of {_LAST_STEPS}")
-    if not 0.0 <= float(t.action_dropout) < 1.0:
-        raise ValueError(f"task.action_dropout={t.action_dropout} must be in [0, 1)")
+    for key in ("action_dropout", "emb_dropout"):
+        if not 0.0 <= float(t.get(key, 0.0)) < 1.0:
+            raise ValueError(f"task.{key}={t[key]} must be in [0, 1)")
     return t
 
 
@@ -162,6 +168,7 @@ def build_policy(task: WalkTask, cfg: DictConfig) -> KGPolicy:
         use_entity_embeddings=use_entities or bool(t.gnn),
         train_entity_embeddings=bool(t.get("train_entity_embeddings", True)),
         dropout=float(t.dropout),
+        emb_dropout=float(t.get("emb_dropout", 0.0)),
         gnn_layers=int(t.gnn_layers) if t.gnn else 0,
         graph_triples=task.index.graph_triples if t.gnn else None,
     )
@@ -468,8 +475,9 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
         hit, reward = end_rewards(ro.final)
         if expected_last:
             assert ro.last_probs is not None and ro.last_entities is not None
-            value = (ro.last_probs * end_rewards(ro.last_entities)[1]).sum(dim=1)
-            exact = last_step_objective(value, last_step)
+            slot_rewards = end_rewards(ro.last_entities)[1]
+            value = (ro.last_probs * slot_rewards).sum(dim=1)
+            exact = last_step_objective(ro.last_probs, slot_rewards, last_step)
             loss = pg.loss(ro.log_probs[:, :-1], ro.entropies, value.detach(), exact=exact)
         else:
             loss = pg.loss(ro.log_probs, ro.entropies, reward)

@@ -103,6 +103,7 @@ def test_killed_run_resumes_to_the_same_numbers(tiny_root, tmp_path):
         "task.num_rollouts=4",
         "task.checkpoint_every=2",
         "task.eval_every=3",
+        "task.emb_dropout=0.2",
         "task.dropout=0.2",
     )
     whole = run_kg(tiny_cfg(tiny_root, tmp_path / "whole", *extra))
@@ -166,6 +167,7 @@ def test_anchor_shaping_gnn_and_resumed_anchor(tiny_root, tmp_path):
         ("task.shaping=transe", "task.shaping='transe' is not one of"),
         ("task.beam_width=0", "task.beam_width=0 must be >= 1"),
         ("task.action_dropout=1.0", r"task.action_dropout=1.0 must be in \[0, 1\)"),
+        ("task.emb_dropout=-0.1", r"task.emb_dropout=-0.1 must be in \[0, 1\)"),
     ],
 )
 def test_bad_task_config_is_named(tiny_root, override, message):

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from signet_rl.kg.policy import (
+    LAST_STEP_OBJECTIVES,
     LIKELIHOOD_EPS,
     KGPolicy,
     Reinforce,
@@ -198,8 +199,9 @@ def train_two_hop(policy: KGPolicy, objective: str = "expected") -> torch.Tensor
     heads = torch.zeros(32, dtype=torch.long)
     for _ in range(60):
         ro = rollout(policy, w, heads, heads, None, 2, gen, expected_last=True)
-        value = (ro.last_probs * (ro.last_entities == 4).float()).sum(1)
-        exact = last_step_objective(value, objective)
+        reward = (ro.last_entities == 4).float()
+        value = (ro.last_probs * reward).sum(1)
+        exact = last_step_objective(ro.last_probs, reward, objective)
         loss = pg.loss(ro.log_probs[:, :-1], ro.entropies, value.detach(), exact=exact)
         opt.zero_grad()
         loss.backward()
@@ -208,7 +210,7 @@ def train_two_hop(policy: KGPolicy, objective: str = "expected") -> torch.Tensor
     return beam_search(policy, w, torch.tensor([0]), torch.tensor([0]), 2, beam_width=10)
 
 
-@pytest.mark.parametrize("objective", ["expected", "likelihood"])
+@pytest.mark.parametrize("objective", LAST_STEP_OBJECTIVES)
 def test_reinforce_with_exact_last_step_learns_the_two_hop_answer(objective):
     torch.manual_seed(0)
     policy = KGPolicy(5, 2, entity_dim=8, relation_dim=8, history_dim=8, hidden_dim=16)
@@ -220,25 +222,77 @@ def test_likelihood_last_step_is_the_answers_cross_entropy_and_expected_is_its_p
     logits = torch.tensor([[0.5, -1.0, 2.0, 0.0]], requires_grad=True)
     probs = torch.softmax(logits, dim=1)
     answer = torch.tensor([[0.0, 0.0, 1.0, 0.0]])  # reward 1 on action 2 only
-    value = (probs * answer).sum(1)
     p = probs.detach()
     p2 = float(p[0, 2])
     (grad_ll,) = torch.autograd.grad(
-        last_step_objective(value, "likelihood").sum(), logits, retain_graph=True
+        last_step_objective(probs, answer, "likelihood").sum(), logits, retain_graph=True
     )
-    (grad_ex,) = torch.autograd.grad(last_step_objective(value, "expected").sum(), logits)
+    (grad_ex,) = torch.autograd.grad(last_step_objective(probs, answer, "expected").sum(), logits)
     # d log(p_a + eps) / d logits = (onehot - p) * p_a / (p_a + eps); d p_a / d logits = p_a * (onehot - p)
     assert torch.allclose(grad_ll, (answer - p) * p2 / (p2 + LIKELIHOOD_EPS), atol=1e-6)
     assert torch.allclose(grad_ex, (answer - p) * p2, atol=1e-6)
     # a walk that gives the answer 1% of its mass: the likelihood gradient stays ~1, the expected one ~0.01
-    tiny = torch.tensor([0.01], requires_grad=True)
-    (g,) = torch.autograd.grad(last_step_objective(tiny, "likelihood"), tiny)
-    assert float(g) == pytest.approx(1 / (0.01 + LIKELIHOOD_EPS))
-    assert float(last_step_objective(torch.zeros(1), "likelihood")) == pytest.approx(math.log(LIKELIHOOD_EPS))
+    tiny = torch.tensor([[0.01, 0.99]], requires_grad=True)
+    first = torch.tensor([[1.0, 0.0]])
+    (g,) = torch.autograd.grad(last_step_objective(tiny, first, "likelihood").sum(), tiny)
+    assert float(g[0, 0]) == pytest.approx(1 / (0.01 + LIKELIHOOD_EPS))
+    nothing = last_step_objective(torch.tensor([[0.5, 0.5]]), torch.zeros(1, 2), "likelihood")
+    assert float(nothing) == pytest.approx(math.log(LIKELIHOOD_EPS))
     with pytest.raises(
-        ValueError, match=r"last-step objective 'log' is not one of \('expected', 'likelihood'\)"
+        ValueError,
+        match=r"last-step objective 'log' is not one of \('expected', 'likelihood', 'cross_entropy'\)",
     ):
-        last_step_objective(value, "log")
+        last_step_objective(probs, answer, "log")
+
+
+def test_cross_entropy_last_step_moves_the_policy_towards_the_normalised_rewards():
+    # slot 3 is masked (probability 0); its reward must not count, nor make the value infinite
+    logits = torch.tensor([[1.0, 0.0, -1.0, float("-inf")]], requires_grad=True)
+    probs = torch.softmax(logits, dim=1)
+    rewards = torch.tensor([[1.0, 0.5, 0.0, 1.0]])
+    value = last_step_objective(probs, rewards, "cross_entropy")
+    p = probs.detach()
+    assert float(value.detach()) == pytest.approx(float(torch.log(p[0, 0]) + 0.5 * torch.log(p[0, 1])))
+    (grad,) = torch.autograd.grad(value.sum(), logits)
+    # d/dz_a of sum_b R_b log p_b = R_a - p_a * sum_b R_b over the valid slots (R counted on slots 0-2)
+    want = torch.tensor([[1.0, 0.5, 0.0, 0.0]]) - p * 1.5
+    assert torch.allclose(grad, want, atol=1e-6)
+    # at its optimum the policy is the normalised rewards, where the expected reward wants all on slot 0
+    z = torch.zeros(1, 3, requires_grad=True)
+    opt = torch.optim.SGD([z], lr=1.0)
+    for _ in range(500):
+        opt.zero_grad()
+        (-last_step_objective(torch.softmax(z, 1), rewards[:, :3], "cross_entropy").sum()).backward()
+        opt.step()
+    assert torch.allclose(torch.softmax(z, 1).detach(), torch.tensor([[2 / 3, 1 / 3, 0.0]]), atol=0.02)
+
+
+def test_embedding_dropout_perturbs_training_scores_only():
+    torch.manual_seed(0)
+    policy = KGPolicy(5, 2, entity_dim=8, relation_dim=8, history_dim=8, hidden_dim=16, emb_dropout=0.5)
+    plain = KGPolicy(5, 2, entity_dim=8, relation_dim=8, history_dim=8, hidden_dim=16)
+    plain.load_state_dict(policy.state_dict())
+    assert policy.config["emb_dropout"] == 0.5 and plain.config["emb_dropout"] == 0.0
+    w = walker()
+    heads = torch.tensor([0, 0, 2])
+
+    def scores(p: KGPolicy) -> torch.Tensor:
+        table = p.entity_table()
+        state = p.begin(heads, table)
+        rel, ent, mask = w.candidates(heads, heads, heads)
+        return p.logits(state, heads, heads, rel, ent, mask, table)
+
+    policy.eval()
+    plain.eval()
+    assert torch.equal(scores(policy), scores(plain))  # no dropout at test time
+    policy.train()
+    plain.train()
+    torch.manual_seed(1)
+    noisy = scores(policy)
+    finite = torch.isfinite(noisy)
+    assert torch.equal(finite, torch.isfinite(scores(plain)))
+    assert not torch.allclose(noisy[finite], scores(plain)[finite])
+    assert torch.equal(scores(plain), scores(plain))  # emb_dropout=0 leaves training scores alone
 
 
 def test_frozen_entity_vectors_stay_at_their_seeded_start_while_the_walker_learns():
