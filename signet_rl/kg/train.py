@@ -82,6 +82,7 @@ _ADDED_DEFAULTS = {
     "hide_query_relation": 0.0,
     "patience": None,
     "emb_dropout": 0.0,
+    "reciprocal_queries": False,
 }
 
 
@@ -331,6 +332,8 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
     t_start = time.perf_counter()
     task = _load_task(cfg)
     path_length = path_length_of(cfg)
+    # the walker's training queries (with reciprocal head queries, if asked): checked before anchors train
+    train = task.training_queries(reciprocal=bool(t.get("reciprocal_queries", False)))
     load_s = time.perf_counter() - t_start
 
     t0 = time.perf_counter()
@@ -342,7 +345,6 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
     optimizer = torch.optim.Adam(policy.parameters(), lr=float(t.lr), weight_decay=float(t.weight_decay))
     pg = Reinforce(float(t.beta), float(t.beta_decay), int(t.beta_decay_every), float(t.baseline_rate))
     gen = torch.Generator().manual_seed(seed)
-    train = task.queries("train")
     n_train = len(train)
     bs = int(t.batch_size)
     per_epoch = max(1, math.ceil(n_train / bs))

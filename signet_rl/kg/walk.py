@@ -330,6 +330,36 @@ class WalkTask:
             self._splits[split] = self.index.queries(self._dataset, split)
         return self._splits[split]
 
+    def training_queries(self, reciprocal: bool = False) -> QueryBatch:
+        """The training split's tail queries, and with ``reciprocal`` also one head query
+        ``(t, r⁻¹, ?) -> h`` per training triple ``(h, r, t)`` (ids ``<id>:reciprocal``, after the
+        originals): the reciprocal training a KG-embedding model gets, given to the walker. Only
+        ``heads``, ``relations`` and ``tails`` drive training; a reciprocal query's ``known`` holds its
+        target alone.
+
+        Raises:
+            ValueError: ``reciprocal`` while a training relation has no inverse in the walking graph,
+                naming it (load the dataset with ``inverse=True``).
+        """
+        train = self.queries("train")
+        if not reciprocal:
+            return train
+        inv = self.walker.inverse_of[train.relations]
+        if len(inv) and inv.min() < 0:
+            missing = self.index.relations[int(train.relations[int(np.argmin(inv))])]
+            raise ValueError(
+                f"reciprocal training queries need the inverse of every training relation in the graph; "
+                f"{missing!r} has none (set dataset.inverse=true)"
+            )
+        return QueryBatch(
+            ids=train.ids + tuple(f"{i}:reciprocal" for i in train.ids),
+            heads=np.concatenate([train.heads, train.tails]),
+            relations=np.concatenate([train.relations, inv]),
+            tails=np.concatenate([train.tails, train.heads]),
+            known=train.known + tuple(np.empty(0, dtype=np.int64) for _ in train.ids),
+            num_entities=train.num_entities,
+        )
+
     def other_train_answers(
         self, heads: torch.Tensor, relations: torch.Tensor, tails: torch.Tensor, candidates: torch.Tensor
     ) -> torch.Tensor:

@@ -168,6 +168,10 @@ def test_anchor_shaping_gnn_and_resumed_anchor(tiny_root, tmp_path):
         ("task.beam_width=0", "task.beam_width=0 must be >= 1"),
         ("task.action_dropout=1.0", r"task.action_dropout=1.0 must be in \[0, 1\)"),
         ("task.emb_dropout=-0.1", r"task.emb_dropout=-0.1 must be in \[0, 1\)"),
+        (
+            "task.reciprocal_queries=true",
+            "the inverse of every training relation in the graph; 'r3' has none",
+        ),
     ],
 )
 def test_bad_task_config_is_named(tiny_root, override, message):
@@ -209,3 +213,19 @@ def test_patience_stops_at_the_first_validation_that_does_not_beat_the_best(tiny
     assert again["train"]["batches"] == results["train"]["batches"] and again["test"] == results["test"]
     with pytest.raises(ValueError, match=r"task.patience=0 needs to be >= 1 and task.eval_every > 0"):
         run_kg(tiny_cfg(tiny_root, None, "task.patience=0"))
+
+
+def test_reciprocal_queries_double_the_walkers_epoch(tmp_path):
+    root = tmp_path / "data"
+    folder = root / "kg" / "tiny"
+    folder.mkdir(parents=True)
+    (folder / "graph.txt").write_text(GRAPH)
+    (folder / "train.txt").write_text("a\tr1\tb\nd\tr1\tc\nc\tr1\te\nb\tr1\te\ne\tr2\ta\n")
+    (folder / "dev.txt").write_text("a\tr2\tc\n")
+    (folder / "test.txt").write_text("b\tr2\tc\n")
+    plain = run_kg(tiny_cfg(root, None, "task.epochs=1", "task.batch_size=2"))
+    both = run_kg(tiny_cfg(root, None, "task.epochs=1", "task.batch_size=2", "task.reciprocal_queries=true"))
+    # 5 training triples: 3 batches of 2 per epoch; with their 5 reciprocal queries, 5
+    assert plain["train"]["total_batches"] == plain["train"]["batches"] == 3
+    assert both["train"]["total_batches"] == both["train"]["batches"] == 5
+    assert both["train"]["walks"] == 2 * plain["train"]["walks"]  # every query walked once

@@ -115,3 +115,50 @@ def test_train_facts_and_last_step_mask(tmp_path):
     )
     assert other.tolist() == [[False, False, True, False]]  # c answers (a, r3) and is not the labelled b
     assert len(task.queries("validation")) == 1 and len(task.queries("test")) == 1
+
+
+def test_reciprocal_training_queries_add_one_head_query_per_training_triple(tmp_path):
+    folder = tmp_path / "kg" / "recip"
+    folder.mkdir(parents=True)
+    (folder / "graph.txt").write_text(GRAPH + "e\tr1\tc\n")
+    (folder / "train.txt").write_text("a\tr1\tb\nd\tr1\tc\nb\tr2\tc\n")
+    (folder / "dev.txt").write_text("a\tr2\tc\n")
+    (folder / "test.txt").write_text("b\tr1\tc\n")
+    task = WalkTask.from_dataset(load_kg("recip", root=tmp_path, inverse=True))
+    ix = task.index
+    a, b, c, d, e = (ix.entity_index[x] for x in "abcde")
+    r1, r2 = ix.relation_index["r1"], ix.relation_index["r2"]
+    r1_inv, r2_inv = (int(task.walker.inverse_of[r]) for r in (r1, r2))
+    assert task.training_queries() is task.queries("train")
+    q = task.training_queries(reciprocal=True)
+    assert q.ids == (
+        "train:0",
+        "train:1",
+        "train:2",
+        "train:0:reciprocal",
+        "train:1:reciprocal",
+        "train:2:reciprocal",
+    )
+    assert q.heads.tolist() == [a, d, b, b, c, c]
+    assert q.relations.tolist() == [r1, r1, r2, r1_inv, r1_inv, r2_inv]
+    assert q.tails.tolist() == [b, c, c, a, d, b]
+    # the reciprocal triples are graph edges (the inverse edges), so they count as training facts
+    assert task.is_train_fact(q.heads, q.relations, q.tails).all()
+    # (c, r1_inv) -> d also has the training answer e (edge e r1 c): MINERVA's last-step mask hides it
+    other = task.other_train_answers(
+        torch.from_numpy(q.heads[4:5]),
+        torch.from_numpy(q.relations[4:5]),
+        torch.from_numpy(q.tails[4:5]),
+        torch.tensor([[a, b, c, d, e]]),
+    )
+    assert other.tolist() == [[False, False, False, False, True]]
+
+
+def test_reciprocal_training_queries_need_every_inverse(tmp_path):
+    task = tiny_task(tmp_path)  # r3 is a query relation only: the graph holds no inverse of it
+    with pytest.raises(
+        ValueError,
+        match="reciprocal training queries need the inverse of every training "
+        "relation in the graph; 'r3' has none",
+    ):
+        task.training_queries(reciprocal=True)
