@@ -34,16 +34,23 @@ def make_cfg(overrides: list[str]) -> DictConfig:
         )
 
 
-@pytest.fixture(scope="module")
-def tiny_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("kgtrain")
+def write_tiny(root: Path, train: str, dev: str, test: str) -> Path:
+    """A MINERVA-layout folder ``<root>/kg/tiny`` over GRAPH with these splits; returns ``root``."""
     folder = root / "kg" / "tiny"
     folder.mkdir(parents=True)
-    (folder / "graph.txt").write_text(GRAPH)
-    (folder / "train.txt").write_text("a\tr3\tc\na\tr1\tb\nb\tr3\te\nd\tr3\ta\nc\tr3\tb\n")
-    (folder / "dev.txt").write_text("d\tr3\te\n")
-    (folder / "test.txt").write_text("b\tr3\tc\n")
+    for name, text in (("graph", GRAPH), ("train", train), ("dev", dev), ("test", test)):
+        (folder / f"{name}.txt").write_text(text)
     return root
+
+
+@pytest.fixture(scope="module")
+def tiny_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny(
+        tmp_path_factory.mktemp("kgtrain"),
+        "a\tr3\tc\na\tr1\tb\nb\tr3\te\nd\tr3\ta\nc\tr3\tb\n",
+        "d\tr3\te\n",
+        "b\tr3\tc\n",
+    )
 
 
 def tiny_cfg(root: Path, run_dir: Path | None, *extra: str) -> DictConfig:
@@ -216,13 +223,9 @@ def test_patience_stops_at_the_first_validation_that_does_not_beat_the_best(tiny
 
 
 def test_reciprocal_queries_double_the_walkers_epoch(tmp_path):
-    root = tmp_path / "data"
-    folder = root / "kg" / "tiny"
-    folder.mkdir(parents=True)
-    (folder / "graph.txt").write_text(GRAPH)
-    (folder / "train.txt").write_text("a\tr1\tb\nd\tr1\tc\nc\tr1\te\nb\tr1\te\ne\tr2\ta\n")
-    (folder / "dev.txt").write_text("a\tr2\tc\n")
-    (folder / "test.txt").write_text("b\tr2\tc\n")
+    root = write_tiny(
+        tmp_path, "a\tr1\tb\nd\tr1\tc\nc\tr1\te\nb\tr1\te\ne\tr2\ta\n", "a\tr2\tc\n", "b\tr2\tc\n"
+    )
     plain = run_kg(tiny_cfg(root, None, "task.epochs=1", "task.batch_size=2"))
     both = run_kg(tiny_cfg(root, None, "task.epochs=1", "task.batch_size=2", "task.reciprocal_queries=true"))
     # 5 training triples: 3 batches of 2 per epoch; with their 5 reciprocal queries, 5
