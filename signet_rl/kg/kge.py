@@ -184,6 +184,18 @@ class KGEAnchor(nn.Module):
         return out
 
     @torch.no_grad()
+    def vectors(self) -> tuple[Tensor, Tensor]:
+        """Entity vectors ``[N, D]`` and relation vectors ``[R, D]`` as plain real rows (ComplEx: real and
+        imaginary parts side by side, ``D = 2 * dim``; DistMult: ``D = dim``), detached copies."""
+        m = self.kge
+        if isinstance(m, ComplEx):
+            ent = torch.cat([m.node_emb.weight, m.node_emb_im.weight], dim=1)
+            rel = torch.cat([m.rel_emb.weight, m.rel_emb_im.weight], dim=1)
+        else:
+            ent, rel = m.node_emb.weight, m.rel_emb.weight
+        return ent.detach().clone(), rel.detach().clone()
+
+    @torch.no_grad()
     def score_tails(self, heads: npt.ArrayLike | Tensor, relations: npt.ArrayLike | Tensor) -> Tensor:
         """Scores of every entity as the tail of each ``(head, relation)`` query.
 

@@ -220,6 +220,49 @@ class KGPolicy(nn.Module):
             if isinstance(m, nn.Linear):
                 m.reset_parameters()
 
+    @torch.no_grad()
+    def warm_start(
+        self,
+        entity: Tensor | None,
+        relation: Tensor | None,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        """Start the entity and relation tables from pretrained vectors (a KG-embedding model's).
+
+        ``entity`` ``[N, D_e]`` replaces every entity vector; ``relation`` ``[R', D_r]`` replaces the first
+        ``min(R', R)`` relation vectors (the dataset relations; the NO_OP, START and PAD tokens keep their
+        own). Vectors wider or narrower than the table are mapped by one seeded random orthonormal
+        projection per table (``generator``), which keeps their inner products up to a rotation when
+        narrowing is not needed and their geometry approximately when it is; each table is then rescaled to
+        the standard deviation of its own initialisation, so the policy's early logits are as large as
+        those of a fresh start.
+
+        Raises:
+            ValueError: ``entity`` without entity embeddings, or a row count that does not match.
+        """
+
+        def project(x: Tensor, width: int, like: Tensor) -> Tensor:
+            x = x.float()
+            if x.shape[1] != width:
+                big, small = max(x.shape[1], width), min(x.shape[1], width)
+                q, _ = torch.linalg.qr(torch.randn(big, small, generator=generator))
+                x = x @ (q if x.shape[1] == big else q.T)
+            x = x - x.mean(dim=0, keepdim=True)
+            return x * (like.std() / x.std().clamp_min(1e-12))
+
+        if entity is not None:
+            if self.entity_emb is None:
+                raise ValueError("warm_start: entity vectors given but the policy has no entity embeddings")
+            if entity.shape[0] != self.num_entities:
+                got, want = entity.shape[0], self.num_entities
+                raise ValueError(f"warm_start: {got} entity vectors for a policy of {want} entities")
+            w = self.entity_emb.weight
+            w.copy_(project(entity, w.shape[1], w))
+        if relation is not None:
+            w = self.relation_emb.weight
+            k = min(int(relation.shape[0]), self.num_relations)
+            w[:k] = project(relation[:k], w.shape[1], w)
+
     # -- building blocks ----------------------------------------------------------------------------
 
     def entity_table(self) -> Tensor | None:

@@ -83,6 +83,7 @@ _ADDED_DEFAULTS = {
     "patience": None,
     "emb_dropout": 0.0,
     "reciprocal_queries": False,
+    "init_from_anchor": None,
 }
 
 
@@ -93,6 +94,12 @@ def _task_cfg(cfg: DictConfig) -> DictConfig:
     if t.shaping != "none" and t.shaping not in list(t.anchors or []):
         raise ValueError(
             f"task.shaping={t.shaping!r} needs that anchor trained in the run: add it to task.anchors "
+            f"(now {list(t.anchors or [])})"
+        )
+    warm = t.get("init_from_anchor")
+    if warm is not None and str(warm) not in [str(a) for a in (t.anchors or [])]:
+        raise ValueError(
+            f"task.init_from_anchor={warm!r} needs that anchor trained in the run: add it to task.anchors "
             f"(now {list(t.anchors or [])})"
         )
     if t.get("patience") is not None and (int(t.patience) < 1 or not int(t.get("eval_every") or 0)):
@@ -342,6 +349,13 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
 
     torch.manual_seed(seed)
     policy = build_policy(task, cfg)
+    if t.get("init_from_anchor") is not None:
+        entity, relation = anchors[str(t.init_from_anchor)].vectors()
+        policy.warm_start(
+            entity if policy.entity_emb is not None else None,
+            relation,
+            torch.Generator().manual_seed(seed),
+        )
     optimizer = torch.optim.Adam(policy.parameters(), lr=float(t.lr), weight_decay=float(t.weight_decay))
     pg = Reinforce(float(t.beta), float(t.beta_decay), int(t.beta_decay_every), float(t.baseline_rate))
     gen = torch.Generator().manual_seed(seed)

@@ -10,6 +10,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
+from signet_rl.kg.kge import KGEAnchor
 from signet_rl.kg.train import CHECKPOINT, build_policy, evaluate_policy, path_length_of, run_kg, train_kg
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -179,6 +180,10 @@ def test_anchor_shaping_gnn_and_resumed_anchor(tiny_root, tmp_path):
             "task.reciprocal_queries=true",
             "the inverse of every training relation in the graph; 'r3' has none",
         ),
+        (
+            "task.init_from_anchor=complex",
+            "task.init_from_anchor='complex' needs that anchor trained in the run",
+        ),
     ],
 )
 def test_bad_task_config_is_named(tiny_root, override, message):
@@ -232,3 +237,32 @@ def test_reciprocal_queries_double_the_walkers_epoch(tmp_path):
     assert plain["train"]["total_batches"] == plain["train"]["batches"] == 3
     assert both["train"]["total_batches"] == both["train"]["batches"] == 5
     assert both["train"]["walks"] == 2 * plain["train"]["walks"]  # every query walked once
+
+
+def test_walker_starts_from_the_anchors_vectors(tiny_root, tmp_path):
+    cfg = tiny_cfg(
+        tiny_root,
+        tmp_path / "run",
+        "task.max_batches=1",
+        "task.lr=0",  # the one batch leaves the weights where they started
+        "task.anchors=[distmult]",
+        "task.init_from_anchor=distmult",
+        "+task.anchor.epochs=2",
+        "+task.anchor.dim=8",
+    )
+    run_kg(cfg)
+    model = torch.load(tmp_path / "run" / CHECKPOINT, weights_only=False)["model"]
+    entity, relation = KGEAnchor.load(tmp_path / "run" / "anchors" / "distmult.pt").vectors()
+    # same width (8): the anchor's vectors, centred and rescaled to the fresh table's spread; the walker's
+    # 5 relations (r1, r2, r3 and the graph's inverses of r1, r2) are the anchor's first 5 (it adds r3's)
+    k = model["relation_emb.weight"].shape[0] - 3
+    assert (k, relation.shape[0]) == (5, 6)
+    pairs = ((model["entity_emb.weight"], entity), (model["relation_emb.weight"][:k], relation[:k]))
+    for table, vectors in pairs:
+        centred = vectors - vectors.mean(dim=0)
+        scale = float((table * centred).sum() / (centred * centred).sum())
+        assert scale > 0 and torch.allclose(table, scale * centred, atol=1e-6)
+    cold = tiny_cfg(tiny_root, tmp_path / "cold", "task.max_batches=1", "task.lr=0")
+    run_kg(cold)
+    fresh = torch.load(tmp_path / "cold" / CHECKPOINT, weights_only=False)["model"]["entity_emb.weight"]
+    assert float(model["entity_emb.weight"].std()) == pytest.approx(float(fresh.std()), rel=1e-5)

@@ -308,6 +308,38 @@ def test_frozen_entity_vectors_stay_at_their_seeded_start_while_the_walker_learn
     assert KGPolicy(**policy.config).entity_emb.weight.requires_grad is False  # type: ignore[union-attr]
 
 
+def test_warm_start_keeps_the_pretrained_geometry_at_the_fresh_spread():
+    def fresh() -> KGPolicy:
+        torch.manual_seed(0)
+        return KGPolicy(5, 2, entity_dim=8, relation_dim=8, history_dim=8, hidden_dim=16)
+
+    policy = fresh()
+    assert policy.entity_emb is not None
+    fresh_std = float(policy.entity_emb.weight.detach().std())
+    fresh_rel = policy.relation_emb.weight.detach().clone()
+    gen = torch.Generator().manual_seed(3)
+    ent = torch.randn(5, 6, generator=gen) * 3.0 + 1.0  # narrower than the table: widened
+    rel = torch.randn(4, 12, generator=gen)  # wider, and 4 rows for 2 dataset relations
+    policy.warm_start(ent, rel, torch.Generator().manual_seed(0))
+    w = policy.entity_emb.weight.detach()
+    assert float(w.std()) == pytest.approx(fresh_std, rel=1e-5)
+    # widening is an isometry: the centred vectors' inner products survive up to one scale
+    centred = ent - ent.mean(dim=0)
+    gram, want = w @ w.T, centred @ centred.T
+    assert torch.allclose(gram, want * (gram.trace() / want.trace()), atol=1e-6)
+    table = policy.relation_emb.weight.detach()
+    assert torch.equal(table[2:], fresh_rel[2:])  # NO_OP, START and PAD keep their own vectors
+    assert not torch.allclose(table[:2], fresh_rel[:2])
+    again = fresh()
+    again.warm_start(ent, rel, torch.Generator().manual_seed(0))
+    assert torch.equal(again.relation_emb.weight, policy.relation_emb.weight)  # seeded projection
+    with pytest.raises(ValueError, match="warm_start: 4 entity vectors for a policy of 5 entities"):
+        policy.warm_start(ent[:4], None)
+    bare = KGPolicy(5, 2, entity_dim=8, relation_dim=8, history_dim=8, use_entity_embeddings=False)
+    with pytest.raises(ValueError, match="warm_start: entity vectors given but the policy has no entity"):
+        bare.warm_start(ent, None)
+
+
 def test_gnn_variant_trains_end_to_end_and_rebuilds_from_its_config():
     torch.manual_seed(0)
     w = walker()
