@@ -232,10 +232,9 @@ class KGPolicy(nn.Module):
         ``entity`` ``[N, D_e]`` replaces every entity vector; ``relation`` ``[R', D_r]`` replaces the first
         ``min(R', R)`` relation vectors (the dataset relations; the NO_OP, START and PAD tokens keep their
         own). Vectors wider or narrower than the table are mapped by one seeded random orthonormal
-        projection per table (``generator``), which keeps their inner products up to a rotation when
-        narrowing is not needed and their geometry approximately when it is; each table is then rescaled to
-        the standard deviation of its own initialisation, so the policy's early logits are as large as
-        those of a fresh start.
+        projection per table (``generator``), exact for the inner products when widening and approximate
+        when narrowing; each table is then centred and rescaled to the standard deviation of its own
+        initialisation, so the policy's early logits are as large as those of a fresh start.
 
         Raises:
             ValueError: ``entity`` without entity embeddings, or a row count that does not match.

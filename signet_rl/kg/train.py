@@ -91,17 +91,16 @@ def _task_cfg(cfg: DictConfig) -> DictConfig:
     t = cfg.task
     if t.shaping not in _SHAPING:
         raise ValueError(f"task.shaping={t.shaping!r} is not one of {_SHAPING}")
-    if t.shaping != "none" and t.shaping not in list(t.anchors or []):
-        raise ValueError(
-            f"task.shaping={t.shaping!r} needs that anchor trained in the run: add it to task.anchors "
-            f"(now {list(t.anchors or [])})"
-        )
-    warm = t.get("init_from_anchor")
-    if warm is not None and str(warm) not in [str(a) for a in (t.anchors or [])]:
-        raise ValueError(
-            f"task.init_from_anchor={warm!r} needs that anchor trained in the run: add it to task.anchors "
-            f"(now {list(t.anchors or [])})"
-        )
+    trained = list(t.anchors or [])
+    for key, name in (
+        ("shaping", None if t.shaping == "none" else t.shaping),
+        ("init_from_anchor", t.get("init_from_anchor")),
+    ):
+        if name is not None and str(name) not in [str(a) for a in trained]:
+            raise ValueError(
+                f"task.{key}={name!r} needs that anchor trained in the run: add it to task.anchors "
+                f"(now {trained})"
+            )
     if t.get("patience") is not None and (int(t.patience) < 1 or not int(t.get("eval_every") or 0)):
         raise ValueError(
             f"task.patience={t.patience} needs to be >= 1 and task.eval_every > 0 (now {t.get('eval_every')})"
