@@ -52,3 +52,53 @@ def test_desire_report_runs_tiny_with_the_candidate_ceiling(tmp_path):
         assert name in body
     text = out.read_text()
     assert text.count(report.START) == 1 and text.count(report.END) == 1
+
+
+def _kg_results(mrr: float, train_s: float) -> dict:
+    metrics = {"hits@1": mrr - 0.1, "hits@3": mrr, "hits@10": mrr + 0.1, "mrr": mrr}
+    return {
+        "path_length": 2,
+        "test": {f"kg_walk/{k}": v for k, v in metrics.items()},
+        "validation": {"kg_walk/mrr": mrr},
+        "timing": {"train_s": train_s, "wall_s": train_s + 60.0},
+    }
+
+
+def test_kg_report_rebuilds_its_table_from_the_committed_ledger(tmp_path):
+    import json
+
+    report = _load("kg_report")
+    runs, ledger = tmp_path / "runs", tmp_path / "ledger"
+    for seed, mrr in ((0, 0.80), (1, 0.84)):
+        folder = runs / f"kinship-warm-s{seed}"
+        folder.mkdir(parents=True)
+        (folder / "results.json").write_text(json.dumps(_kg_results(mrr, 1200.0)))
+    ledger.mkdir()
+    kept = "| umls | ours: walker, unshaped, last step by log-likelihood | 3 | 1 | 2 | 3 | 4 | 5 / 6 |"
+    stale = "| kinship | ours: stale warm row | 3 | 0 | 0 | 0 | 0 | 0 / 0 |"
+    (ledger / report.BEFORE_LEDGER).write_text(
+        json.dumps(
+            {
+                "rows": [
+                    {"dataset": "umls", "key": "kg_walk:likelihood", "row": kept},
+                    {"dataset": "kinship", "key": "kg_walk:warm", "row": stale},
+                ]
+            }
+        )
+    )
+    body = report.report(runs, ledger)
+    # each finished run is copied into the ledger; the table is built from the copies
+    copied = sorted(p.name for p in ledger.glob("*-s*.json"))
+    assert copied == ["kinship-warm-s0.json", "kinship-warm-s1.json"]
+    row = next(line for line in body.splitlines() if "started from the ComplEx anchor" in line)
+    assert row == (
+        "| kinship | ours: walker, ComplEx-shaped, exact last step, started from the ComplEx anchor's "
+        "vectors | 2 | 72.0 ± 2.8 | 82.0 ± 2.8 | 92.0 ± 2.8 | 82.0 ± 2.8 | 20.0 / 21.0 |"
+    )
+    assert stale not in body  # the ledger's own row replaces the one kept from before it
+    assert kept in body
+    assert "| kinship | MINERVA (published) | – | 60.5 | – | 92.4 | 72.0 | GPU, far longer |" in body
+    # with the run folders gone (a clean checkout) the ledger alone gives the same table
+    for path in runs.glob("*/results.json"):
+        path.unlink()
+    assert report.report(runs, ledger) == body
