@@ -56,10 +56,12 @@ from signet_rl.kg.policy import (
 from signet_rl.kg.ranking import QueryBatch, evaluate_scores, filtered_ranks, ranking_metrics
 from signet_rl.kg.walk import WalkTask
 
-__all__ = ["CHECKPOINT", "eval_chunk_size", "evaluate_policy", "run_kg", "train_kg"]
+__all__ = ["CHECKPOINT", "CONFIG", "eval_chunk_size", "evaluate_policy", "run_kg", "train_kg"]
 
 #: Checkpoint file under ``<run_dir>``.
 CHECKPOINT = "checkpoints/last.pt"
+#: The run's resolved config under ``<run_dir>`` (what ``signet_rl.kg.evaluate`` rebuilds the run from).
+CONFIG = "config.yaml"
 _SHAPING = ("none", "complex", "distmult")
 # Knobs that may change between a run and its resumption without changing what it computes.
 _RESUME_FREE = (
@@ -389,6 +391,9 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
         reward_sum, reward_n = float(state["reward_sum"]), int(state["reward_n"])
         curve, best = list(state.get("curve", [])), state.get("best")
         earlier_wall = state.get("wall_s")
+    if run_dir is not None:  # after the fingerprint check, so a mismatched run cannot overwrite it
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True))
 
     def checkpoint() -> None:
         if ckpt is None:
@@ -521,6 +526,7 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
         checkpoint()
     if eval_every and len(select_batch) and (not curve or curve[-1]["batch"] != step):
         validate()  # the final weights compete too
+        checkpoint()  # with the selection it made, so signet_rl.kg.evaluate finds the weights reported
     selected = step
     if best is not None and bool(t.get("select_best", True)):
         policy.load_state_dict(best["model"])

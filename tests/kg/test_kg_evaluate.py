@@ -1,0 +1,91 @@
+"""signet_rl.kg.evaluate: a run's walker ranked again on its own graph, from its own folder."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+from test_kg_train import tiny_cfg, write_tiny  # tests/kg is on sys.path (no __init__.py)
+
+from signet_rl.kg.evaluate import evaluate_run, main
+from signet_rl.kg.train import CONFIG, run_kg
+
+TRAIN = (
+    "a\tr3\tc\na\tr1\tb\nb\tr3\te\nd\tr3\ta\nc\tr3\tb\n",
+    "d\tr3\te\na\tr3\tb\n",
+    "b\tr3\tc\ne\tr3\tc\n",
+)
+EXTRA = (
+    "task.max_batches=6",
+    "task.batch_size=2",
+    "task.num_rollouts=4",
+    "task.eval_every=3",
+    "task.dropout=0.2",
+    "dataset.max_actions=2",  # a seeded subset of the crowded entities' edges: the run's seed matters
+    "seed=3",
+)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    base = tmp_path_factory.mktemp("kgeval")
+    root = write_tiny(base / "data", *TRAIN)
+    run_dir = base / "run"
+    return run_dir, run_kg(tiny_cfg(root, run_dir, *EXTRA))
+
+
+def walker(split: dict) -> dict:
+    return {k: v for k, v in split.items() if k.startswith("kg_walk/")}
+
+
+def test_evaluate_run_gives_the_figures_the_run_reported(finished):
+    run_dir, results = finished
+    got = evaluate_run(run_dir)
+    assert got["validation"] == walker(results["validation"])
+    assert got["test"] == walker(results["test"])
+    assert got["test"]["kg_walk/n"] == 2
+    only_test = evaluate_run(run_dir, splits=["test"])
+    assert list(only_test) == ["test"] and only_test["test"] == got["test"]
+
+
+def test_evaluation_time_overrides_and_the_command_line(finished, tmp_path, capsys):
+    run_dir, _ = finished
+    narrow = evaluate_run(run_dir, ["task.beam_width=1"], splits=["test"])
+    assert narrow == evaluate_run(run_dir, ["task.beam_width=1"], splits=["test"])
+    out = tmp_path / "figures.json"
+    printed = main([str(run_dir), "--set", "task.beam_width=1", "--splits", "test", "--json", str(out)])
+    assert printed == narrow and json.loads(out.read_text()) == narrow
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["split", "n", "misses", "H@1", "H@3", "H@10", "MRR"]
+    assert lines[1].split()[:2] == ["test", "2"]
+    assert float(lines[1].split()[-1]) == pytest.approx(100 * narrow["test"]["kg_walk/mrr"], abs=0.05)
+
+
+def test_bad_evaluation_requests_are_named(finished, tmp_path):
+    run_dir, _ = finished
+    with pytest.raises(
+        ValueError, match=r"^task.lr cannot change at evaluation time \(it changes the policy"
+    ):
+        evaluate_run(run_dir, ["task.lr=0.1"])
+    with pytest.raises(ValueError, match=r"^override 'task.beam_width' is not key=value$"):
+        evaluate_run(run_dir, ["task.beam_width"])
+    with pytest.raises(ValueError, match=r"^task.beam_pool='mean' is not one of \('max', 'sum'\)$"):
+        evaluate_run(run_dir, ["task.beam_pool=mean"])
+    with pytest.raises(ValueError, match=r"^weights='best' is not one of \('selected', 'last'\)$"):
+        evaluate_run(run_dir, weights="best")
+    with pytest.raises(ValueError, match=r"^split 'train' is not one of"):
+        evaluate_run(run_dir, splits=["train"])
+    # a config edited after the run no longer matches its checkpoint
+    edited = tmp_path / "edited"
+    shutil.copytree(run_dir, edited)
+    cfg = OmegaConf.load(edited / CONFIG)
+    cfg.seed = 4
+    OmegaConf.save(cfg, edited / CONFIG)
+    with pytest.raises(ValueError, match=r"config.yaml does not match .*last.pt \(fingerprint "):
+        evaluate_run(edited)
+    (edited / CONFIG).unlink()
+    with pytest.raises(FileNotFoundError, match=r"config.yaml not found: evaluate_run needs the config"):
+        evaluate_run(edited)
