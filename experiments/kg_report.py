@@ -33,6 +33,7 @@ The table in docs/results.md came from (two of these at a time, one per core):
     python experiments/kg_report.py --datasets nell-995 --recipes likelihood_patient --seeds 4 --budget 3600
     python experiments/kg_report.py --datasets nell-995 --recipes likelihood_patient --seeds 5 --budget 3600
     python experiments/kg_report.py --datasets umls --recipes regularised_sum --seeds 0 1 2 --budget 1200
+    python experiments/kg_report.py --datasets kinship --recipes warm --seeds 0 --budget 1200  (and 1, 2)
     python experiments/kg_report.py --report-only
 
 The likelihood NELL-995 seed 0 was then given ``--budget 3600`` (its results.json deleted); the recipe's
@@ -47,7 +48,8 @@ query per training triple as well), ``regularised`` (``reciprocal`` with dropout
 embeddings), ``regularised_long`` (``regularised`` without the early stop), ``regularised_sum``
 (``regularised`` ranking an entity by the summed probability of its paths), ``likelihood_patient``
 (``likelihood`` with summed paths, the whole validation split and a longer patience; its NELL-995 seeds are
-3, 4 and 5, fresh ones, because that patience was chosen after seeds 0-2's test figures were seen) run
+3, 4 and 5, fresh ones, because that patience was chosen after seeds 0-2's test figures were seen) and
+``warm`` (the default shaped recipe with the walker's vectors started from the in-run ComplEx anchor's) run
 the other recipes.
 A finished run is skipped; to give one more time, delete its ``results.json`` and rerun with a larger
 ``--budget`` (its checkpoint resumes; the budget counts training seconds across sittings).
