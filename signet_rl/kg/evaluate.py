@@ -135,11 +135,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
     ap.add_argument(
         "--set", dest="overrides", nargs="*", default=[], help=f"key=value; one of {EVAL_TIME_KEYS}"
     )
-    ap.add_argument("--splits", nargs="*", default=["validation", "test"])
+    ap.add_argument("--splits", nargs="*", default=["validation", "test"], choices=("validation", "test"))
     ap.add_argument("--weights", default="selected", choices=_WEIGHTS)
     ap.add_argument("--json", default=None, help="also write the figures to this file")
     args = ap.parse_args(argv)
-    out = evaluate_run(args.run_dir, args.overrides, args.splits, args.weights)
+    try:
+        out = evaluate_run(args.run_dir, args.overrides, args.splits, args.weights)
+    except (FileNotFoundError, ValueError) as err:  # a bad folder or override: say which, no traceback
+        ap.exit(2, f"{ap.prog}: error: {err}\n")
     print(f"{'split':<11} {'n':>6} {'misses':>6} {'H@1':>6} {'H@3':>6} {'H@10':>6} {'MRR':>6}")
     for split, m in out.items():
         print(

@@ -89,3 +89,19 @@ def test_bad_evaluation_requests_are_named(finished, tmp_path):
     (edited / CONFIG).unlink()
     with pytest.raises(FileNotFoundError, match=r"config.yaml not found: evaluate_run needs the config"):
         evaluate_run(edited)
+
+
+def test_the_command_line_names_a_bad_request_without_a_traceback(finished, tmp_path, capsys):
+    run_dir, _ = finished
+    with pytest.raises(SystemExit) as exited:
+        main([str(run_dir), "--set", "task.lr=0.1"])
+    assert exited.value.code == 2
+    assert "error: task.lr cannot change at evaluation time" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main([str(tmp_path / "nowhere")])
+    assert exited.value.code == 2
+    assert f"error: {tmp_path / 'nowhere' / CONFIG} not found" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main([str(run_dir), "--splits", "valid"])
+    assert exited.value.code == 2
+    assert "argument --splits: invalid choice: 'valid'" in capsys.readouterr().err
