@@ -40,6 +40,7 @@ from torch import Tensor, nn
 from signet_rl.kg.walk import KGWalker
 
 __all__ = [
+    "ADVANTAGES",
     "KGPolicy",
     "Reinforce",
     "RelationalGNN",
@@ -590,6 +591,10 @@ def last_step_objective(probs: Tensor, rewards: Tensor, kind: str = "expected") 
     raise ValueError(f"last-step objective {kind!r} is not one of {LAST_STEP_OBJECTIVES}")
 
 
+#: How :class:`Reinforce` turns returns into advantages.
+ADVANTAGES = ("normalised", "raw")
+
+
 class Reinforce:
     """REINFORCE with a moving-average baseline and a decaying entropy bonus (MINERVA's trainer).
 
@@ -608,10 +613,18 @@ class Reinforce:
         beta_decay: multiplicative decay (MINERVA 0.9).
         decay_every: batches between decays (MINERVA 200).
         baseline_rate: ``λ`` of the baseline average (MINERVA's ``Lambda``).
+        advantage: ``normalised`` (MINERVA: ``A = (R - b̄) / std`` as above) or ``raw`` (MultiHopKG, whose
+            configs set no baseline: ``A = R``, the return itself; with shaped rewards in ``[0, 1]`` every
+            sampled action is pushed up in proportion to its reward).
     """
 
     def __init__(
-        self, beta: float = 0.05, beta_decay: float = 0.9, decay_every: int = 200, baseline_rate: float = 0.05
+        self,
+        beta: float = 0.05,
+        beta_decay: float = 0.9,
+        decay_every: int = 200,
+        baseline_rate: float = 0.05,
+        advantage: str = "normalised",
     ) -> None:
         if beta < 0 or not 0 < beta_decay <= 1 or decay_every < 1 or not 0 <= baseline_rate <= 1:
             raise ValueError(
@@ -619,6 +632,9 @@ class Reinforce:
                 f"baseline_rate={baseline_rate}): need beta >= 0, 0 < beta_decay <= 1, decay_every >= 1, "
                 "0 <= baseline_rate <= 1"
             )
+        if advantage not in ADVANTAGES:
+            raise ValueError(f"Reinforce(advantage={advantage!r}): not one of {ADVANTAGES}")
+        self.advantage = advantage
         self.beta0 = float(beta)
         self.beta_decay = float(beta_decay)
         self.decay_every = int(decay_every)
@@ -643,8 +659,11 @@ class Reinforce:
                 and ``log_probs`` the steps before the last), or None.
         """
         r = rewards.detach().float()
-        adv = r - self.baseline
-        adv = (adv - adv.mean()) / (adv.std(unbiased=False) + 1e-6) if r.numel() > 1 else adv
+        if self.advantage == "raw":
+            adv = r
+        else:
+            adv = r - self.baseline
+            adv = (adv - adv.mean()) / (adv.std(unbiased=False) + 1e-6) if r.numel() > 1 else adv
         pg = -(adv[:, None] * log_probs).mean() if log_probs.numel() else log_probs.new_zeros(())
         if exact is not None:
             pg = pg - exact.mean()

@@ -43,6 +43,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from signet_rl.kg.policy import (
+    ADVANTAGES,
     FULL_SCORING_RATIO,
     LAST_STEP_OBJECTIVES,
     KGPolicy,
@@ -86,6 +87,7 @@ _ADDED_DEFAULTS = {
     "emb_dropout": 0.0,
     "reciprocal_queries": False,
     "init_from_anchor": None,
+    "advantage": "normalised",
 }
 
 
@@ -110,6 +112,8 @@ def _task_cfg(cfg: DictConfig) -> DictConfig:
     for key, low in (("beam_width", 1), ("num_rollouts", 1), ("batch_size", 1), ("checkpoint_every", 1)):
         if int(t[key]) < low:
             raise ValueError(f"task.{key}={t[key]} must be >= {low}")
+    if str(t.get("advantage", "normalised")) not in ADVANTAGES:
+        raise ValueError(f"task.advantage={t.advantage!r} is not one of {ADVANTAGES}")
     if str(t.get("last_step", "sample")) not in _LAST_STEPS:
         raise ValueError(f"task.last_step={t.last_step!r} is not one of {_LAST_STEPS}")
     for key in ("action_dropout", "emb_dropout"):
@@ -358,7 +362,13 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
             torch.Generator().manual_seed(seed),
         )
     optimizer = torch.optim.Adam(policy.parameters(), lr=float(t.lr), weight_decay=float(t.weight_decay))
-    pg = Reinforce(float(t.beta), float(t.beta_decay), int(t.beta_decay_every), float(t.baseline_rate))
+    pg = Reinforce(
+        float(t.beta),
+        float(t.beta_decay),
+        int(t.beta_decay_every),
+        float(t.baseline_rate),
+        str(t.get("advantage", "normalised")),
+    )
     gen = torch.Generator().manual_seed(seed)
     n_train = len(train)
     bs = int(t.batch_size)

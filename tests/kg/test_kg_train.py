@@ -176,6 +176,7 @@ def test_anchor_shaping_gnn_and_resumed_anchor(tiny_root, tmp_path):
         ("task.beam_width=0", "task.beam_width=0 must be >= 1"),
         ("task.action_dropout=1.0", r"task.action_dropout=1.0 must be in \[0, 1\)"),
         ("task.emb_dropout=-0.1", r"task.emb_dropout=-0.1 must be in \[0, 1\)"),
+        ("task.advantage=baseline", r"task.advantage='baseline' is not one of \('normalised', 'raw'\)"),
         (
             "task.reciprocal_queries=true",
             "the inverse of every training relation in the graph; 'r3' has none",

@@ -469,3 +469,24 @@ def test_walks_sharing_a_prefix_share_its_computation_without_changing_any_value
     naive = torch.autograd.grad((weights * logps).sum() + ents.sum(), params)
     for a, b in zip(shared, naive, strict=True):
         assert torch.allclose(a, b, atol=1e-5)
+
+
+def test_reinforce_raw_advantage_is_the_return_itself():
+    """MultiHopKG's estimator: no baseline, no normalisation, loss = -mean(R * log pi) - beta * mean(H)."""
+    pg = Reinforce(beta=0.5, beta_decay=1.0, baseline_rate=0.5, advantage="raw")
+    logp = torch.tensor([[-1.0, -2.0], [-0.5, -0.25]], requires_grad=True)
+    ent = torch.tensor([[0.2, 0.4], [0.6, 0.8]])
+    loss = pg.loss(logp, ent, torch.tensor([1.0, 0.25]))
+    # -(1 * (-1 - 2) + 0.25 * (-0.5 - 0.25)) / 4 - 0.5 * 0.5
+    assert float(loss.detach()) == pytest.approx((3 + 0.1875) / 4 - 0.25)
+    loss.backward()
+    assert logp.grad is not None and logp.grad.tolist() == [[-0.25, -0.25], [-0.0625, -0.0625]]
+    # the baseline is still tracked (and checkpointed) but does not enter the loss
+    assert pg.baseline == pytest.approx(0.3125)
+    normalised = Reinforce(beta=0.5, beta_decay=1.0)
+    other = normalised.loss(logp, ent, torch.tensor([1.0, 0.25])).detach()
+    assert float(other) != pytest.approx(float(loss.detach()))
+    with pytest.raises(
+        ValueError, match=r"^Reinforce\(advantage='none'\): not one of \('normalised', 'raw'\)$"
+    ):
+        Reinforce(advantage="none")
