@@ -54,11 +54,14 @@ def test_desire_report_runs_tiny_with_the_candidate_ceiling(tmp_path):
     assert text.count(report.START) == 1 and text.count(report.END) == 1
 
 
-def _kg_results(mrr: float, train_s: float) -> dict:
+def _kg_results(mrr: float, train_s: float, anchor: float | dict | None = None) -> dict:
     metrics = {"hits@1": mrr - 0.1, "hits@3": mrr, "hits@10": mrr + 0.1, "mrr": mrr}
+    anchors = anchor if isinstance(anchor, dict) else {}
+    if isinstance(anchor, float):
+        anchors = {"anchor_complex/mrr": anchor, "anchor_complex/hits@1": anchor}
     return {
         "path_length": 2,
-        "test": {f"kg_walk/{k}": v for k, v in metrics.items()},
+        "test": {**{f"kg_walk/{k}": v for k, v in metrics.items()}, **anchors},
         "validation": {"kg_walk/mrr": mrr},
         "timing": {"train_s": train_s, "wall_s": train_s + 60.0},
     }
@@ -72,9 +75,19 @@ def test_kg_report_rebuilds_its_table_from_the_committed_ledger(tmp_path):
     for seed, mrr in ((0, 0.80), (1, 0.84)):
         folder = runs / f"kinship-warm-s{seed}"
         folder.mkdir(parents=True)
-        (folder / "results.json").write_text(json.dumps(_kg_results(mrr, 1200.0)))
+        (folder / "results.json").write_text(json.dumps(_kg_results(mrr, 1200.0, anchor=0.5 + seed / 10)))
+    # seed 0 also ran the shaped recipe: its anchor figures are taken once, from that run
+    (runs / "kinship-shaped-s0").mkdir()
+    (runs / "kinship-shaped-s0" / "results.json").write_text(json.dumps(_kg_results(0.7, 1200.0, 0.9)))
     ledger.mkdir()
     kept = "| umls | ours: walker, unshaped, last step by log-likelihood | 3 | 1 | 2 | 3 | 4 | 5 / 6 |"
+    # an anchor row of more seeds than the ledger holds stays; one of fewer is replaced
+    kept_anchor = "| umls | DistMult (in-run anchor) | 3 | 1 | 2 | 3 | 4 | 5 / 6 |"
+    stale_anchor = "| kinship | ComplEx (in-run anchor) | 1 | 0 | 0 | 0 | 0 | 0 / 0 |"
+    (runs / "umls-warm-s0").mkdir(parents=True)
+    (runs / "umls-warm-s0" / "results.json").write_text(
+        json.dumps(_kg_results(0.7, 1200.0, {"anchor_distmult/mrr": 0.5}))
+    )
     stale = "| kinship | ours: stale warm row | 3 | 0 | 0 | 0 | 0 | 0 / 0 |"
     (ledger / report.BEFORE_LEDGER).write_text(
         json.dumps(
@@ -82,6 +95,8 @@ def test_kg_report_rebuilds_its_table_from_the_committed_ledger(tmp_path):
                 "rows": [
                     {"dataset": "umls", "key": "kg_walk:likelihood", "row": kept},
                     {"dataset": "kinship", "key": "kg_walk:warm", "row": stale},
+                    {"dataset": "umls", "key": "anchor_distmult", "row": kept_anchor},
+                    {"dataset": "kinship", "key": "anchor_complex", "row": stale_anchor},
                 ]
             }
         )
@@ -89,7 +104,16 @@ def test_kg_report_rebuilds_its_table_from_the_committed_ledger(tmp_path):
     body = report.report(runs, ledger)
     # each finished run is copied into the ledger; the table is built from the copies
     copied = sorted(p.name for p in ledger.glob("*-s*.json"))
-    assert copied == ["kinship-warm-s0.json", "kinship-warm-s1.json"]
+    assert copied == [
+        "kinship-shaped-s0.json",
+        "kinship-warm-s0.json",
+        "kinship-warm-s1.json",
+        "umls-warm-s0.json",
+    ]
+    assert kept_anchor in body and stale_anchor not in body
+    anchor = next(line for line in body.splitlines() if "ComplEx (in-run anchor)" in line)
+    # seed 0 from its shaped run (0.9), seed 1 from its warm run (0.6)
+    assert anchor.split(" | ")[1:4] == ["ComplEx (in-run anchor)", "2", "75.0 ± 21.2"]
     row = next(line for line in body.splitlines() if "started from the ComplEx anchor" in line)
     assert row == (
         "| kinship | ours: walker, ComplEx-shaped, exact last step, started from the ComplEx anchor's "
