@@ -35,6 +35,8 @@ The table in docs/results.md came from (two of these at a time, one per core):
     python experiments/kg_report.py --datasets umls --recipes regularised_sum --seeds 0 1 2 --budget 1200
     python experiments/kg_report.py --datasets kinship --recipes warm --seeds 0 --budget 1200  (and 1, 2)
     python experiments/kg_report.py --datasets kinship --recipes warm_explore --seeds 2 --budget 1200
+    python experiments/kg_report.py --datasets nell-995 --recipes likelihood_relations --seeds 4 --budget 3600
+    python experiments/kg_report.py --datasets nell-995 --recipes likelihood_relations --seeds 5 --budget 3600
     python experiments/kg_report.py --report-only
 
 The likelihood NELL-995 seed 0 was then given ``--budget 3600`` (its results.json deleted); the recipe's
@@ -43,8 +45,9 @@ seeds first ran with ``--budget 600``; seeds 1 and 2 reached it and were resumed
 stopped on patience). The regularised_long Kinship seed 0 resumed a run of the same config with
 ``task.patience=10`` (a resume-free knob) that patience had stopped at batch 4,600.
 
-The warm_explore Kinship seeds 0 and 1 ran first as probes of the same config (same overrides, same
-checkpoint fingerprint) in another folder, which was then copied under ``runs/report-kg/``.
+The warm_explore Kinship seeds 0 and 1 and the likelihood_relations NELL-995 seed 3 ran first as probes of
+the same config (same overrides, same checkpoint fingerprint) in another folder, which was then copied
+under ``runs/report-kg/``.
 
 ``--recipes reinforce`` (MINERVA's trainer), ``gnn`` (the GNN-conditioned walker), ``likelihood`` (the
 last step trained by the answer's log-likelihood), ``reciprocal`` (``likelihood`` with a reciprocal head
@@ -53,8 +56,10 @@ embeddings), ``regularised_long`` (``regularised`` without the early stop), ``re
 (``regularised`` ranking an entity by the summed probability of its paths), ``likelihood_patient``
 (``likelihood`` with summed paths, the whole validation split and a longer patience; its NELL-995 seeds are
 3, 4 and 5, fresh ones, because that patience was chosen after seeds 0-2's test figures were seen) and
-``warm`` (the default shaped recipe with the walker's vectors started from the in-run ComplEx anchor's) and
-``warm_explore`` (``warm`` with entropy weight 0.2) run the other recipes.
+``warm`` (the default shaped recipe with the walker's vectors started from the in-run ComplEx anchor's),
+``warm_explore`` (``warm`` with entropy weight 0.2) and ``likelihood_relations`` (``likelihood_patient``
+reading relation vectors only, MINERVA's NELL-995 setting; seeds 3, 4 and 5, the ones its parent recipe
+reports) run the other recipes.
 A finished run is skipped; to give one more time, delete its ``results.json`` and rerun with a larger
 ``--budget`` (its checkpoint resumes; the budget counts training seconds across sittings).
 """
