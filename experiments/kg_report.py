@@ -5,7 +5,7 @@ job, composed in process, in its own folder ``runs/report-kg/<name>-<recipe>-s<s
 (``results.json``) is skipped, an interrupted one resumes from its checkpoint, so two processes given
 different datasets or seeds can share the two cores. The walker and the in-run ComplEx/DistMult anchors
 are ranked by the one filtered evaluator (``signet_rl.kg.ranking``). Each finished run's metrics and timing
-are copied into ``experiments/kg_runs/<name>-<recipe>-s<seed>.json`` (committed: ``runs/`` is not), and the
+are copied into ``experiments/kg_runs/runs.json`` (committed: ``runs/`` is not), and the
 table is built from those copies, so ``--report-only`` rebuilds it in a clean checkout; the rows of the
 sittings before that ledger was kept are in ``experiments/kg_runs/before_ledger.json``, verbatim, each
 replaced once the ledger holds runs of its own. Writes its section into ``docs/results.md`` between
@@ -309,6 +309,8 @@ RUNS = ROOT / "runs" / "report-kg"
 # Table rows from before the ledger: the runs of the sittings before it was kept (their folders under runs/
 # were not committed), verbatim, keyed by dataset and row key. A row the ledger can compute replaces its own.
 BEFORE_LEDGER = "before_ledger.json"
+# The ledger's runs, one entry per finished run (a single file: its paths name no dataset).
+LEDGER_RUNS = "runs.json"
 
 
 def summarise(results: dict, name: str, recipe: str, seed: int) -> dict:
@@ -325,20 +327,23 @@ def summarise(results: dict, name: str, recipe: str, seed: int) -> dict:
     }
 
 
-def sync_ledger(runs: Path = RUNS, ledger: Path = LEDGER) -> list[Path]:
-    """Copy every finished run under ``runs`` into the committed ledger (``<name>-<recipe>-s<seed>.json``),
-    so the table can be rebuilt from a clean checkout. A run's own results.json wins over an older copy."""
+def sync_ledger(runs: Path = RUNS, ledger: Path = LEDGER) -> list[str]:
+    """Copy every finished run under ``runs`` into the committed ledger, ``<ledger>/runs.json`` (one entry
+    per run folder name, ``<name>-<recipe>-s<seed>``), so the table can be rebuilt from a clean checkout. A
+    run's own results.json wins over an older copy. Returns the names of the entries written."""
+    book = ledger / LEDGER_RUNS
+    entries: dict[str, dict] = json.loads(book.read_text()) if book.exists() else {}
     written = []
     for path in sorted(runs.glob("*/results.json")):
         stem, seed = path.parent.name.rsplit("-s", 1)
         name, recipe = stem.rsplit("-", 1)
         summary = summarise(json.loads(path.read_text()), name, recipe, int(seed))
+        if entries.get(path.parent.name) != summary:
+            entries[path.parent.name] = summary
+            written.append(path.parent.name)
+    if written:
         ledger.mkdir(parents=True, exist_ok=True)
-        out = ledger / f"{path.parent.name}.json"
-        text = json.dumps(summary, indent=1, sort_keys=True) + "\n"
-        if not out.exists() or out.read_text() != text:
-            out.write_text(text)
-            written.append(out)
+        book.write_text(json.dumps(dict(sorted(entries.items())), indent=1, sort_keys=True) + "\n")
     return written
 
 
@@ -358,7 +363,8 @@ def report(runs: Path = RUNS, ledger: Path = LEDGER) -> str:
     rows: dict[str, dict[str, list[dict]]] = {}
     seconds: dict[tuple[str, str], list[tuple[float, bool]]] = {}
     budgets: dict[tuple[str, str], list[float]] = {}
-    finished = [json.loads(path.read_text()) for path in sorted(ledger.glob("*-s*.json"))]
+    book = ledger / LEDGER_RUNS
+    finished = list(json.loads(book.read_text()).values()) if book.exists() else []
     # The anchors of one seed are the same models whichever recipe trained the walker beside them, so each
     # (dataset, seed) gives its anchor rows once: from its shaped run if it has one, else from the first
     # recipe by name.
