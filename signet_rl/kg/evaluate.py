@@ -97,7 +97,8 @@ def evaluate_run(
         overrides: ``key=value`` changes, only :data:`EVAL_TIME_KEYS` (e.g. ``task.beam_pool=sum``).
         splits: any of ``validation`` and ``test``.
         weights: ``selected`` (the checkpoint the run kept by validation, as its results.json reports, or
-            its last weights where it kept none) or ``last`` (the weights at its last checkpoint).
+            its last weights where it kept none, averaged where it ran with ``task.ema_decay``) or ``last``
+            (the live weights at its last checkpoint).
     """
     if weights not in _WEIGHTS:
         raise ValueError(f"weights={weights!r} is not one of {_WEIGHTS}")
@@ -109,7 +110,12 @@ def evaluate_run(
     policy = build_policy(task, cfg)
     best = state.get("best")
     use_best = weights == "selected" and best is not None and bool(cfg.task.get("select_best", True))
-    policy.load_state_dict(best["model"] if use_best and best is not None else state["model"])
+    if use_best and best is not None:
+        policy.load_state_dict(best["model"])
+    elif weights == "selected" and state.get("ema") is not None:  # what a run with task.ema_decay tests
+        policy.load_state_dict({**state["model"], **state["ema"]})
+    else:
+        policy.load_state_dict(state["model"])
     t = cfg.task
     chunk = int(t.eval_batch_size) if t.get("eval_batch_size") else None
     out: dict[str, dict[str, float]] = {}

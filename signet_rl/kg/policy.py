@@ -131,6 +131,8 @@ class KGPolicy(nn.Module):
         entity_dim: entity embedding width (ignored without entity embeddings).
         relation_dim: relation embedding width.
         history_dim: LSTM state width.
+        history_layers: stacked LSTM layers (MultiHopKG: 3); the MLP reads the top one. A walk's state
+            holds every layer's ``h`` and ``c`` side by side, ``[B, layers * history_dim]`` each.
         hidden_dim: MLP hidden width (MINERVA: ``4 * hidden_size``).
         use_entity_embeddings: include entity vectors in actions and state.
         train_entity_embeddings: false keeps the entity vectors at their seeded random initialisation
@@ -158,8 +160,11 @@ class KGPolicy(nn.Module):
         gnn_layers: int = 0,
         graph_triples: np.ndarray | Tensor | None = None,
         emb_dropout: float = 0.0,
+        history_layers: int = 1,
     ) -> None:
         super().__init__()
+        if int(history_layers) < 1:
+            raise ValueError(f"history_layers={history_layers} must be >= 1")
         self.config: dict[str, Any] = {
             "num_entities": int(num_entities),
             "num_relations": int(num_relations),
@@ -172,6 +177,7 @@ class KGPolicy(nn.Module):
             "dropout": float(dropout),
             "gnn_layers": int(gnn_layers),
             "emb_dropout": float(emb_dropout),
+            "history_layers": int(history_layers),
         }
         self.num_entities = int(num_entities)
         self.num_relations = int(num_relations)
@@ -200,6 +206,11 @@ class KGPolicy(nn.Module):
         action_dim = self.relation_dim + self.entity_dim
         self.action_dim = action_dim
         self.history = nn.LSTMCell(action_dim, history_dim)
+        # layers 2.. of the stack (a separate list, so one-layer checkpoints keep their keys)
+        self.history_upper = nn.ModuleList(
+            nn.LSTMCell(history_dim, history_dim) for _ in range(int(history_layers) - 1)
+        )
+        self.history_dim = int(history_dim)
         self.mlp = nn.Sequential(
             nn.Linear(history_dim + self.entity_dim + relation_dim, hidden_dim),
             nn.ReLU(),
@@ -217,6 +228,9 @@ class KGPolicy(nn.Module):
         if self.gnn is not None:
             self.gnn.reset_parameters()
         self.history.reset_parameters()
+        for cell in self.history_upper:
+            assert isinstance(cell, nn.LSTMCell)
+            cell.reset_parameters()
         for m in self.mlp:
             if isinstance(m, nn.Linear):
                 m.reset_parameters()
@@ -279,13 +293,24 @@ class KGPolicy(nn.Module):
     def begin(self, heads: Tensor, table: Tensor | None) -> State:
         """The history after the dummy start action ``(START, e1)``."""
         start = torch.full_like(heads, self.start_token)
-        h = torch.zeros(len(heads), self.history.hidden_size, device=heads.device)
-        return self.history(self._action(start, heads, table), (h, h.clone()))
+        width = self.history_dim * (1 + len(self.history_upper))
+        h = torch.zeros(len(heads), width, device=heads.device)
+        return self.advance((h, h.clone()), start, heads, table)
 
     def advance(self, state: State, rel: Tensor, ent: Tensor, table: Tensor | None) -> State:
         """The history after taking ``(rel, ent)``."""
-        h, c = self.history(self._action(rel, ent, table), state)
-        return h, c
+        if not len(self.history_upper):
+            h, c = self.history(self._action(rel, ent, table), state)
+            return h, c
+        d = self.history_dim
+        hs, cs = [], []
+        x = self._action(rel, ent, table)
+        for i, cell in enumerate([self.history, *self.history_upper]):
+            h, c = cell(x, (state[0][:, i * d : (i + 1) * d], state[1][:, i * d : (i + 1) * d]))
+            hs.append(h)
+            cs.append(c)
+            x = h
+        return torch.cat(hs, dim=1), torch.cat(cs, dim=1)
 
     def logits(
         self,
@@ -298,7 +323,7 @@ class KGPolicy(nn.Module):
         table: Tensor | None,
     ) -> Tensor:
         """Scores of the candidate actions, ``-inf`` where masked. ``[B, A]``."""
-        parts = [state[0]]
+        parts = [state[0][:, -self.history_dim :]]  # the top layer
         if table is not None:
             parts.append(self.emb_drop(table[current]))
         parts.append(self.emb_drop(self.relation_emb(query_relation)))

@@ -32,7 +32,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,7 @@ from signet_rl.kg.policy import (
 from signet_rl.kg.ranking import QueryBatch, evaluate_scores, filtered_ranks, ranking_metrics
 from signet_rl.kg.walk import WalkTask
 
-__all__ = ["CHECKPOINT", "CONFIG", "eval_chunk_size", "evaluate_policy", "run_kg", "train_kg"]
+__all__ = ["CHECKPOINT", "CONFIG", "ema_update", "eval_chunk_size", "evaluate_policy", "run_kg", "train_kg"]
 
 #: Checkpoint file under ``<run_dir>``.
 CHECKPOINT = "checkpoints/last.pt"
@@ -88,6 +88,8 @@ _ADDED_DEFAULTS = {
     "reciprocal_queries": False,
     "init_from_anchor": None,
     "advantage": "normalised",
+    "ema_decay": None,
+    "history_layers": 1,
 }
 
 
@@ -116,6 +118,9 @@ def _task_cfg(cfg: DictConfig) -> DictConfig:
         raise ValueError(f"task.advantage={t.advantage!r} is not one of {ADVANTAGES}")
     if str(t.get("last_step", "sample")) not in _LAST_STEPS:
         raise ValueError(f"task.last_step={t.last_step!r} is not one of {_LAST_STEPS}")
+    ema = t.get("ema_decay")
+    if ema is not None and not 0.0 < float(ema) < 1.0:
+        raise ValueError(f"task.ema_decay={ema} must be null or in (0, 1)")
     for key in ("action_dropout", "emb_dropout"):
         if not 0.0 <= float(t.get(key, 0.0)) < 1.0:
             raise ValueError(f"task.{key}={t[key]} must be in [0, 1)")
@@ -177,6 +182,7 @@ def build_policy(task: WalkTask, cfg: DictConfig) -> KGPolicy:
         entity_dim=int(t.entity_dim),
         relation_dim=int(t.relation_dim),
         history_dim=int(t.history_dim),
+        history_layers=int(t.get("history_layers", 1)),
         hidden_dim=int(t.hidden_dim),
         use_entity_embeddings=use_entities or bool(t.gnn),
         train_entity_embeddings=bool(t.get("train_entity_embeddings", True)),
@@ -308,6 +314,20 @@ def _end_rewards(
 # -- checkpoints ---------------------------------------------------------------------------------------
 
 
+@torch.no_grad()
+def ema_update(
+    ema: dict[str, torch.Tensor], params: Iterable[tuple[str, torch.Tensor]], decay: float, step: int
+) -> None:
+    """Move the moving average ``ema`` towards ``params`` after batch ``step`` (1-based), in place.
+
+    Each entry keeps ``min(decay, (1 + step) / (10 + step))`` of itself: the usual warm-up, so the average
+    forgets the random start within tens of batches instead of ``1 / (1 - decay)``.
+    """
+    keep = min(float(decay), (1 + step) / (10 + step))
+    for name, p in params:
+        ema[name].lerp_(p.detach(), 1.0 - keep)
+
+
 def _save(path: Path, state: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -384,6 +404,12 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
     # model selection on validation (MultiHopKG keeps its best dev checkpoint): every eval_every batches
     curve: list[dict[str, float]] = []
     best: dict[str, Any] | None = None
+    # an exponential moving average of the weights (Polyak averaging): validated, selected and tested in
+    # place of the live weights, which go on training
+    ema_decay = None if t.get("ema_decay") is None else float(t.ema_decay)
+    ema: dict[str, torch.Tensor] | None = None
+    if ema_decay is not None:
+        ema = {k: p.detach().clone() for k, p in policy.named_parameters()}
     ckpt = run_dir / CHECKPOINT if run_dir is not None else None
     if ckpt is not None and ckpt.exists():
         state = torch.load(ckpt, map_location="cpu", weights_only=False)
@@ -400,6 +426,8 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
         step, elapsed = int(state["step"]), float(state["elapsed"])
         reward_sum, reward_n = float(state["reward_sum"]), int(state["reward_n"])
         curve, best = list(state.get("curve", [])), state.get("best")
+        if ema is not None:
+            ema = state["ema"]
         earlier_wall = state.get("wall_s")
     if run_dir is not None:  # after the fingerprint check, so a mismatched run cannot overwrite it
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -424,6 +452,7 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
                 "policy_config": policy.config,
                 "curve": curve,
                 "best": best,
+                "ema": ema,
             },
         )
 
@@ -448,9 +477,18 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
     if t.get("eval_queries") and len(select_batch) > int(t.eval_queries):
         select_batch = select_batch.take(slice(0, int(t.eval_queries)))
 
+    def averaged() -> dict[str, torch.Tensor]:
+        """The weights validation and test see: the live ones, or their moving average."""
+        weights = {k: v.detach().clone() for k, v in policy.state_dict().items()}
+        return weights if ema is None else {**weights, **{k: v.clone() for k, v in ema.items()}}
+
     def validate() -> None:
         """Append the validation MRR to ``curve``; keep the best weights so far in ``best``."""
         nonlocal best
+        live = None
+        if ema is not None:
+            live = {k: v.detach().clone() for k, v in policy.state_dict().items()}
+            policy.load_state_dict(averaged())
         got = evaluate_policy(
             policy,
             task,
@@ -463,11 +501,9 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
             {"batch": step, "seconds": round(elapsed, 3), "mrr": got["mrr"], "hits@1": got["hits@1"]}
         )
         if best is None or got["mrr"] > best["mrr"]:
-            best = {
-                "batch": step,
-                "mrr": got["mrr"],
-                "model": {k: v.detach().clone() for k, v in policy.state_dict().items()},
-            }
+            best = {"batch": step, "mrr": got["mrr"], "model": averaged()}
+        if live is not None:
+            policy.load_state_dict(live)
 
     patience = int(t.get("patience") or 0)
     while step < total:
@@ -516,6 +552,8 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
         torch.nn.utils.clip_grad_norm_(policy.parameters(), float(t.grad_clip))
         optimizer.step()
         step += 1
+        if ema is not None and ema_decay is not None:
+            ema_update(ema, policy.named_parameters(), ema_decay, step)
         reward_sum += float(hit.sum())
         reward_n += hit.numel()
         window = ([*window, float(hit.mean())])[-50:]
@@ -538,6 +576,7 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
         validate()  # the final weights compete too
         checkpoint()  # with the selection it made, so signet_rl.kg.evaluate finds the weights reported
     selected = step
+    policy.load_state_dict(averaged())
     if best is not None and bool(t.get("select_best", True)):
         policy.load_state_dict(best["model"])
         selected = int(best["batch"])

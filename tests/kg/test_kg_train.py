@@ -10,8 +10,18 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
+from signet_rl.kg.evaluate import evaluate_run
 from signet_rl.kg.kge import KGEAnchor
-from signet_rl.kg.train import CHECKPOINT, build_policy, evaluate_policy, path_length_of, run_kg, train_kg
+from signet_rl.kg.train import (
+    CHECKPOINT,
+    _load_task,
+    build_policy,
+    ema_update,
+    evaluate_policy,
+    path_length_of,
+    run_kg,
+    train_kg,
+)
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 GRAPH = "a\tr1\tb\nb\tr2\tc\na\tr2\td\nd\tr1\tc\nc\tr1\te\nb\tr1\te\ne\tr2\ta\n"
@@ -267,3 +277,50 @@ def test_walker_starts_from_the_anchors_vectors(tiny_root, tmp_path):
     run_kg(cold)
     fresh = torch.load(tmp_path / "cold" / CHECKPOINT, weights_only=False)["model"]["entity_emb.weight"]
     assert float(model["entity_emb.weight"].std()) == pytest.approx(float(fresh.std()), rel=1e-5)
+
+
+def test_ema_update_keeps_the_warmed_up_share_of_the_average():
+    ema = {"w": torch.zeros(3)}
+    ones = torch.ones(3)
+    ema_update(ema, [("w", ones)], 0.9, 1)
+    assert torch.allclose(ema["w"], torch.full((3,), 9 / 11))  # batch 1 keeps 2/11 of the start, not 0.9
+    ema["w"].zero_()
+    kept = 1.0
+    for step in range(1, 41):
+        ema_update(ema, [("w", ones)], 0.9, step)
+        kept *= min(0.9, (1 + step) / (10 + step))
+        # the average of a constant 1 started at 0: everything but the share of the start it still keeps
+        assert torch.allclose(ema["w"], torch.full((3,), 1.0 - kept), atol=1e-6), step
+    assert kept < 0.9**25  # late batches keep the decay itself
+
+
+def test_ema_weights_are_validated_selected_tested_and_resumed(tiny_root, tmp_path):
+    extra = ("task.max_batches=6", "task.batch_size=2", "task.checkpoint_every=2", "task.ema_decay=0.8")
+    # no selection: the test figures are the averaged weights', not the live ones'
+    results = run_kg(tiny_cfg(tiny_root, tmp_path / "run", *extra, "task.select_best=false"))
+    state = torch.load(tmp_path / "run" / CHECKPOINT, weights_only=False)
+    cfg = tiny_cfg(tiny_root, None, *extra)
+    task = _load_task(cfg)
+    policy = build_policy(task, cfg)
+    assert set(state["ema"]) == {k for k, _ in policy.named_parameters()}
+    assert any(not torch.equal(state["ema"][k], state["model"][k]) for k in state["ema"])
+    policy.load_state_dict({**state["model"], **state["ema"]})
+    policy.eval()
+    averaged = evaluate_policy(policy, task, task.queries("test"), 2, 8)
+    assert results["test"]["kg_walk/mrr"] == averaged["mrr"]
+    assert evaluate_run(tmp_path / "run", splits=("test",))["test"]["kg_walk/mrr"] == averaged["mrr"]
+    # selection on validation keeps the averaged weights of the best validation
+    selected = run_kg(tiny_cfg(tiny_root, tmp_path / "sel", *extra, "task.eval_every=2"))
+    best = torch.load(tmp_path / "sel" / CHECKPOINT, weights_only=False)["best"]
+    assert selected["train"]["selected_batch"] == best["batch"]
+
+    def kill_at_3(step: int) -> None:
+        if step == 3:
+            raise KeyboardInterrupt
+
+    cut = tiny_cfg(tiny_root, tmp_path / "cut", *extra, "task.eval_every=2")
+    with pytest.raises(KeyboardInterrupt):
+        run_kg(cut, on_batch=kill_at_3)
+    assert run_kg(cut)["test"] == selected["test"]  # the average is checkpointed and resumed too
+    with pytest.raises(ValueError, match=r"task.ema_decay=1.0 must be null or in \(0, 1\)"):
+        run_kg(tiny_cfg(tiny_root, None, "task.ema_decay=1.0"))

@@ -490,3 +490,31 @@ def test_reinforce_raw_advantage_is_the_return_itself():
         ValueError, match=r"^Reinforce\(advantage='none'\): not one of \('normalised', 'raw'\)$"
     ):
         Reinforce(advantage="none")
+
+
+def test_stacked_history_feeds_its_top_layer_to_the_mlp_and_learns_the_two_hop_answer():
+    torch.manual_seed(0)
+    policy = KGPolicy(5, 2, entity_dim=8, relation_dim=8, history_dim=8, hidden_dim=16, history_layers=3)
+    one = KGPolicy(5, 2, entity_dim=8, relation_dim=8, history_dim=8, hidden_dim=16)
+    one.load_state_dict({k: v for k, v in policy.state_dict().items() if not k.startswith("history_upper")})
+    heads = torch.tensor([0, 2])
+    h, c = policy.begin(heads, policy.entity_table())
+    h1, c1 = one.begin(heads, one.entity_table())
+    # every layer's state side by side; the bottom layer is the one-layer policy's own
+    assert h.shape == c.shape == (2, 24)
+    assert torch.allclose(h[:, :8], h1) and torch.allclose(c[:, :8], c1)
+    upper = policy.history_upper[0](h1, (torch.zeros(2, 8), torch.zeros(2, 8)))[0]
+    assert torch.allclose(h[:, 8:16], upper)
+    rel, ent, mask = walker().candidates(heads, heads, torch.tensor([0, 0]))
+    table = policy.entity_table()
+    logits = policy.logits((h, c), heads, torch.tensor([0, 0]), rel, ent, mask, table)
+    # the MLP reads the top layer: replacing the lower layers' state changes nothing
+    lower_changed = (torch.cat([h[:, :16] + 1.0, h[:, 16:]], dim=1), c)
+    again = policy.logits(lower_changed, heads, torch.tensor([0, 0]), rel, ent, mask, table)
+    assert torch.equal(logits, again)
+    clone = KGPolicy(**policy.config)
+    assert clone.config["history_layers"] == 3 and len(clone.history_upper) == 2
+    scores = train_two_hop(policy)
+    assert float(scores[0, 4].exp()) > 0.9 and int(scores[0].argmax()) == 4
+    with pytest.raises(ValueError, match="history_layers=0 must be >= 1"):
+        KGPolicy(5, 2, history_layers=0)
