@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -123,3 +124,37 @@ def test_kg_report_rebuilds_its_table_from_the_committed_ledger(tmp_path):
     for path in runs.glob("*/results.json"):
         path.unlink()
     assert report.report(runs, ledger) == body
+
+
+def test_neighbour_vote_ranks_by_the_neighbours_regions_on_a_hand_built_graph(tmp_path, capsys):
+    vote = _load("neighbour_vote")
+    folder = tmp_path / "kg" / "countries_toy"
+    folder.mkdir(parents=True)
+    # q borders a, b (in s1) and c (in s2); s1 and s2 lie in region R; p borders nobody with a region
+    graph = [
+        ("q", "neighborOf", "a"), ("q", "neighborOf", "b"), ("q", "neighborOf", "c"),
+        ("a", "locatedIn", "s1"), ("b", "locatedIn", "s1"), ("c", "locatedIn", "s2"),
+        ("s1", "locatedIn", "R"), ("s2", "locatedIn", "R"), ("p", "neighborOf", "q"),
+        ("w", "neighborOf", "a"), ("w", "neighborOf", "c"),
+    ]  # fmt: skip
+    (folder / "graph.txt").write_text("".join("\t".join(t) + "\n" for t in graph))
+    (folder / "train.txt").write_text("a\tlocatedIn\ts1\nc\tlocatedIn\ts2\nb\tlocatedIn\ts1\n")
+    (folder / "dev.txt").write_text("w\tlocatedIn\ts2\n")
+    (folder / "test.txt").write_text("q\tlocatedIn\ts2\np\tlocatedIn\ts1\n")
+    votes = vote.neighbour_votes(graph, "q", "locatedIn", {"s1", "s2"})
+    assert votes == {"s1": 2, "s2": 1}  # R is reached too, but no training query has it as a tail
+    assert vote.expected_reciprocal_rank(votes, "s2") == 0.5
+    assert vote.expected_reciprocal_rank(votes, "s2", others=["s1"]) == 1.0  # filtered
+    assert vote.expected_reciprocal_rank({"s1": 1, "s2": 1}, "s2") == 0.75  # a tie: rank 1 or 2
+    assert vote.expected_reciprocal_rank(votes, "R") == 0.0
+    out = tmp_path / "vote.json"
+    vote.main(["--data-root", str(tmp_path), "--output", str(out)])  # finds countries_* by itself
+    got = json.loads(out.read_text())
+    # q: s2 second behind s1 (0.5); p: its one neighbour q has no locatedIn edge, so no vote (0)
+    summary = [(r["folder"], r["queries"], r["mrr"], r["hits@1"]) for r in got]
+    assert summary == [("countries_toy", 2, 25.0, 0.0)]
+    assert [x["answer"] for x in got[0]["not_first"]] == ["s2", "s1"]
+    assert "countries_toy [test] 2 queries: MRR 25.0, H@1 0.0" in capsys.readouterr().out
+    dev = vote.vote_split("countries_toy", "validation", str(tmp_path))
+    # w borders a (s1) and c (s2): a tie
+    assert (dev["mrr"], dev["hits@1"]) == (75.0, 0.0)
