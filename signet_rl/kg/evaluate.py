@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from signet_rl.kg.policy import KGPolicy
 from signet_rl.kg.train import (
     CHECKPOINT,
     CONFIG,
@@ -32,8 +33,9 @@ from signet_rl.kg.train import (
     evaluate_policy,
     path_length_of,
 )
+from signet_rl.kg.walk import WalkTask
 
-__all__ = ["EVAL_TIME_KEYS", "evaluate_run", "main"]
+__all__ = ["EVAL_TIME_KEYS", "evaluate_run", "load_run_policy", "main"]
 
 #: The config keys an evaluation may change: none of them changes the policy or the graph it walks.
 EVAL_TIME_KEYS = (
@@ -105,17 +107,7 @@ def evaluate_run(
     for split in splits:
         if split not in ("validation", "test"):
             raise ValueError(f"split {split!r} is not one of ('validation', 'test')")
-    cfg, state = load_run_config(run_dir, overrides)
-    task = _load_task(cfg)  # the run's seed draws the same max_actions subset
-    policy = build_policy(task, cfg)
-    best = state.get("best")
-    use_best = weights == "selected" and best is not None and bool(cfg.task.get("select_best", True))
-    if use_best and best is not None:
-        policy.load_state_dict(best["model"])
-    elif weights == "selected" and state.get("ema") is not None:  # what a run with task.ema_decay tests
-        policy.load_state_dict({**state["model"], **state["ema"]})
-    else:
-        policy.load_state_dict(state["model"])
+    cfg, task, policy = load_run_policy(run_dir, overrides, weights)
     t = cfg.task
     chunk = int(t.eval_batch_size) if t.get("eval_batch_size") else None
     out: dict[str, dict[str, float]] = {}
@@ -133,6 +125,28 @@ def evaluate_run(
         )
         out[split] = {f"kg_walk/{k}": v for k, v in got.items()}
     return out
+
+
+def load_run_policy(
+    run_dir: str | Path, overrides: Sequence[str] = (), weights: str = "selected"
+) -> tuple[DictConfig, WalkTask, KGPolicy]:
+    """A run's config (with evaluation-time ``overrides``), its task rebuilt on its own graph, and its
+    walker with the ``weights`` :func:`evaluate_run` describes."""
+    if weights not in _WEIGHTS:
+        raise ValueError(f"weights={weights!r} is not one of {_WEIGHTS}")
+    cfg, state = load_run_config(run_dir, overrides)
+    task = _load_task(cfg)  # the run's seed draws the same max_actions subset
+    policy = build_policy(task, cfg)
+    best = state.get("best")
+    use_best = weights == "selected" and best is not None and bool(cfg.task.get("select_best", True))
+    if use_best and best is not None:
+        policy.load_state_dict(best["model"])
+    elif weights == "selected" and state.get("ema") is not None:  # what a run with task.ema_decay tests
+        policy.load_state_dict({**state["model"], **state["ema"]})
+    else:
+        policy.load_state_dict(state["model"])
+    policy.eval()
+    return cfg, task, policy
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:

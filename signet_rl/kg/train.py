@@ -57,7 +57,16 @@ from signet_rl.kg.policy import (
 from signet_rl.kg.ranking import QueryBatch, evaluate_scores, filtered_ranks, ranking_metrics
 from signet_rl.kg.walk import WalkTask
 
-__all__ = ["CHECKPOINT", "CONFIG", "ema_update", "eval_chunk_size", "evaluate_policy", "run_kg", "train_kg"]
+__all__ = [
+    "CHECKPOINT",
+    "CONFIG",
+    "ema_update",
+    "eval_chunk_size",
+    "evaluate_policy",
+    "policy_ranks",
+    "run_kg",
+    "train_kg",
+]
 
 #: Checkpoint file under ``<run_dir>``.
 CHECKPOINT = "checkpoints/last.pt"
@@ -222,6 +231,22 @@ def evaluate_policy(
     ``mask_query_edge`` hides each query's own triple from the walk (MultiHopKG's test-time mask); the
     target is used for nothing else, and the mask changes nothing unless the triple is itself a graph edge.
     """
+    r = policy_ranks(policy, task, batch, path_length, beam_width, chunk, mask_query_edge, pool)
+    return {**ranking_metrics(r), "n": len(r), "misses": int(np.isinf(r).sum())}
+
+
+def policy_ranks(
+    policy: KGPolicy,
+    task: WalkTask,
+    batch: QueryBatch,
+    path_length: int,
+    beam_width: int,
+    chunk: int | None = None,
+    mask_query_edge: bool = True,
+    pool: str = "max",
+) -> np.ndarray:
+    """The filtered rank of each query's target under the policy's beam search (``inf``: never reached);
+    the arguments are :func:`evaluate_policy`'s."""
     was_training = policy.training
     policy.eval()
     chunk = chunk or eval_chunk_size(policy, task, beam_width)
@@ -243,8 +268,7 @@ def evaluate_policy(
             ranks.append(filtered_ranks(scores, sub))
     finally:
         policy.train(was_training)
-    r = np.concatenate(ranks)
-    return {**ranking_metrics(r), "n": len(r), "misses": int(np.isinf(r).sum())}
+    return np.concatenate(ranks)
 
 
 # -- anchors -------------------------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from test_kg_train import tiny_cfg, write_tiny  # tests/kg is on sys.path (no __
 from signet_rl.kg.evaluate import evaluate_run, main
 from signet_rl.kg.train import CONFIG, run_kg
 
+ROOT = Path(__file__).resolve().parents[2]
 TRAIN = (
     "a\tr3\tc\na\tr1\tb\nb\tr3\te\nd\tr3\ta\nc\tr3\tb\n",
     "d\tr3\te\na\tr3\tb\n",
@@ -105,3 +108,30 @@ def test_the_command_line_names_a_bad_request_without_a_traceback(finished, tmp_
         main([str(run_dir), "--splits", "valid"])
     assert exited.value.code == 2
     assert "argument --splits: invalid choice: 'valid'" in capsys.readouterr().err
+
+
+def test_kg_gap_splits_the_walkers_loss_to_its_anchor_by_answer_frequency_and_relation(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("kg_gap", ROOT / "experiments" / "kg_gap.py")
+    assert spec is not None and spec.loader is not None
+    kg_gap = importlib.util.module_from_spec(spec)
+    sys.modules["kg_gap"] = kg_gap
+    spec.loader.exec_module(kg_gap)
+    root = write_tiny(tmp_path / "data", *TRAIN)
+    run_dir = tmp_path / "run"
+    anchor = ("task.anchors=[distmult]", "+task.anchor.epochs=2", "+task.anchor.dim=4")
+    results = run_kg(tiny_cfg(root, run_dir, *EXTRA, *anchor))
+    got = kg_gap.main(
+        [str(run_dir), "--split", "test", "--anchor", "distmult", "--output", str(tmp_path / "g.json")]
+    )
+    # the two test queries (b r3 c, e r3 c): c is r3's tail once among the training triples (a r3 c)
+    buckets = got["by_answer_frequency"]
+    assert [b["queries"] for b in buckets.values()] == [0, 2, 0, 0]
+    assert list(buckets) == ["0", "1-2", "3-9", "10+"]
+    assert got["walker_mrr"] == round(results["test"]["kg_walk/mrr"], 4)
+    assert got["anchor_mrr"] == round(results["test"]["anchor_distmult/mrr"], 4)
+    assert buckets["1-2"]["lost"] == got["lost"] == round(got["by_relation"]["r3"]["lost"], 2)
+    assert buckets["1-2"]["lost"] == round(2 * (got["anchor_mrr"] - got["walker_mrr"]), 2)
+    assert json.loads((tmp_path / "g.json").read_text()) == json.loads(json.dumps(got))
+    assert "answer seen as the relation's tail in training" in capsys.readouterr().out
+    with pytest.raises(FileNotFoundError, match=r"complex.pt not found: the run kept anchors \['distmult'\]"):
+        kg_gap.gap(run_dir, "test", "complex")
