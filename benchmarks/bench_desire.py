@@ -22,7 +22,7 @@ import numpy as np
 
 from signet_rl.datasets.synthetic import generate
 from signet_rl.graph.communities import detect_communities
-from signet_rl.retrieval.desire import DesirePathRetriever
+from signet_rl.pipeline.desire import DesirePathRetriever
 from signet_rl.retrieval.flat import UNCAPPED, flat_variant
 from signet_rl.scorers.base import ScoringContext
 from signet_rl.traversal.construct import build_slate

@@ -93,8 +93,8 @@ def main() -> None:
     for name, r in results.items():
         print(f"{name:<24}{r['build_s']:>10.2f}{r['p50_ms']:>10.2f}{r['p95_ms']:>10.2f}")
     # HNSW against exact search on the same memory vectors (exact is what every evaluation uses).
-    from signet_rl.retrieval.encoders import HashingEncoder
     from signet_rl.retrieval.indexes import VectorIndex
+    from signet_rl.text.encoders import HashingEncoder
 
     enc = HashingEncoder()
     vecs = enc.encode(ds.graph.memories["content"].tolist())
@@ -126,7 +126,7 @@ def main() -> None:
     )
     if not args.no_minilm:
         try:
-            from signet_rl.retrieval.encoders import MiniLMEncoder
+            from signet_rl.text.encoders import MiniLMEncoder
 
             enc = MiniLMEncoder()
             texts = ds.graph.memories["content"].tolist()[:1000]

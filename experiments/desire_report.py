@@ -24,7 +24,7 @@ import pandas as pd
 from signet_rl.datasets import load_dataset
 from signet_rl.evaluation.harness import evaluate, render_markdown
 from signet_rl.evaluation.oracle import OracleScorer
-from signet_rl.retrieval.desire import DesirePathRetriever
+from signet_rl.pipeline.desire import DesirePathRetriever
 from signet_rl.retrieval.flat import UNCAPPED, flat_variant
 
 ROOT = Path(__file__).resolve().parents[1]

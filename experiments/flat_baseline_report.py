@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from signet_rl.core.types import fit_budget
 from signet_rl.datasets import load_dataset
 from signet_rl.evaluation.harness import (
     evaluate,
@@ -37,7 +38,6 @@ from signet_rl.evaluation.harness import (
     render_markdown,
 )
 from signet_rl.evaluation.metrics import bootstrap_ci
-from signet_rl.retrieval.base import fit_budget
 from signet_rl.retrieval.entry import EntrySearch, entry_recall
 from signet_rl.retrieval.flat import UNCAPPED, flat_variant
 from signet_rl.retrieval.gate import SignificanceGate, gate_report

@@ -245,7 +245,7 @@ def run_transfer() -> None:
         return
     from signet_rl.datasets import load_dataset
     from signet_rl.evaluation.harness import evaluate
-    from signet_rl.retrieval.desire import DesirePathRetriever
+    from signet_rl.pipeline.desire import DesirePathRetriever
     from signet_rl.retrieval.flat import UNCAPPED, flat_variant
     from signet_rl.scorers.gnn import GNNPathScorer
 

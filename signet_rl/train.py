@@ -41,7 +41,7 @@ from omegaconf import DictConfig, OmegaConf
 from signet_rl.datasets import load_dataset
 from signet_rl.evaluation.oracle import OracleScorer
 from signet_rl.learning.trainer import CHECKPOINT, BanditConfig, BanditTrainer, learning_curve_png
-from signet_rl.retrieval.desire import DesirePathRetriever
+from signet_rl.pipeline.desire import DesirePathRetriever
 from signet_rl.retrieval.flat import UNCAPPED, flat_variant
 from signet_rl.scorers import make_scorer
 from signet_rl.tracking import project_root

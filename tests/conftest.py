@@ -1,4 +1,5 @@
-"""Shared fixtures: the data root, and datasets that skip (or fail, in CI) when absent."""
+"""Shared fixtures: the data root, datasets that skip (or fail, in CI) when absent, hand-built datasets small
+enough to score by hand (for rating and evaluation), and embedding caches kept in a temp folder."""
 
 from __future__ import annotations
 
@@ -6,6 +7,14 @@ import os
 from pathlib import Path
 
 import pytest
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from signet_rl.core.types import Query, Unit
+from signet_rl.datasets.base import Dataset, GroundTruth, Truth
+from signet_rl.graph.model import Aspect, Attribute, Entity, KnowledgeGraph, Memory
+from signet_rl.text.encoders import CACHE_ENV
 
 from signet_rl.datasets.base import DATA_ENV, REQUIRE_DATA_ENV, data_root
 
@@ -45,3 +54,112 @@ def signet_schema_path() -> Path:
     if os.environ.get(REQUIRE_DATA_ENV) == "1":
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _embedding_cache_in_tmp(tmp_path_factory):
+    """Embedding caches go to a temp folder, never the project's data/cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(CACHE_ENV, str(tmp_path_factory.mktemp("signet_rl_cache")))
+        yield
+
+# -- hand-built datasets ------------------------------------------------------------------------------
+
+
+def day(n: int) -> pd.Timestamp:
+    return pd.Timestamp("2026-01-01", tz="UTC") + pd.Timedelta(days=n)
+
+
+class FixedRetriever:
+    """Returns the units given for each query id (nothing for the others); records what it was asked."""
+
+    def __init__(self, name: str, units: Mapping[str, Sequence[Unit]]) -> None:
+        self.name = name
+        self.units = {k: list(v) for k, v in units.items()}
+        self.indexed = 0
+        self.hints: list[int | None] = []
+
+    def index(self, dataset: Dataset) -> None:
+        self.indexed += 1
+
+    def retrieve(self, query: Query, budget_chars: int | None = None) -> list[Unit]:
+        assert self.indexed, "retrieve before index"
+        self.hints.append(budget_chars)
+        return list(self.units.get(query.id, []))
+
+
+@pytest.fixture
+def fixed_retriever():
+    return FixedRetriever
+
+
+@pytest.fixture
+def facts_dataset() -> Dataset:
+    """``needed_kind == "attribute"``, like the synthetic benchmark.
+
+    mem-1 (day 1) states att-old (superseded on day 3 by att-new) and att-keep; mem-2 (day 3) states att-new;
+    mem-chat is chit-chat with no facts. q-now (day 4) needs att-new and att-keep, att-old misleads;
+    q-early (day 2) needs att-keep; q-hi (day 5) is a non-query.
+    """
+    graph = KnowledgeGraph.from_records(
+        entities=[Entity(id="e1", name="deploy", created_at=day(0))],
+        aspects=[Aspect(id="asp", entity_id="e1", name="runbook", created_at=day(0))],
+        memories=[
+            Memory(id="mem-1", content="a" * 100, created_at=day(1)),
+            Memory(id="mem-2", content="b" * 50, created_at=day(3)),
+            Memory(id="mem-chat", content="c" * 30, created_at=day(1)),
+        ],
+        attributes=[
+            Attribute(id="att-old", content="old", aspect_id="asp", memory_id="mem-1", status="superseded",
+                      superseded_by="att-new", created_at=day(1)),
+            Attribute(id="att-keep", content="keep", aspect_id="asp", memory_id="mem-1", created_at=day(1)),
+            Attribute(id="att-new", content="new", aspect_id="asp", memory_id="mem-2", created_at=day(3)),
+        ],
+    )  # fmt: skip
+    queries = [
+        Query(id="q-early", text="runbook?", graph_id="main", split="test", timestamp=day(2)),
+        Query(
+            id="q-now", text="what changed in the runbook?", graph_id="main", split="test", timestamp=day(4)
+        ),
+        Query(id="q-hi", text="good morning", graph_id="main", split="test", timestamp=day(5)),
+        Query(id="q-train", text="runbook", graph_id="main", split="train", timestamp=day(2)),
+    ]
+    truth = GroundTruth(
+        [
+            Truth("q-early", ("att-keep",), "attribute", intent="what", category="hop0"),
+            Truth("q-now", ("att-new", "att-keep"), "attribute", misleading=("att-old",), intent="changed",
+                  category="hop0"),
+            Truth("q-hi", (), "attribute", intent="none", category="none"),
+            Truth("q-train", ("att-keep",), "attribute", intent="what", category="hop0"),
+        ]
+    )  # fmt: skip
+    return Dataset(name="hand:facts", graphs={"main": graph}, queries=queries, truth=truth)
+
+
+def turns_dataset(evidence_aspects: list[str] | None = ("observations",)) -> Dataset:  # type: ignore[assignment]
+    """``needed_kind == "memory"``, like LoCoMo: turns are memories, observations and session summaries are
+    attributes drawn from turns."""
+    graph = KnowledgeGraph.from_records(
+        entities=[Entity(id="e-mel", name="Melanie", created_at=day(0))],
+        aspects=[
+            Aspect(id="asp-obs", entity_id="e-mel", name="observations", created_at=day(0)),
+            Aspect(id="asp-sum", entity_id="e-mel", name="session_summary", created_at=day(0)),
+        ],
+        memories=[Memory(id=f"D1:{i}", content=f"turn {i}", created_at=day(1)) for i in (1, 2, 3)],
+        attributes=[
+            Attribute(id="obs-2", content="Mel paints", aspect_id="asp-obs", memory_id="D1:2",
+                      created_at=day(1)),
+            Attribute(id="sum-1", content="they talked", aspect_id="asp-sum", memory_id="D1:1",
+                      created_at=day(1)),
+            Attribute(id="obs-free", content="no source", aspect_id="asp-obs", created_at=day(1)),
+        ],
+    )  # fmt: skip
+    queries = [Query(id="q1", text="what does Mel do?", graph_id="conv-1", split="test", timestamp=day(2))]
+    truth = GroundTruth([Truth("q1", ("D1:1", "D1:2"), "memory", category="single-hop")])
+    meta = {} if evidence_aspects is None else {"evidence_attribute_aspects": list(evidence_aspects)}
+    return Dataset(name="hand:turns", graphs={"conv-1": graph}, queries=queries, truth=truth, meta=meta)
+
+
+@pytest.fixture
+def make_turns_dataset():
+    return turns_dataset

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from signet_rl.core.types import SPLITS, Query, Split
 from signet_rl.graph.model import KnowledgeGraph
 
 __all__ = [
@@ -39,8 +40,6 @@ __all__ = [
 
 DATA_ENV = "SIGNET_RL_DATA"
 REQUIRE_DATA_ENV = "SIGNET_RL_REQUIRE_DATA"
-SPLITS: tuple[str, ...] = ("train", "validation", "test")
-Split = Literal["train", "validation", "test"]
 NeededKind = Literal["attribute", "memory", "entity"]
 
 
@@ -59,28 +58,6 @@ def data_root(explicit: str | os.PathLike[str] | None = None) -> Path:
     if env:
         return Path(env).expanduser().resolve()
     return Path("data").resolve()
-
-
-@dataclass(frozen=True)
-class Query:
-    """A question asked of one graph at one time. Holds no ground truth.
-
-    Attributes:
-        id: unique within the dataset.
-        text: what the user (or agent) said.
-        graph_id: key into :attr:`Dataset.graphs`.
-        split: ``train``, ``validation`` or ``test``.
-        timestamp: when it was asked; a query may only see graph rows created at or before it.
-        meta: facts that are part of the question itself (``head``, ``relation`` for KG queries; the
-            speaker of a turn). Never labels.
-    """
-
-    id: str
-    text: str
-    graph_id: str
-    split: Split
-    timestamp: pd.Timestamp | None = None
-    meta: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

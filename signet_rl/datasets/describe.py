@@ -8,7 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from signet_rl.datasets.base import SPLITS, Dataset
+from signet_rl.core.types import SPLITS
+from signet_rl.datasets.base import Dataset
 
 __all__ = ["describe", "format_description"]
 

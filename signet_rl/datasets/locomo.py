@@ -59,15 +59,8 @@ from typing import Any
 
 import pandas as pd
 
-from signet_rl.datasets.base import (
-    DATA_ENV,
-    Dataset,
-    DatasetNotFoundError,
-    GroundTruth,
-    LoadReport,
-    Query,
-    Truth,
-)
+from signet_rl.core.types import Query
+from signet_rl.datasets.base import DATA_ENV, Dataset, DatasetNotFoundError, GroundTruth, LoadReport, Truth
 from signet_rl.graph.model import EntityType, KnowledgeGraph
 
 __all__ = ["CATEGORIES", "extract_names", "load_locomo", "parse_evidence", "parse_session_time"]

@@ -42,15 +42,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from signet_rl.datasets.base import (
-    DATA_ENV,
-    Dataset,
-    DatasetNotFoundError,
-    GroundTruth,
-    LoadReport,
-    Query,
-    Truth,
-)
+from signet_rl.core.types import Query
+from signet_rl.datasets.base import DATA_ENV, Dataset, DatasetNotFoundError, GroundTruth, LoadReport, Truth
 from signet_rl.graph.confidence import Reason
 from signet_rl.graph.model import EPOCH, EntityType, KnowledgeGraph
 

@@ -106,6 +106,6 @@ def load_dataset(
         from signet_rl.datasets.musique import load_musique
 
         return load_musique(root=data_root(root))
-    from signet_rl.graph.signet_import import load_signet_dataset
+    from signet_rl.datasets.signet import load_signet_dataset
 
     return load_signet_dataset(Path(s.arg or ""))

@@ -66,8 +66,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from signet_rl.core.types import Query, Split
 from signet_rl.datasets import vocab as V
-from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport, Query, Split, Truth, config_hash
+from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport, Truth, config_hash
 from signet_rl.graph.confidence import LADDER
 from signet_rl.graph.model import KnowledgeGraph
 

@@ -69,7 +69,7 @@ import numpy.typing as npt
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
-from signet_rl.datasets.base import Query
+from signet_rl.core.types import Query
 from signet_rl.envs.common import (
     CandidatePipeline,
     DatasetLike,

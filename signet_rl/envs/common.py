@@ -1,7 +1,7 @@
 """What the Gymnasium environments share: datasets from specs, the desire-path candidate pipeline, the query
 schedule, the rater's view of a constructed memory, and action checks.
 
-:class:`CandidatePipeline` is :class:`~signet_rl.retrieval.desire.DesirePathRetriever` up to its candidates:
+:class:`CandidatePipeline` is :class:`~signet_rl.pipeline.desire.DesirePathRetriever` up to its candidates:
 the *predicted* intent (rule classifier), the *searched* entry entities, and the bounded walk of the intent's
 strategy. It never reads ground truth; only :class:`RatingView` (the simulated rater's side) does. One
 pipeline is built per ``(dataset, traversal config, encoder, entry search settings)`` per process and shared
@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from signet_rl.datasets.base import SPLITS, Dataset, Query
-from signet_rl.datasets.rater import SimulatedRater
+from signet_rl.core.types import SPLITS, Query
+from signet_rl.datasets.base import Dataset
 from signet_rl.datasets.registry import load_dataset
-from signet_rl.evaluation.items import ItemResolver
-from signet_rl.retrieval.desire import DesirePathRetriever
+from signet_rl.pipeline.desire import DesirePathRetriever
+from signet_rl.rating.items import ItemResolver
+from signet_rl.rating.rater import SimulatedRater
 from signet_rl.scorers.base import ScoringContext
 from signet_rl.scorers.features import QueryFeaturizer
 from signet_rl.traversal.config import TraversalConfig
@@ -305,12 +306,12 @@ class QuerySchedule:
 
 class RatingView:
     """The rater's side of a constructed memory: the ids it holds, in the kind the truth counts, rated as a
-    :class:`~signet_rl.datasets.rater.SimulatedRater` rates them.
+    :class:`~signet_rl.rating.rater.SimulatedRater` rates them.
 
     A constructed memory holds the attribute ids on its path (:meth:`MemoryBuilder.construct`'s ``items``),
     plus the entities it reaches after its start for datasets whose truth counts entities. For truth that
     counts memories (LoCoMo, MuSiQue) each attribute is resolved to its memory as the evaluation harness does
-    (:class:`~signet_rl.evaluation.items.ItemResolver`). Ratings are -1, 0, +1, or None (unrated).
+    (:class:`~signet_rl.rating.items.ItemResolver`). Ratings are -1, 0, +1, or None (unrated).
 
     :meth:`rate` is :meth:`SimulatedRater.rate` with its three uniforms per rating (rated?, flipped?, to
     which label?) drawn from the rater's generator in blocks of 1,024 ratings, so a rating costs a set

@@ -78,10 +78,9 @@ import numpy.typing as npt
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
-from signet_rl.datasets.base import Query
+from signet_rl.core.types import Query, Unit
 from signet_rl.envs.common import CandidatePipeline, DatasetLike, QuerySchedule, RatingView, action_index
 from signet_rl.graph.arrays import GraphArrays
-from signet_rl.retrieval.base import Unit
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.path import Hop, Path
 

@@ -11,8 +11,8 @@ from signet_rl.evaluation.harness import (
     recall_at_k_units,
     recall_summary,
 )
-from signet_rl.evaluation.items import ItemResolver, classify
 from signet_rl.evaluation.metrics import bootstrap_ci, paired_bootstrap_ci
+from signet_rl.rating.items import ItemResolver, classify
 
 __all__ = [
     "EvaluationResult",

@@ -1,9 +1,9 @@
 """The evaluation harness: every retriever, the same queries, the same budget, item-level metrics.
 
 :func:`evaluate` runs one or more retrievers over one split of a dataset and scores each query with the
-metrics of :mod:`signet_rl.evaluation.metrics` on the items of :mod:`signet_rl.evaluation.items`:
+metrics of :mod:`signet_rl.evaluation.metrics` on the items of :mod:`signet_rl.rating.items`:
 
-* **One budget for all.** Every retriever's units are cut with :func:`~signet_rl.retrieval.base.fit_budget`
+* **One budget for all.** Every retriever's units are cut with :func:`~signet_rl.core.types.fit_budget`
   to the same character budget (Signet counts 4 characters per token; the default is Signet's
   session-start budget of 2,000 characters), and every injected character counts: provenance, headers,
   the constraints section. In a budgeted comparison the budget is the only cap the harness applies.
@@ -39,10 +39,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from signet_rl.datasets.base import Dataset, Query
+from signet_rl.core.types import CHARS_PER_TOKEN, DEFAULT_BUDGET_CHARS, Query, Unit, fit_budget
+from signet_rl.datasets.base import Dataset
 from signet_rl.evaluation import metrics as M
-from signet_rl.evaluation.items import ItemResolver, classify
-from signet_rl.retrieval.base import CHARS_PER_TOKEN, DEFAULT_BUDGET_CHARS, Retriever, Unit, fit_budget
+from signet_rl.rating.items import ItemResolver, classify
+from signet_rl.retrieval.base import Retriever
 
 __all__ = [
     "EvaluationResult",

@@ -1,7 +1,7 @@
 """Retrieval metrics on item sets and rankings, and bootstrap confidence intervals over queries.
 
 Every metric here is a pure function of what one query needed and what a retriever injected for it, as
-*items* (attribute ids, dialog-turn ids, passage ids; see :mod:`signet_rl.evaluation.items`), never units.
+*items* (attribute ids, dialog-turn ids, passage ids; see :mod:`signet_rl.rating.items`), never units.
 A ranking is the list of injected items in injection order (units in rank order, each expanded to its items,
 an item counted at its first appearance). Relevance is binary: an item is relevant when it is needed.
 

@@ -12,10 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from signet_rl.datasets.base import Dataset, GroundTruth, Query
-from signet_rl.evaluation.items import ItemResolver
+from signet_rl.core.types import Query
+from signet_rl.datasets.base import Dataset, GroundTruth
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
+from signet_rl.rating.items import ItemResolver
 from signet_rl.scorers.base import ScoringContext
 from signet_rl.traversal.construct import MemoryBuilder
 from signet_rl.traversal.path import Path

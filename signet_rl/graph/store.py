@@ -759,7 +759,7 @@ def _read_meta(conn: sqlite3.Connection, where: Path) -> dict[str, Any]:
 
 def read_connection(conn: sqlite3.Connection, where: str | os.PathLike[str]) -> KnowledgeGraph:
     """Read a graph from an open store or Signet database: the one reader behind
-    :func:`read_graph` and :func:`~signet_rl.graph.signet_import.import_signet`.
+    :func:`read_graph` and :func:`~signet_rl.datasets.signet.import_signet`.
 
     A store with signet_rl's migration has dependency ``confidence`` and ``reason``, communities and
     meta; a plain Signet database has none, and every dependency gets

@@ -46,14 +46,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from signet_rl.datasets.base import Dataset, Query
-from signet_rl.datasets.rater import SimulatedRater
+from signet_rl.core.types import Query
+from signet_rl.datasets.base import Dataset
 from signet_rl.evaluation.harness import EvaluationResult, evaluate
-from signet_rl.evaluation.items import ItemResolver
 from signet_rl.learning.exploration import ExplorerQuota, select_slate, speculative_candidates
 from signet_rl.learning.feedback_log import FeedbackLog, FeedbackRecord
 from signet_rl.learning.reinforcement import EdgeStats
-from signet_rl.retrieval.desire import Candidates, DesirePathRetriever
+from signet_rl.pipeline.desire import Candidates, DesirePathRetriever
+from signet_rl.rating.items import ItemResolver
+from signet_rl.rating.rater import SimulatedRater
 from signet_rl.scorers.base import Feedback, PathScorer
 from signet_rl.traversal.path import Path
 

@@ -17,42 +17,12 @@ The contract (checked by the harness and the tests):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from signet_rl.datasets.base import Dataset, Query
+from signet_rl.core.types import Query, Unit
+from signet_rl.datasets.base import Dataset
 
-__all__ = ["CHARS_PER_TOKEN", "DEFAULT_BUDGET_CHARS", "Retriever", "Unit", "fit_budget"]
-
-#: Signet counts four characters per token.
-CHARS_PER_TOKEN = 4
-#: Signet's session-start memory budget, the default of every budgeted comparison.
-DEFAULT_BUDGET_CHARS = 2000
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One piece of injected context.
-
-    Attributes:
-        text: exactly what would be injected.
-        items: ids of the graph rows the unit holds (memory ids and/or attribute ids).
-        score: the retriever's score (higher is better); only the order matters to the harness.
-        kind: ``memory``, ``attribute``, ``constructed`` or ``constraints``.
-        meta: provenance and anything else worth logging (path id, fusion legs, ...).
-    """
-
-    text: str
-    items: tuple[str, ...]
-    score: float = 0.0
-    kind: str = "memory"
-    meta: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def chars(self) -> int:
-        return len(self.text)
-
+__all__ = ["Retriever"]
 
 @runtime_checkable
 class Retriever(Protocol):
@@ -65,22 +35,3 @@ class Retriever(Protocol):
 
     def retrieve(self, query: Query, budget_chars: int | None = None) -> list[Unit]:
         """Units for ``query``, best first; ``[]`` to inject nothing."""
-
-
-def fit_budget(units: Sequence[Unit], budget_chars: int | None) -> list[Unit]:
-    """The units injected under a character budget: taken in rank order, a unit that would overflow the
-    budget is skipped and later, shorter units may still fit. ``None`` means no budget.
-
-    Raises:
-        ValueError: a budget of 0 or below.
-    """
-    if budget_chars is None:
-        return list(units)
-    if budget_chars <= 0:
-        raise ValueError(f"token budget must be positive, got {budget_chars} characters")
-    out, used = [], 0
-    for unit in units:
-        if used + unit.chars <= budget_chars:
-            out.append(unit)
-            used += unit.chars
-    return out

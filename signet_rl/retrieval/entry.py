@@ -70,12 +70,13 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from signet_rl.datasets.base import Dataset, Split
+from signet_rl.core.types import Split
+from signet_rl.datasets.base import Dataset
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph, to_timestamp
-from signet_rl.retrieval.encoders import Encoder, make_encoder
 from signet_rl.retrieval.indexes import BM25Index, VectorIndex
 from signet_rl.retrieval.text import STOP_WORDS, clean_text
+from signet_rl.text.encoders import Encoder, make_encoder
 
 __all__ = ["DEFAULT_WEIGHTS", "LEGS", "EntrySearch", "entry_recall"]
 
@@ -149,8 +150,8 @@ class EntrySearch:
     Args:
         keyword: use the BM25 legs (and the exact name match).
         vector: use the vector legs (with ``encoder``).
-        encoder: an encoder name for :func:`~signet_rl.retrieval.encoders.make_encoder` or an
-            :class:`~signet_rl.retrieval.encoders.Encoder`.
+        encoder: an encoder name for :func:`~signet_rl.text.encoders.make_encoder` or an
+            :class:`~signet_rl.text.encoders.Encoder`.
         weights: overrides of :data:`DEFAULT_WEIGHTS` (unknown keys are an error).
         candidates: rows each vector leg returns before aggregation.
         min_similarity: vector hits with a lower cosine similarity are ignored (with the hashing encoder,

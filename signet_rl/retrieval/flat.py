@@ -33,7 +33,7 @@ is compared against). ``importance_min`` (0.3, the hook's filter) applies to bot
 **Pool.** Every non-deleted memory of each graph (``Unit(kind="memory")``), plus, when
 ``dataset.meta["pool_attribute_aspects"]`` names aspects (LoCoMo: ``["observations"]``), the non-deleted
 attributes under aspects of those names as their own documents (``Unit(kind="attribute")``). One set of
-indexes is built per graph; embeddings go through :class:`~signet_rl.retrieval.encoders.CachedEncoder`.
+indexes is built per graph; embeddings go through :class:`~signet_rl.text.encoders.CachedEncoder`.
 
 **Time.** A query sees only documents created at or before ``query.timestamp`` (when set), through the
 indexes' masks. Keyword statistics (IDF) are those of the whole graph.
@@ -42,8 +42,8 @@ indexes' masks. Keyword statistics (IDF) are those of the whole graph.
 first 200 characters reach the vector leg and 12 terms the keyword leg. Invalid UTF-8 is handled, never an
 error: ``bytes`` are decoded as UTF-8 with U+FFFD for bad sequences and lone surrogates in a ``str`` become
 U+FFFD (:func:`~signet_rl.retrieval.text.clean_text`), in queries and documents alike. ``budget_chars`` of 0
-or below raises :func:`~signet_rl.retrieval.base.fit_budget`'s ``ValueError``; a positive budget is applied
-with :func:`~signet_rl.retrieval.base.fit_budget`. A query for a graph that was not indexed raises
+or below raises :func:`~signet_rl.core.types.fit_budget`'s ``ValueError``; a positive budget is applied
+with :func:`~signet_rl.core.types.fit_budget`. A query for a graph that was not indexed raises
 ``ValueError`` naming it.
 
     >>> from signet_rl.datasets.synthetic import generate
@@ -66,13 +66,13 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from signet_rl.datasets.base import Dataset, Query
+from signet_rl.core.types import Query, Unit, fit_budget
+from signet_rl.datasets.base import Dataset
 from signet_rl.graph.model import KnowledgeGraph
-from signet_rl.retrieval.base import Unit, fit_budget
-from signet_rl.retrieval.encoders import CachedEncoder, Encoder, make_encoder
 from signet_rl.retrieval.fusion import linear_fusion, min_max, reciprocal_rank_fusion
 from signet_rl.retrieval.indexes import BM25Index, FTS5Index, VectorIndex
 from signet_rl.retrieval.text import clean_text, keyword_terms, vector_query
+from signet_rl.text.encoders import CachedEncoder, Encoder, make_encoder
 
 __all__ = ["FLAT_VARIANTS", "UNCAPPED", "FlatRetriever", "flat_variant"]
 
@@ -134,8 +134,8 @@ class FlatRetriever:
     Args:
         keyword: the keyword leg, ``"fts5"`` (Signet's), ``"bm25s"`` or ``None`` (vector only).
         vector: whether the vector leg runs.
-        encoder: an encoder name for :func:`~signet_rl.retrieval.encoders.make_encoder` (``"hashing"``,
-            ``"minilm"``) or an :class:`~signet_rl.retrieval.encoders.Encoder`.
+        encoder: an encoder name for :func:`~signet_rl.text.encoders.make_encoder` (``"hashing"``,
+            ``"minilm"``) or an :class:`~signet_rl.text.encoders.Encoder`.
         fusion: ``"linear"`` (Signet's) or ``"rrf"``.
         alpha: vector weight of linear fusion.
         top_k: candidates per leg.
@@ -153,8 +153,8 @@ class FlatRetriever:
         rrf_k: the reciprocal-rank-fusion constant.
         require_terms: return nothing for a prompt with no keyword term (Signet's hook does).
         dedup_window: skip documents injected in the last this many prompts of the same session (0: off).
-        cache: cache document embeddings on disk (:class:`~signet_rl.retrieval.encoders.CachedEncoder`).
-        cache_dir: where (default :func:`~signet_rl.retrieval.encoders.default_cache_dir`).
+        cache: cache document embeddings on disk (:class:`~signet_rl.text.encoders.CachedEncoder`).
+        cache_dir: where (default :func:`~signet_rl.text.encoders.default_cache_dir`).
         hnsw_above: use HNSW for graphs with more documents than this (``None``: exact search).
         progress: show a progress bar while embedding.
 

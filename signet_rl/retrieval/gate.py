@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from signet_rl.datasets.base import Query, Truth
+from signet_rl.core.types import Query
+from signet_rl.datasets.base import Truth
 from signet_rl.retrieval.intent import INTENTS, MAX_CHARS, IntentClassifier
 from signet_rl.retrieval.text import clean_text
 

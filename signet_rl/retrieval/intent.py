@@ -34,7 +34,8 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
-from signet_rl.datasets.base import Dataset, Split
+from signet_rl.core.types import Split
+from signet_rl.datasets.base import Dataset
 
 __all__ = [
     "INTENTS",

@@ -28,13 +28,13 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from signet_rl.datasets.base import Query
+from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
-from signet_rl.retrieval.encoders import Encoder, make_encoder
 from signet_rl.retrieval.intent import INTENTS as _CLASSIFIER_INTENTS
 from signet_rl.retrieval.intent import IntentClassifier, RuleIntentClassifier
 from signet_rl.scorers.base import ScoringContext
+from signet_rl.text.encoders import Encoder, make_encoder
 from signet_rl.traversal.path import HopKind, Path
 
 __all__ = [
@@ -120,7 +120,7 @@ class QueryFeaturizer:
     """A query as ``[text embedding, intent one-hot, time features]``, ``float32 [dim]``.
 
     Args:
-        encoder: an :class:`~signet_rl.retrieval.encoders.Encoder` or its name (``hashing``, ``minilm``).
+        encoder: an :class:`~signet_rl.text.encoders.Encoder` or its name (``hashing``, ``minilm``).
         classifier: predicts the intent from the query text (default: the rule-based classifier). Ground
             truth is never consulted.
 

@@ -73,7 +73,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from signet_rl.datasets.base import Query
+from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.confidence import LADDER
 from signet_rl.graph.model import DependencyType, EntityType, KnowledgeGraph

@@ -27,7 +27,7 @@ from typing import Any
 import igraph as ig
 import numpy as np
 
-from signet_rl.datasets.base import Query
+from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.scorers.base import ScoringContext, register

@@ -17,7 +17,7 @@ Design decisions:
   where the agent must quote the id back; those characters are then counted like any other.
 * **Items are attribute ids only** (plus, with ``entity_items=True``, the entities a path reaches, for
   entity-answer datasets such as KG path reasoning). Memory ids are *not* items: the harness's
-  :class:`~signet_rl.evaluation.items.ItemResolver` expands a memory id into every fact of that memory,
+  :class:`~signet_rl.rating.items.ItemResolver` expands a memory id into every fact of that memory,
   which the text does not hold, so listing them would count facts that were never injected. The memories
   the attributes came from are kept in ``meta["memories"]``.
 * **Every injected character counts**: ``meta["tokens"]`` is ``ceil(len(text) / 4)``, and markers
@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from signet_rl.core.types import CHARS_PER_TOKEN, Unit
 from signet_rl.graph.model import AttributeKind, AttributeStatus, KnowledgeGraph
-from signet_rl.retrieval.base import CHARS_PER_TOKEN, Unit
 from signet_rl.traversal.path import HopKind, Path
 
 __all__ = [
@@ -355,7 +355,7 @@ class MemoryBuilder:
         (one line each, ``name: c1; c2``), deduplicated (same entity and same content once, every id kept
         as an item), and ordered by importance (entities by their most important constraint). It is
         fitted to ``budget_chars`` one whole constraint at a time, most important first, with
-        :func:`~signet_rl.retrieval.base.fit_budget`'s rule (one that would overflow is skipped and a
+        :func:`~signet_rl.core.types.fit_budget`'s rule (one that would overflow is skipped and a
         shorter, less important one may still fit); constraints left out are named in
         ``meta["omitted"]`` and announced by a last line ``+N more``, which also fits the budget.
         Constraints are never cut mid-sentence.
@@ -451,7 +451,7 @@ def build_slate(
       constraints section included; a repeated path is dropped; a path whose text is identical to an
       injected unit's adds its items to that unit instead (the same words hold both facts).
     * A unit that would overflow the remaining budget is skipped and later, shorter units may still fit
-      (the rule of :func:`~signet_rl.retrieval.base.fit_budget`), so the slate never exceeds the budget.
+      (the rule of :func:`~signet_rl.core.types.fit_budget`), so the slate never exceeds the budget.
     * Explorer paths keep ``meta["speculative"] = True`` and the ``[speculative]`` prefix.
 
     Args:

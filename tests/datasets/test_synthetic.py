@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from signet_rl.core.types import Query
 from signet_rl.datasets import vocab
-from signet_rl.datasets.base import Query
 from signet_rl.datasets.synthetic import (
     INTENTS,
     PRESETS,

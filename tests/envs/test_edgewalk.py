@@ -14,8 +14,8 @@ from gymnasium.vector import AutoresetMode
 
 import signet_rl.envs as envs
 from signet_rl.datasets.base import Dataset, GroundTruth
-from signet_rl.datasets.rater import SimulatedRater
 from signet_rl.envs.edgewalk import EDGE_FEATURES, NODE_FEATURES, EdgeWalkEnv
+from signet_rl.rating.rater import SimulatedRater
 from signet_rl.scorers.base import ScoringContext
 from signet_rl.scorers.prior import PriorScorer
 

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from signet_rl.core.types import Unit
 from signet_rl.datasets.base import Dataset, GroundTruth, Truth
 from signet_rl.evaluation.harness import (
     EvaluationResult,
@@ -20,7 +21,6 @@ from signet_rl.evaluation.harness import (
     recall_summary,
     render_markdown,
 )
-from signet_rl.retrieval.base import Unit
 
 
 def _row(result: EvaluationResult, retriever: str, qid: str) -> pd.Series:

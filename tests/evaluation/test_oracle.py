@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from signet_rl.datasets.base import Dataset, GroundTruth, Query, Truth
+from signet_rl.core.types import Query
+from signet_rl.datasets.base import Dataset, GroundTruth, Truth
 from signet_rl.evaluation.oracle import OracleScorer
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import Aspect, Attribute, Entity, KnowledgeGraph, Memory

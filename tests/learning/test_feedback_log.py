@@ -7,7 +7,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from signet_rl.datasets.base import Query
+from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import Entity, KnowledgeGraph
 from signet_rl.learning.feedback_log import SCHEMA, FeedbackLog, FeedbackRecord

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from signet_rl.datasets.base import Query
+from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import Aspect, Attribute, Dependency, Entity, KnowledgeGraph
 from signet_rl.learning.reinforcement import EdgeStats, path_edges

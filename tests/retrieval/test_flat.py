@@ -7,14 +7,15 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from signet_rl.datasets.base import Dataset, GroundTruth, Query, Truth
+from signet_rl.core.types import Query, fit_budget
+from signet_rl.datasets.base import Dataset, GroundTruth, Truth
 from signet_rl.datasets.synthetic import generate
 from signet_rl.graph.model import Aspect, Attribute, Entity, KnowledgeGraph, Memory
-from signet_rl.retrieval.base import Retriever, fit_budget
-from signet_rl.retrieval.encoders import CachedEncoder
+from signet_rl.retrieval.base import Retriever
 from signet_rl.retrieval.flat import FLAT_VARIANTS, UNCAPPED, FlatRetriever, flat_variant
 from signet_rl.retrieval.indexes import FTS5Index
 from signet_rl.retrieval.text import keyword_terms
+from signet_rl.text.encoders import CachedEncoder
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from signet_rl.datasets.base import GroundTruth, Query, Truth
-from signet_rl.datasets.rater import SimulatedRater
+from signet_rl.core.types import Query
+from signet_rl.datasets.base import GroundTruth, Truth
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import (
     Aspect,
@@ -19,6 +19,7 @@ from signet_rl.graph.model import (
     Entity,
     KnowledgeGraph,
 )
+from signet_rl.rating.rater import SimulatedRater
 from signet_rl.scorers.base import Feedback, PathScorer, ScoringContext
 from signet_rl.traversal.construct import MemoryBuilder
 from signet_rl.traversal.path import Hop, Path

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from signet_rl.datasets.base import Query
+from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import (
     Aspect,
@@ -17,7 +17,6 @@ from signet_rl.graph.model import (
     Entity,
     KnowledgeGraph,
 )
-from signet_rl.retrieval.encoders import make_encoder
 from signet_rl.retrieval.intent import IntentClassifier
 from signet_rl.scorers.base import ScoringContext
 from signet_rl.scorers.features import (
@@ -29,6 +28,7 @@ from signet_rl.scorers.features import (
     time_features,
 )
 from signet_rl.scorers.prior import PriorScorer
+from signet_rl.text.encoders import make_encoder
 from signet_rl.traversal.path import Hop, Path
 
 T0 = pd.Timestamp("2026-01-01T00:00:00Z")

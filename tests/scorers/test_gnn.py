@@ -176,7 +176,7 @@ def test_importance_weighting_reweights_the_regression(ctx):
 
 def test_registry_and_pipeline():
     from signet_rl.datasets.synthetic import generate
-    from signet_rl.retrieval.desire import DesirePathRetriever
+    from signet_rl.pipeline.desire import DesirePathRetriever
 
     scorer = make_scorer("gnn", hidden=8, n_heads=2)
     assert isinstance(scorer, GNNPathScorer) and isinstance(scorer, PathScorer) and scorer.name == "gnn"

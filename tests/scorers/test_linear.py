@@ -15,8 +15,8 @@ from bandit_task import (  # the shared hand-made task (tests/scorers/bandit_tas
     run_bandit,
 )
 
-from signet_rl.datasets.rater import SimulatedRater
 from signet_rl.graph.arrays import GraphArrays
+from signet_rl.rating.rater import SimulatedRater
 from signet_rl.scorers import LinUCBScorer, PriorScorer, RandomScorer, make_scorer
 from signet_rl.scorers.base import Feedback, PathScorer, ScoringContext
 from signet_rl.scorers.features import INTENTS, PATH_FEATURES

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from signet_rl.datasets.base import Query
+from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import Aspect, Attribute, Dependency, Entity, KnowledgeGraph
 from signet_rl.scorers import PPRScorer, PriorScorer, RandomScorer, ScoringContext, make_scorer

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from signet_rl.core.types import Unit
 from signet_rl.datasets.synthetic import generate
-from signet_rl.evaluation.items import ItemResolver
 from signet_rl.graph.model import Aspect, Attribute, Dependency, Entity, KnowledgeGraph, Memory
-from signet_rl.retrieval.base import Unit
+from signet_rl.rating.items import ItemResolver
 from signet_rl.traversal.construct import (
     CONSTRAINTS_HEADER,
     MemoryBuilder,

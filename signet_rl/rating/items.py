@@ -1,6 +1,6 @@
 """What an injected unit holds, in the items a query's ground truth speaks of.
 
-A :class:`~signet_rl.retrieval.base.Unit` lists the graph rows it holds (memory ids, attribute ids); a
+A :class:`~signet_rl.core.types.Unit` lists the graph rows it holds (memory ids, attribute ids); a
 :class:`~signet_rl.datasets.base.Truth` counts ``needed`` and ``misleading`` in one kind of item
 (``Truth.needed_kind``). :class:`ItemResolver` maps the first onto the second, per query:
 
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from signet_rl.datasets.base import Dataset, Query, Truth
+from signet_rl.core.types import Query, Unit
+from signet_rl.datasets.base import Dataset, Truth
 from signet_rl.graph.model import KnowledgeGraph
-from signet_rl.retrieval.base import Unit
 
 __all__ = ["NEEDED_KINDS", "ItemResolver", "ItemSplit", "classify"]
 

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
+from signet_rl.core.types import Unit
 from signet_rl.datasets import load_dataset
 from signet_rl.evaluation.harness import evaluate
-from signet_rl.retrieval.base import Unit
-from signet_rl.retrieval.desire import DesirePathRetriever
+from signet_rl.pipeline.desire import DesirePathRetriever
 from signet_rl.retrieval.flat import UNCAPPED, flat_variant
 
 
@@ -71,7 +71,7 @@ def test_end_to_end_on_every_real_dataset(spec, folder, min_hit, require_data):
     """The pipeline answers real queries on each loader's data: MuSiQue's units carry source passages, a KG's
     list the entities they reach, LoCoMo walks a speaker's observations. (A relation-blind walk rarely lands
     on a kinship answer within the budget: answering (e1, r, ?) is the KG walker's job, issue 7.)"""
-    from signet_rl.evaluation.items import ItemResolver
+    from signet_rl.rating.items import ItemResolver
 
     require_data(folder)
     ds = load_dataset(spec)

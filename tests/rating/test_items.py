@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from signet_rl.datasets.base import Dataset, GroundTruth, Query, Truth
-from signet_rl.evaluation.items import ItemResolver, classify
+from signet_rl.core.types import Query, Unit
+from signet_rl.datasets.base import Dataset, GroundTruth, Truth
 from signet_rl.graph.model import Entity, KnowledgeGraph
-from signet_rl.retrieval.base import Unit
+from signet_rl.rating.items import ItemResolver, classify
 
 
 def _q(ds: Dataset, qid: str) -> Query:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from signet_rl.datasets.base import GroundTruth, Truth
-from signet_rl.datasets.rater import Rating, SimulatedRater
+from signet_rl.rating.rater import Rating, SimulatedRater
 
 
 @pytest.fixture

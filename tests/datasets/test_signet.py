@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from signet_rl.datasets.registry import load_dataset
+from signet_rl.datasets.signet import import_signet, load_signet_dataset
 from signet_rl.graph.confidence import DEFAULT_REASON
 from signet_rl.graph.model import GraphValidationError, KnowledgeGraph
-from signet_rl.graph.signet_import import import_signet, load_signet_dataset
 from signet_rl.graph.store import StoreError, apply_migrations, read_graph, write_graph
 
 NOW = "2025-03-04T05:06:07.089Z"

@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from signet_rl.datasets.base import Dataset, Query
+from signet_rl.core.types import DEFAULT_BUDGET_CHARS, Query, Unit
+from signet_rl.datasets.base import Dataset
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
-from signet_rl.retrieval.base import DEFAULT_BUDGET_CHARS, Unit
-from signet_rl.retrieval.encoders import CachedEncoder, make_encoder
 from signet_rl.retrieval.entry import EntrySearch
 from signet_rl.retrieval.intent import IntentClassifier, RuleIntentClassifier
 from signet_rl.scorers.base import PathScorer, ScoringContext, make_scorer
+from signet_rl.text.encoders import CachedEncoder, make_encoder
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.construct import MemoryBuilder, build_slate
 from signet_rl.traversal.path import Path as PathType

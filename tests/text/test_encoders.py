@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from signet_rl.retrieval.encoders import (
+from signet_rl.text.encoders import (
     CachedEncoder,
     Encoder,
     HashingEncoder,
