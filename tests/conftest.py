@@ -4,19 +4,16 @@ enough to score by hand (for rating and evaluation), and embedding caches kept i
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import pytest
-from collections.abc import Mapping, Sequence
-
 import pandas as pd
+import pytest
 
 from signet_rl.core.types import Query, Unit
-from signet_rl.datasets.base import Dataset, GroundTruth, Truth
+from signet_rl.datasets.base import DATA_ENV, REQUIRE_DATA_ENV, Dataset, GroundTruth, Truth, data_root
 from signet_rl.graph.model import Aspect, Attribute, Entity, KnowledgeGraph, Memory
 from signet_rl.text.encoders import CACHE_ENV
-
-from signet_rl.datasets.base import DATA_ENV, REQUIRE_DATA_ENV, data_root
 
 
 def _require(relative: str) -> Path:

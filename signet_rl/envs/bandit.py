@@ -74,9 +74,9 @@ from signet_rl.envs.common import (
     CandidatePipeline,
     DatasetLike,
     QuerySchedule,
-    RatingView,
     action_index,
 )
+from signet_rl.rating.view import RatingView
 from signet_rl.scorers.features import PathFeaturizer
 from signet_rl.traversal.config import TraversalConfig
 

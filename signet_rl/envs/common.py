@@ -3,7 +3,7 @@ schedule, the rater's view of a constructed memory, and action checks.
 
 :class:`CandidatePipeline` is :class:`~signet_rl.pipeline.desire.DesirePathRetriever` up to its candidates:
 the *predicted* intent (rule classifier), the *searched* entry entities, and the bounded walk of the intent's
-strategy. It never reads ground truth; only :class:`RatingView` (the simulated rater's side) does. One
+strategy. It never reads ground truth; only :class:`~signet_rl.rating.view.RatingView` (the simulated rater's side) does. One
 pipeline is built per ``(dataset, traversal config, encoder, entry search settings)`` per process and shared
 by every environment that asks for it (:meth:`CandidatePipeline.shared`), so a vector of eight
 environments in one process indexes the graph once.
@@ -17,7 +17,7 @@ environments in one process indexes the graph once.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,8 +28,6 @@ from signet_rl.core.types import SPLITS, Query
 from signet_rl.datasets.base import Dataset
 from signet_rl.datasets.registry import load_dataset
 from signet_rl.pipeline.desire import DesirePathRetriever
-from signet_rl.rating.items import ItemResolver
-from signet_rl.rating.rater import SimulatedRater
 from signet_rl.scorers.base import ScoringContext
 from signet_rl.scorers.features import QueryFeaturizer
 from signet_rl.traversal.config import TraversalConfig
@@ -42,7 +40,6 @@ __all__ = [
     "Candidates",
     "DatasetLike",
     "QuerySchedule",
-    "RatingView",
     "action_index",
     "dataset_key",
     "resolve_dataset",
@@ -302,84 +299,6 @@ class QuerySchedule:
             f"no query of split {self.split!r} in {self.dataset_name!r} has candidates "
             f"({n} queries: non-queries or no entry entity); pass include_empty=True to serve them anyway"
         )
-
-
-class RatingView:
-    """The rater's side of a constructed memory: the ids it holds, in the kind the truth counts, rated as a
-    :class:`~signet_rl.rating.rater.SimulatedRater` rates them.
-
-    A constructed memory holds the attribute ids on its path (:meth:`MemoryBuilder.construct`'s ``items``),
-    plus the entities it reaches after its start for datasets whose truth counts entities. For truth that
-    counts memories (LoCoMo, MuSiQue) each attribute is resolved to its memory as the evaluation harness does
-    (:class:`~signet_rl.rating.items.ItemResolver`). Ratings are -1, 0, +1, or None (unrated).
-
-    :meth:`rate` is :meth:`SimulatedRater.rate` with its three uniforms per rating (rated?, flipped?, to
-    which label?) drawn from the rater's generator in blocks of 1,024 ratings, so a rating costs a set
-    lookup rather than a generator call: the same rule and distribution, a cheaper stream.
-
-    Args:
-        dataset: the dataset (its ground truth is read here and nowhere else in the environments).
-        noise_rate: the rater's label-flip probability.
-        rating_prob: the probability a memory is rated at all.
-    """
-
-    BLOCK = 1024
-
-    def __init__(self, dataset: Dataset, noise_rate: float = 0.05, rating_prob: float = 0.8) -> None:
-        for name, value in (("noise_rate", noise_rate), ("rating_prob", rating_prob)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
-        self.dataset = dataset
-        self.noise_rate = float(noise_rate)
-        self.rating_prob = float(rating_prob)
-        self.resolver = ItemResolver(dataset)
-        self.rater = SimulatedRater(dataset.truth, self.noise_rate, self.rating_prob, seed=0)
-        self.entity_items = any(t.needed_kind == "entity" for t in dataset.truth.values())
-        self._memory_kind = any(t.needed_kind == "memory" for t in dataset.truth.values())
-        self._u: list[list[float]] = []
-        self._pos = 0
-
-    def seed(self, seed: int) -> None:
-        """Restart the rater's noise stream."""
-        self.rater.rng = np.random.default_rng(seed)
-        self._u, self._pos = [], 0
-
-    def get_state(self) -> dict[str, Any]:
-        """The noise stream's state (for pickling an environment)."""
-        return {"rng": self.rater.rng.bit_generator.state, "u": self._u, "pos": self._pos}
-
-    def set_state(self, state: Mapping[str, Any]) -> None:
-        self.rater.rng.bit_generator.state = state["rng"]
-        self._u, self._pos = state["u"], state["pos"]
-
-    def items(self, query: Query, attribute_ids: Iterable[str], entity_ids: Iterable[str] = ()) -> list[str]:
-        """The truth-kind items of a memory holding these attributes (and these reached entities)."""
-        items = list(attribute_ids)
-        if self.entity_items:
-            items += [e for e in entity_ids if e not in items]
-        if self._memory_kind and self.dataset.truth[query.id].needed_kind == "memory":
-            out: list[str] = []
-            for i in items:
-                out.extend(self.resolver.resolve_id(query, i))
-            return out
-        return items
-
-    def rate(self, query: Query, items: Iterable[str]) -> int | None:
-        """The observed rating (noisy, possibly None)."""
-        true = int(self.rater.true_rating(query.id, items))
-        if self._pos >= len(self._u):
-            self._u, self._pos = self.rater.rng.random((self.BLOCK, 3)).tolist(), 0
-        u_rated, u_flip, u_which = self._u[self._pos]
-        self._pos += 1
-        if u_rated >= self.rating_prob:
-            return None
-        if u_flip < self.noise_rate:
-            return [r for r in (-1, 0, 1) if r != true][int(u_which * 2)]
-        return true
-
-    def true_rating(self, query: Query, items: Iterable[str]) -> int:
-        """The noiseless rating (for oracle evaluation only)."""
-        return int(self.rater.true_rating(query.id, items))
 
 
 def action_index(action: Any, n: int, who: str) -> int:

@@ -79,8 +79,9 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
 from signet_rl.core.types import Query, Unit
-from signet_rl.envs.common import CandidatePipeline, DatasetLike, QuerySchedule, RatingView, action_index
+from signet_rl.envs.common import CandidatePipeline, DatasetLike, QuerySchedule, action_index
 from signet_rl.graph.arrays import GraphArrays
+from signet_rl.rating.view import RatingView
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.path import Hop, Path
 

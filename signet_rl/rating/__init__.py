@@ -6,6 +6,7 @@ The simulated rater is the only reader of ground truth outside :mod:`signet_rl.e
 """
 
 from signet_rl.rating.items import ItemResolver, classify
-from signet_rl.rating.rater import Rating, SimulatedRater
+from signet_rl.rating.rater import Rating, SimulatedRater, observe
+from signet_rl.rating.view import RatingView
 
-__all__ = ["ItemResolver", "Rating", "SimulatedRater", "classify"]
+__all__ = ["ItemResolver", "Rating", "RatingView", "SimulatedRater", "classify", "observe"]

@@ -26,13 +26,25 @@ import numpy as np
 
 from signet_rl.datasets.base import GroundTruth
 
-__all__ = ["Rating", "SimulatedRater"]
+__all__ = ["Rating", "SimulatedRater", "observe"]
 
 
 class Rating(IntEnum):
     MISLEADING = -1
     NOISE = 0
     HELPFUL = 1
+
+
+def observe(true: Rating, u: Sequence[float], noise_rate: float, rating_prob: float) -> Rating | None:
+    """The rater's rule: from the true rating and three uniforms (rated?, flipped?, to which label?), the
+    observed rating: ``None`` (unrated) with probability ``1 - rating_prob``, else one of the two other labels
+    (uniformly) with probability ``noise_rate``, else the true one. Every rater here applies this rule."""
+    u_rated, u_flip, u_which = u
+    if u_rated >= rating_prob:
+        return None
+    if u_flip < noise_rate:
+        return [r for r in Rating if r != true][int(u_which * 2)]
+    return true
 
 
 class SimulatedRater:
@@ -79,14 +91,7 @@ class SimulatedRater:
 
     def rate(self, query_id: str, item_ids: Iterable[str]) -> Rating | None:
         """The observed rating of one unit: possibly flipped, possibly missing (``None``)."""
-        true = self.true_rating(query_id, item_ids)
-        u_rated, u_flip, u_which = self.rng.random(3)
-        if u_rated >= self.rating_prob:
-            return None
-        if u_flip < self.noise_rate:
-            others = [r for r in Rating if r != true]
-            return others[int(u_which * 2)]
-        return true
+        return observe(self.true_rating(query_id, item_ids), self.rng.random(3), self.noise_rate, self.rating_prob)
 
     def rate_many(self, query_id: str, units: Sequence[Iterable[str]]) -> list[Rating | None]:
         """Ratings of several units shown for one query, in order."""
