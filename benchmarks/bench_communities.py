@@ -24,14 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from signet_rl.datasets.registry import load_dataset
+from signet_rl.evaluation.audit import recovery
 from signet_rl.graph.arrays import GraphArrays
-from signet_rl.graph.communities import (
-    DEFAULT_BACKEND,
-    community_graph,
-    detect_communities,
-    nmi_ari,
-    recovery,
-)
+from signet_rl.graph.communities import DEFAULT_BACKEND, community_graph, detect_communities, nmi_ari
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "results" / "communities.json"
 

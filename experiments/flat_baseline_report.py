@@ -30,6 +30,7 @@ import pandas as pd
 
 from signet_rl.core.types import fit_budget
 from signet_rl.datasets import load_dataset
+from signet_rl.evaluation.audit import entry_recall, gate_report, intent_report, training_examples
 from signet_rl.evaluation.harness import (
     evaluate,
     recall_at_k_budget,
@@ -38,15 +39,10 @@ from signet_rl.evaluation.harness import (
     render_markdown,
 )
 from signet_rl.evaluation.metrics import bootstrap_ci
-from signet_rl.retrieval.entry import EntrySearch, entry_recall
+from signet_rl.retrieval.entry import EntrySearch
 from signet_rl.retrieval.flat import UNCAPPED, flat_variant
-from signet_rl.retrieval.gate import SignificanceGate, gate_report
-from signet_rl.retrieval.intent import (
-    LearnedIntentClassifier,
-    RuleIntentClassifier,
-    intent_report,
-    training_examples,
-)
+from signet_rl.retrieval.gate import SignificanceGate
+from signet_rl.retrieval.intent import LearnedIntentClassifier, RuleIntentClassifier
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results.md"

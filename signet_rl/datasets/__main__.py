@@ -10,8 +10,8 @@ import argparse
 import json
 import sys
 
-from signet_rl.datasets.describe import describe, format_description
 from signet_rl.datasets.registry import load_dataset
+from signet_rl.evaluation.describe import describe, format_description
 
 
 def main(argv: list[str] | None = None) -> int:

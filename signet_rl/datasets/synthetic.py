@@ -59,7 +59,6 @@ import dataclasses
 import math
 import random
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +71,7 @@ from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport, Truth, con
 from signet_rl.graph.confidence import LADDER
 from signet_rl.graph.model import KnowledgeGraph
 
-__all__ = ["GENERATOR_VERSION", "PRESETS", "SyntheticConfig", "generate", "make_config", "signal_auc"]
+__all__ = ["GENERATOR_VERSION", "PRESETS", "SyntheticConfig", "generate", "make_config"]
 
 GENERATOR_VERSION = 1
 DAY = 86400.0
@@ -1151,92 +1150,3 @@ class _Generator:
 # How informative are the cheap signals?
 
 
-def _auc(score: np.ndarray, label: np.ndarray) -> float:
-    """ROC AUC by the rank-sum formula, ties averaged; NaN when one class is missing."""
-    pos = int(label.sum())
-    neg = len(label) - pos
-    if pos == 0 or neg == 0:
-        return float("nan")
-    ranks = pd.Series(score).rank(method="average").to_numpy()
-    return float((ranks[label].sum() - pos * (pos + 1) / 2) / (pos * neg))
-
-
-def signal_auc(dataset: Dataset, max_queries: int = 500, seed: int = 0) -> dict[str, float]:
-    """AUC of cheap signals for predicting whether an item is needed, pooled over queries.
-
-    Candidates are what a one-hop walk from the query's focus entity can reach at the query time:
-    ``attribute_importance`` and ``recency`` rank the visible attributes of the focus entity and its
-    neighbours; ``dependency_confidence`` and ``confidence_x_strength`` rank the edges incident to the
-    focus entity (positive when the edge leads to an entity holding a needed attribute).
-    ``spurious_edge_confidence`` is the AUC of confidence for telling true edges from spurious ones
-    (synthetic only). An AUC near 1 on its own would make the benchmark too easy.
-    """
-    labels = dataset.truth.labels
-    if "queries" not in labels:
-        raise ValueError(f"{dataset.name}: signal AUCs need the synthetic benchmark's focus labels")
-    g = dataset.graph
-    att = g.attributes
-    att_entity = g.attribute_entity_ids().to_numpy()
-    att_t = att["created_at"].astype("int64").to_numpy() / 1e3
-    att_imp = att["importance"].to_numpy()
-    dep = g.dependencies
-    dep_t = dep["created_at"].astype("int64").to_numpy() / 1e3
-    by_entity = pd.Series(np.arange(len(att))).groupby(att_entity).apply(np.asarray).to_dict()
-    src, tgt = dep["source_entity_id"].to_numpy(), dep["target_entity_id"].to_numpy()
-    inc = pd.concat([pd.Series(np.arange(len(dep)), index=src), pd.Series(np.arange(len(dep)), index=tgt)])
-    inc_by = inc.groupby(level=0).apply(lambda s: s.to_numpy()).to_dict()
-    att_pos = {a: i for i, a in enumerate(att["id"].tolist())}
-    focus = labels["queries"].set_index("query_id")
-    rng = np.random.default_rng(seed)
-    qs = [q for q in dataset.queries if dataset.truth[q.id].needed]
-    if len(qs) > max_queries:
-        qs = [qs[i] for i in sorted(rng.choice(len(qs), max_queries, replace=False).tolist())]
-    imp_s, rec_s, att_l, conf_s, cs_s, edge_l = [], [], [], [], [], []
-    for q in qs:
-        x = focus.at[q.id, "x"]
-        t = q.timestamp.timestamp()  # type: ignore[union-attr]
-        needed = {att_pos[a] for a in dataset.truth[q.id].needed}
-        needed_ent = {att_entity[a] for a in needed}
-        edges = [e for e in inc_by.get(x, []) if dep_t[e] <= t]
-        ents = {x} | {tgt[e] if src[e] == x else src[e] for e in edges}
-        cands = np.concatenate([by_entity.get(e, np.array([], dtype=np.int64)) for e in ents])
-        cands = cands[att_t[cands] <= t]
-        imp_s.append(att_imp[cands])
-        rec_s.append(att_t[cands] - t)
-        att_l.append(np.isin(cands, list(needed)))
-        for e in edges:
-            other = tgt[e] if src[e] == x else src[e]
-            conf_s.append(dep["confidence"].iat[e])
-            cs_s.append(dep["confidence"].iat[e] * dep["strength"].iat[e])
-            edge_l.append(other in needed_ent)
-    spur = labels["dependencies"]["spurious"].to_numpy()
-    out = {
-        "attribute_importance": _auc(np.concatenate(imp_s), np.concatenate(att_l)),
-        "recency": _auc(np.concatenate(rec_s), np.concatenate(att_l)),
-        "dependency_confidence": _auc(np.asarray(conf_s), np.asarray(edge_l, dtype=bool)),
-        "confidence_x_strength": _auc(np.asarray(cs_s), np.asarray(edge_l, dtype=bool)),
-        "spurious_edge_confidence": _auc(dep["confidence"].to_numpy(), ~spur),
-    }
-    return {k: round(v, 4) for k, v in out.items()}
-
-
-def describe_mix(dataset: Dataset) -> Mapping[str, Any]:
-    """Per intent and category: query counts and the share whose needed facts flat retrieval can see."""
-    rows = [dataset.truth[q.id] for q in dataset.queries]
-    df = pd.DataFrame(
-        {
-            "intent": [t.intent for t in rows],
-            "category": [t.category for t in rows],
-            "flat": [t.flat_solvable for t in rows],
-            "needed": [len(t.needed) for t in rows],
-        }
-    )
-    out: dict[str, Any] = {}
-    for (intent, cat), grp in df.groupby(["intent", "category"]):
-        flat = grp["flat"].dropna()
-        out[f"{intent}/{cat}"] = {
-            "queries": len(grp),
-            "mean_needed": round(float(grp["needed"].mean()), 2),
-            "flat_solvable": round(float(flat.mean()), 3) if len(flat) else None,
-        }
-    return out

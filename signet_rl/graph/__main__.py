@@ -45,7 +45,8 @@ def communities_summary(spec: str, objective: str, backend: str, resolution: flo
         FileNotFoundError: a real dataset that is not under the data root.
     """
     from signet_rl.datasets.registry import load_dataset
-    from signet_rl.graph.communities import community_graph, detect_communities, recovery
+    from signet_rl.evaluation.audit import recovery
+    from signet_rl.graph.communities import community_graph, detect_communities
 
     dataset = load_dataset(spec)
     graphs: dict[str, Any] = {}

@@ -42,7 +42,7 @@ from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
 
 if TYPE_CHECKING:
-    from signet_rl.datasets.base import Dataset
+    pass
 
 __all__ = [
     "BACKENDS",
@@ -60,7 +60,6 @@ __all__ = [
     "detect_communities",
     "modularity",
     "nmi_ari",
-    "recovery",
     "structure_label",
     "with_communities",
 ]
@@ -544,19 +543,3 @@ def nmi_ari(a: npt.ArrayLike, b: npt.ArrayLike) -> dict[str, float]:
     return {"nmi": max(0.0, min(1.0, nmi)), "ari": ari}
 
 
-def recovery(dataset: Dataset, communities: Communities) -> dict[str, float]:
-    """How well communities recover the synthetic benchmark's planted ones: ``{"nmi", "ari"}``.
-
-    Reads the planted labels (``dataset.truth.labels["entities"]``: ``entity_id``, ``community``) for
-    scoring only; entities without a planted label are left out.
-
-    Raises:
-        ValueError: the dataset has no planted community labels.
-    """
-    labels = dataset.truth.labels.get("entities") if dataset.truth.labels else None
-    if labels is None or "community" not in labels:
-        raise ValueError(f"{dataset.name} has no planted community labels (only the synthetic benchmark)")
-    planted = pd.Series(labels["community"].to_numpy(), index=labels["entity_id"].to_numpy())
-    found = pd.Series(communities.membership, index=communities.entity_ids)
-    common = found.index.intersection(planted.index)
-    return nmi_ari(planted.loc[common].to_numpy(), found.loc[common].to_numpy())

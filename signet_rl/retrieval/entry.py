@@ -62,7 +62,7 @@ existed; an unparseable timestamp is a ``ValueError`` naming it. Queries are cut
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,15 +70,13 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from signet_rl.core.types import Split
-from signet_rl.datasets.base import Dataset
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph, to_timestamp
 from signet_rl.retrieval.indexes import BM25Index, VectorIndex
 from signet_rl.retrieval.text import STOP_WORDS, clean_text
 from signet_rl.text.encoders import Encoder, make_encoder
 
-__all__ = ["DEFAULT_WEIGHTS", "LEGS", "EntrySearch", "entry_recall"]
+__all__ = ["DEFAULT_WEIGHTS", "LEGS", "EntrySearch"]
 
 #: The evidence legs, in scoring order.
 LEGS: tuple[str, ...] = ("name", "aspect", "attribute", "memory")
@@ -379,54 +377,3 @@ class EntrySearch:
         return [(str(self._entity_ids[i]), float(s[i])) for i in cand]
 
 
-def entry_recall(
-    search: EntrySearch, dataset: Dataset, split: Split = "test", ks: Sequence[int] = (1, 3, 5, 10)
-) -> pd.DataFrame:
-    """Entry-entity recall@k per intent: is a queried entity in the top ``k``?
-
-    The queried entities are the focus entities ``x`` (and ``y`` for *relate*) of
-    ``dataset.truth.labels["queries"]``; a *relate* query counts as a hit when either is in the top ``k``
-    (``recall@k``) and, in ``both@k``, when both are. Queries without a focus entity (``none``) are left
-    out. ``search`` is (re)indexed on each graph the split's queries ask; ground truth is read here only.
-
-    Returns:
-        One row per intent plus ``overall``: ``queries``, ``recall@k`` for every k, and ``both@k`` (NaN
-        for intents without a second entity).
-
-    Raises:
-        ValueError: the dataset has no focus-entity labels, or a ``k`` < 1.
-    """
-    if "queries" not in dataset.truth.labels:
-        raise ValueError(f"{dataset.name} has no focus-entity labels (truth.labels['queries'])")
-    ks = sorted({int(k) for k in ks})
-    if not ks or ks[0] < 1:
-        raise ValueError(f"ks must be positive integers, got {ks}")
-    focus = dataset.truth.labels["queries"].set_index("query_id")
-    rows = []
-    by_graph: dict[str, list[Any]] = {}
-    for q in dataset.split(split):
-        by_graph.setdefault(q.graph_id, []).append(q)
-    for graph_id, queries in by_graph.items():
-        search.index(dataset.graphs[graph_id])
-        for q in queries:
-            x, y = focus.at[q.id, "x"], focus.at[q.id, "y"]
-            gold = [str(e) for e in (x, y) if isinstance(e, str) and e]
-            if not gold:
-                continue
-            got = [e for e, _ in search.search(q.text, k=ks[-1], timestamp=q.timestamp)]
-            row: dict[str, Any] = {"intent": dataset.truth[q.id].intent}
-            for k in ks:
-                top = set(got[:k])
-                row[f"recall@{k}"] = float(any(g in top for g in gold))
-                row[f"both@{k}"] = float(all(g in top for g in gold)) if len(gold) == 2 else np.nan
-            rows.append(row)
-    cols = [f"recall@{k}" for k in ks] + [f"both@{k}" for k in ks]
-    if not rows:
-        return pd.DataFrame(columns=["queries", *cols], index=pd.Index([], name="intent"))
-    frame = pd.DataFrame(rows)
-    per = frame.groupby("intent")[cols].mean()
-    per.insert(0, "queries", frame.groupby("intent").size())
-    overall = frame[cols].mean().to_frame().T
-    overall.insert(0, "queries", len(frame))
-    overall.index = pd.Index(["overall"], name="intent")
-    return pd.concat([per, overall])

@@ -20,17 +20,14 @@ share of real queries wrongly silenced (lower is better).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
-from signet_rl.core.types import Query
-from signet_rl.datasets.base import Truth
 from signet_rl.retrieval.intent import INTENTS, MAX_CHARS, IntentClassifier
 from signet_rl.retrieval.text import clean_text
 
-__all__ = ["SignificanceGate", "gate_report"]
+__all__ = ["SignificanceGate"]
 
 _NONE = INTENTS.index("none")
 
@@ -78,34 +75,3 @@ class SignificanceGate:
         return bool(self.significant([text])[0])
 
 
-def gate_report(
-    gate: SignificanceGate, queries: Sequence[Query], truth: Mapping[str, Truth]
-) -> dict[str, Any]:
-    """How the gate does on ``queries`` with gold intents from ``truth``.
-
-    Returns:
-        ``nonqueries`` and ``queries`` (counts), ``nonquery_silenced`` (share of gold-``none`` prompts that
-        get nothing injected), ``query_silenced`` (share of real queries wrongly silenced) and
-        ``accuracy`` (share of all prompts the gate decides right). Shares of an empty group are NaN.
-
-    Raises:
-        ValueError: a query whose truth has no gold intent.
-    """
-    intents = [truth[q.id].intent for q in queries]
-    missing = [q.id for q, i in zip(queries, intents, strict=True) if i is None]
-    if missing:
-        raise ValueError(f"query {missing[0]!r} has no gold intent; the gate report needs one")
-    silenced = ~np.asarray(gate.significant([q.text for q in queries]), dtype=bool)
-    is_none = np.asarray([i == "none" for i in intents], dtype=bool)
-
-    def share(mask: np.ndarray) -> float:
-        return float(silenced[mask].mean()) if mask.any() else float("nan")
-
-    right = np.where(is_none, silenced, ~silenced)
-    return {
-        "nonqueries": int(is_none.sum()),
-        "queries": int((~is_none).sum()),
-        "nonquery_silenced": share(is_none),
-        "query_silenced": share(~is_none),
-        "accuracy": float(right.mean()) if len(right) else float("nan"),
-    }

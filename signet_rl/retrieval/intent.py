@@ -34,9 +34,6 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
-from signet_rl.core.types import Split
-from signet_rl.datasets.base import Dataset
-
 __all__ = [
     "INTENTS",
     "PARAPHRASES",
@@ -44,8 +41,6 @@ __all__ = [
     "IntentClassifier",
     "LearnedIntentClassifier",
     "RuleIntentClassifier",
-    "intent_report",
-    "training_examples",
 ]
 
 #: The five intents, in the column order of every ``predict_proba``.
@@ -526,91 +521,7 @@ PARAPHRASES: dict[str, list[str]] = {
 }
 
 
-def training_examples(
-    dataset: Dataset, split: Split = "train", paraphrases: int = 0, seed: int = 0
-) -> tuple[list[str], list[str]]:
-    """Texts and gold intents of one split of a generated dataset, for training a classifier.
-
-    The gold intents are training labels here (never features of a retriever). With ``paraphrases > 0``,
-    that many texts per intent are added from :data:`PARAPHRASES`, filled with entity and aspect names
-    drawn from the dataset's graph (its content, not its ground truth).
-
-    Raises:
-        ValueError: a query without a gold intent.
-    """
-    queries = dataset.split(split)
-    texts = [q.text for q in queries]
-    labels = [dataset.truth[q.id].intent for q in queries]
-    missing = [q.id for q, lab in zip(queries, labels, strict=True) if lab is None]
-    if missing:
-        raise ValueError(f"{dataset.name}: query {missing[0]!r} has no gold intent")
-    out_labels: list[str] = [str(lab) for lab in labels]
-    if paraphrases > 0:
-        rng = np.random.default_rng(seed)
-        names = [n for g in dataset.graphs.values() for n in g.entities["name"].astype(str).tolist()]
-        aspects = [
-            a.replace("_", " ")
-            for g in dataset.graphs.values()
-            for a in g.aspects["name"].astype(str).tolist()
-        ] or ["status"]
-        for intent, templates in PARAPHRASES.items():
-            for _ in range(paraphrases):
-                tpl = templates[int(rng.integers(len(templates)))]
-                x, y = (names[int(i)] for i in rng.integers(len(names), size=2)) if names else ("it", "that")
-                texts.append(tpl.format(x=x, y=y, aspect=aspects[int(rng.integers(len(aspects)))]))
-                out_labels.append(intent)
-    return texts, out_labels
-
-
 # --------------------------------------------------------------------------------------------------
 # Report
 
 
-def intent_report(
-    classifier: IntentClassifier, texts: Sequence[str], labels: Sequence[str]
-) -> dict[str, Any]:
-    """Accuracy overall and per class of ``classifier`` on ``texts`` with gold ``labels``.
-
-    Returns:
-        ``{"n", "accuracy", "macro_f1", "per_class": {intent: {"precision", "recall", "f1",
-        "support"}}, "labels": INTENTS, "confusion": [[...]]}``; ``confusion[i][j]`` counts texts of gold
-        intent ``i`` predicted as ``j``. Precision of a class never predicted, recall of a class with no
-        support, and F1 when both are 0 are reported as 0.0.
-
-    Raises:
-        ValueError: mismatched lengths, or a label outside :data:`INTENTS`.
-    """
-    if len(texts) != len(labels):
-        raise ValueError(f"intent_report: {len(texts)} texts but {len(labels)} labels")
-    bad = sorted({lab for lab in labels if lab not in _INDEX})
-    if bad:
-        raise ValueError(f"unknown intent labels {bad}; expected one of {INTENTS}")
-    pred = classifier.predict(list(texts))
-    k = len(INTENTS)
-    conf = np.zeros((k, k), dtype=np.int64)
-    if len(texts):
-        np.add.at(conf, ([_INDEX[g] for g in labels], [_INDEX[p] for p in pred]), 1)
-    tp = np.diag(conf).astype(np.float64)
-    predicted, support = conf.sum(axis=0), conf.sum(axis=1)
-    precision = np.divide(tp, predicted, out=np.zeros(k), where=predicted > 0)
-    recall = np.divide(tp, support, out=np.zeros(k), where=support > 0)
-    denom = precision + recall
-    f1 = np.divide(2 * precision * recall, denom, out=np.zeros(k), where=denom > 0)
-    per_class = {
-        name: {
-            "precision": float(precision[i]),
-            "recall": float(recall[i]),
-            "f1": float(f1[i]),
-            "support": int(support[i]),
-        }
-        for i, name in enumerate(INTENTS)
-    }
-    present = support > 0
-    return {
-        "n": len(texts),
-        "accuracy": float(tp.sum() / len(texts)) if len(texts) else 0.0,
-        "macro_f1": float(f1[present].mean()) if present.any() else 0.0,
-        "per_class": per_class,
-        "labels": list(INTENTS),
-        "confusion": conf.tolist(),
-    }

@@ -11,14 +11,8 @@ import pytest
 
 from signet_rl.core.types import Query
 from signet_rl.datasets import vocab
-from signet_rl.datasets.synthetic import (
-    INTENTS,
-    PRESETS,
-    generate,
-    make_config,
-    signal_auc,
-    tokens,
-)
+from signet_rl.datasets.synthetic import INTENTS, PRESETS, generate, make_config, tokens
+from signet_rl.evaluation.audit import signal_auc
 from signet_rl.graph.model import TABLES, EntityType
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from signet_rl.datasets.registry import load_dataset
+from signet_rl.evaluation.audit import recovery
 from signet_rl.graph.__main__ import main
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.communities import (
@@ -19,7 +20,6 @@ from signet_rl.graph.communities import (
     detect_communities,
     modularity,
     nmi_ari,
-    recovery,
     structure_label,
     with_communities,
 )

@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 from signet_rl.datasets.synthetic import generate
+from signet_rl.evaluation.audit import entry_recall
 from signet_rl.graph.model import Aspect, Attribute, Entity, KnowledgeGraph, Memory, Mention
-from signet_rl.retrieval.entry import DEFAULT_WEIGHTS, EntrySearch, entry_recall
+from signet_rl.retrieval.entry import DEFAULT_WEIGHTS, EntrySearch
 
 DAY = pd.Timedelta(days=1)
 T0 = pd.Timestamp("2026-01-01T00:00:00Z")

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from signet_rl.datasets.synthetic import generate
-from signet_rl.retrieval.gate import SignificanceGate, gate_report
+from signet_rl.evaluation.audit import gate_report
+from signet_rl.retrieval.gate import SignificanceGate
 from signet_rl.retrieval.intent import INTENTS, IntentClassifier, RuleIntentClassifier
 
 

@@ -16,14 +16,13 @@ import numpy as np
 import pytest
 
 from signet_rl.datasets.synthetic import generate
+from signet_rl.evaluation.audit import intent_report, training_examples
 from signet_rl.retrieval.intent import (
     INTENTS,
     HashingFeaturizer,
     IntentClassifier,
     LearnedIntentClassifier,
     RuleIntentClassifier,
-    intent_report,
-    training_examples,
 )
 
 PROMPTS = Path(__file__).resolve().parents[2] / "data" / "samples" / "intent_prompts.tsv"

@@ -69,7 +69,7 @@ def describe(dataset: Dataset, signals: bool = True) -> dict[str, Any]:
         out["queries_by_category"] = _count(qdf["category"])
     out["malformed"] = dataset.report.to_dict()
     if dataset.meta.get("generator") == "synthetic":
-        from signet_rl.datasets.synthetic import describe_mix, signal_auc
+        from signet_rl.evaluation.audit import describe_mix, signal_auc
 
         out["config_hash"] = dataset.meta["config_hash"]
         out["config"] = dataset.meta["config"]
