@@ -34,7 +34,7 @@ import gymnasium as gym
 import numpy as np
 
 import signet_rl.envs as envs
-from signet_rl.datasets.base import data_root
+from signet_rl.core.paths import data_root
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from signet_rl.datasets.base import data_root
+from signet_rl.core.paths import data_root
 from signet_rl.datasets.kg import load_kg
 from signet_rl.kg.policy import KGPolicy, Reinforce, rollout
 from signet_rl.kg.walk import WalkTask

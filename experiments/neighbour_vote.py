@@ -67,7 +67,7 @@ def neighbour_votes(
 
 def vote_split(folder: str, split: str, data_root: str | None = None) -> dict[str, Any]:
     """The baseline on one split of one KG folder (the graph file as it is, no inverse edges added)."""
-    from signet_rl.datasets.base import data_root as resolve
+    from signet_rl.core.paths import data_root as resolve
     from signet_rl.datasets.kg import load_kg
 
     ds = load_kg(folder, root=resolve(data_root), inverse=None)
@@ -103,7 +103,7 @@ def vote_split(folder: str, split: str, data_root: str | None = None) -> dict[st
 
 
 def main(argv: list[str] | None = None) -> None:
-    from signet_rl.datasets.base import data_root as resolve
+    from signet_rl.core.paths import data_root as resolve
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(

@@ -39,6 +39,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from signet_rl.datasets import load_dataset
+from signet_rl.evaluation.harness import evaluate, validation_callback
 from signet_rl.evaluation.oracle import OracleScorer
 from signet_rl.learning.trainer import CHECKPOINT, BanditConfig, BanditTrainer, learning_curve_png
 from signet_rl.pipeline.desire import DesirePathRetriever
@@ -152,6 +153,7 @@ def train_bandit(cfg: DictConfig) -> float:
 
     trainer = BanditTrainer(
         dataset, scorer, config, traversal=traversal, seed=seed, run_dir=out, encoder=str(cfg.encoder),
+        validate=validation_callback(dataset, config.budget_chars, config.max_val_queries, seed),
         on_eval=on_eval, progress=bool(cfg.get("progress", True)),
     )  # fmt: skip
     stop_after = cfg.get("stop_after")
@@ -174,8 +176,14 @@ def train_bandit(cfg: DictConfig) -> float:
         extra["candidate_ceiling"] = DesirePathRetriever(
             OracleScorer(dataset), config=traversal, encoder=str(cfg.encoder), name="candidate_ceiling"
         )
-    result = trainer.evaluate(
-        "test", extra, n_boot=int(cfg.get("bootstrap", 1000)), max_queries=config.max_test_queries
+    result = evaluate(
+        dataset,
+        {"learned": trainer.frozen("learned"), **extra},
+        split="test",
+        budget_chars=config.budget_chars,
+        max_queries=config.max_test_queries,
+        seed=seed,
+        n_boot=int(cfg.get("bootstrap", 1000)),
     )
     print(result.table())
     summary = result.rows.groupby("retriever")[[m for m in TEST_METRICS if m in result.rows]].mean()
@@ -220,8 +228,6 @@ def _flat_validation(trainer: BanditTrainer, flat: Any) -> dict[str, float]:
     """Flat retrieval's validation needed-recall, drawn as a reference line on the learning curve."""
     if not trainer.dataset.split("validation"):
         return {}
-    from signet_rl.evaluation.harness import evaluate
-
     res = evaluate(
         trainer.dataset,
         {"flat": flat},

@@ -10,8 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from signet_rl.core.paths import DATA_ENV, REQUIRE_DATA_ENV, data_root
 from signet_rl.core.types import Query, Unit
-from signet_rl.datasets.base import DATA_ENV, REQUIRE_DATA_ENV, Dataset, GroundTruth, Truth, data_root
+from signet_rl.datasets.base import Dataset, GroundTruth, Truth
 from signet_rl.graph.model import Aspect, Attribute, Entity, KnowledgeGraph, Memory
 from signet_rl.text.encoders import CACHE_ENV
 

@@ -1,7 +1,8 @@
 """Datasets: the synthetic benchmark and loaders for real data, behind one spec grammar."""
 
+from signet_rl.core.paths import data_root
 from signet_rl.core.types import Query
-from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport, Truth, data_root
+from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport, Truth
 from signet_rl.datasets.registry import DatasetSpec, load_dataset, parse_spec
 
 __all__ = [

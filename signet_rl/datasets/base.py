@@ -15,12 +15,12 @@ import os
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
+from signet_rl.core.paths import DATA_ENV, REQUIRE_DATA_ENV, data_root
 from signet_rl.core.types import SPLITS, Query, Split
 from signet_rl.graph.model import KnowledgeGraph
 
@@ -38,26 +38,11 @@ __all__ = [
     "data_root",
 ]
 
-DATA_ENV = "SIGNET_RL_DATA"
-REQUIRE_DATA_ENV = "SIGNET_RL_REQUIRE_DATA"
 NeededKind = Literal["attribute", "memory", "entity"]
 
 
 class DatasetNotFoundError(FileNotFoundError):
     """A dataset's files are not under the data root (the message says where it looked)."""
-
-
-def data_root(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The folder real datasets are read from: ``explicit``, else ``$SIGNET_RL_DATA``, else ``./data``.
-
-    The data root is read-only to signet_rl: caches go under the project's ``data/cache`` or a temp folder.
-    """
-    if explicit is not None and str(explicit) != "":
-        return Path(explicit).expanduser().resolve()
-    env = os.environ.get(DATA_ENV)
-    if env:
-        return Path(env).expanduser().resolve()
-    return Path("data").resolve()
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from signet_rl.core.paths import DATA_ENV
 from signet_rl.core.types import Query
-from signet_rl.datasets.base import DATA_ENV, Dataset, DatasetNotFoundError, GroundTruth, LoadReport, Truth
+from signet_rl.datasets.base import Dataset, DatasetNotFoundError, GroundTruth, LoadReport, Truth
 from signet_rl.graph.confidence import Reason
 from signet_rl.graph.model import EPOCH, EntityType, KnowledgeGraph
 
@@ -246,7 +247,7 @@ def load_kg(folder: str, root: Path, inverse: bool | None = None) -> Dataset:
 
     Args:
         folder: path under ``<root>/kg`` (``kinship``, ``countries_S1/conve``, ``umls/umls_inv``).
-        root: the data root (see :func:`~signet_rl.datasets.base.data_root`).
+        root: the data root (see :func:`~signet_rl.core.paths.data_root`).
         inverse: ``None`` keeps the graph file as it is (the NELL layout adds ``<rel>_inv``
             edges, as MINERVA does); ``True`` adds the inverse of every edge that lacks one, named
             ``_<rel>`` when the folder's relations use a leading underscore for inverses (kinship,

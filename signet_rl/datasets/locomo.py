@@ -59,8 +59,9 @@ from typing import Any
 
 import pandas as pd
 
+from signet_rl.core.paths import DATA_ENV
 from signet_rl.core.types import Query
-from signet_rl.datasets.base import DATA_ENV, Dataset, DatasetNotFoundError, GroundTruth, LoadReport, Truth
+from signet_rl.datasets.base import Dataset, DatasetNotFoundError, GroundTruth, LoadReport, Truth
 from signet_rl.graph.model import EntityType, KnowledgeGraph
 
 __all__ = ["CATEGORIES", "extract_names", "load_locomo", "parse_evidence", "parse_session_time"]
@@ -426,7 +427,7 @@ def load_locomo(root: Path) -> Dataset:
     """Load every LoCoMo JSON file under ``<root>/locomo``: one graph per conversation.
 
     Args:
-        root: the data root (see :func:`~signet_rl.datasets.base.data_root`).
+        root: the data root (see :func:`~signet_rl.core.paths.data_root`).
 
     Returns:
         A :class:`Dataset` named ``locomo`` with graphs keyed by ``sample_id`` and one ``test``

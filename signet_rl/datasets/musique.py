@@ -42,8 +42,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from signet_rl.core.paths import DATA_ENV
 from signet_rl.core.types import Query
-from signet_rl.datasets.base import DATA_ENV, Dataset, DatasetNotFoundError, GroundTruth, LoadReport, Truth
+from signet_rl.datasets.base import Dataset, DatasetNotFoundError, GroundTruth, LoadReport, Truth
 from signet_rl.graph.confidence import Reason
 from signet_rl.graph.model import EPOCH, EntityType, KnowledgeGraph
 
@@ -100,7 +101,7 @@ def load_musique(root: Path) -> Dataset:
     """Load the MuSiQue questions, their passage pool and its OpenIE triples as one graph.
 
     Args:
-        root: the data root (see :func:`~signet_rl.datasets.base.data_root`).
+        root: the data root (see :func:`~signet_rl.core.paths.data_root`).
 
     Returns:
         A :class:`Dataset` named ``musique`` with one graph keyed ``"main"`` and one ``test`` query

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from signet_rl.datasets.base import Dataset, data_root
+from signet_rl.core.paths import data_root
+from signet_rl.datasets.base import Dataset
 
 __all__ = ["KINDS", "DatasetSpec", "load_dataset", "parse_spec"]
 

@@ -55,7 +55,7 @@ def _load(dataset: str | Dataset, inverse: bool | None, data_root: str | os.Path
                 f"as loaded ({dataset.name}), so pass inverse=None"
             )
         return dataset
-    from signet_rl.datasets.base import data_root as resolve_root
+    from signet_rl.core.paths import data_root as resolve_root
     from signet_rl.datasets.kg import load_kg
     from signet_rl.datasets.registry import parse_spec
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -663,3 +663,37 @@ def recall_summary(
              "recall": float(finite.mean()), "low": low, "high": high}
         )  # fmt: skip
     return pd.DataFrame.from_records(records).set_index(keys)
+
+
+def validation_callback(
+    dataset: Dataset, budget_chars: int = DEFAULT_BUDGET_CHARS, max_queries: int | None = None, seed: int = 0
+) -> Callable[[Retriever], dict[str, float]]:
+    """The learning loop's evaluation, as the callback the entry point hands to the trainer.
+
+    The returned function evaluates a (frozen) retriever on ``dataset``'s validation split, under the
+    budget, and returns what goes on the learning curve: ``val/needed_recall``, ``val/precision``,
+    ``val/f1``, ``val/ndcg@10`` over the queries that need something, ``val/zero_injection`` over those
+    that need nothing, and ``val/needed_recall/<intent>``.
+    """
+
+    def validate(retriever: Retriever) -> dict[str, float]:
+        res = evaluate(
+            dataset,
+            {"learned": retriever},
+            split="validation",
+            budget_chars=budget_chars,
+            max_queries=max_queries,
+            seed=seed,
+            n_boot=1,
+        )
+        rows = res.rows[res.rows["retriever"] == "learned"]
+        answered = rows[rows["n_needed"] > 0]
+        out = {f"val/{m}": float(answered[m].mean()) for m in ("needed_recall", "precision", "f1", "ndcg@10")}
+        silent = rows[rows["n_needed"] == 0]
+        if len(silent):
+            out["val/zero_injection"] = float(silent["zero_injection"].mean())
+        for intent, g in answered.groupby("intent"):
+            out[f"val/needed_recall/{intent}"] = float(g["needed_recall"].mean())
+        return out
+
+    return validate

@@ -158,7 +158,7 @@ def _fingerprint(cfg: DictConfig) -> str:
 
 
 def _load_task(cfg: DictConfig) -> WalkTask:
-    from signet_rl.datasets.base import data_root
+    from signet_rl.core.paths import data_root
     from signet_rl.datasets.kg import load_kg
     from signet_rl.datasets.registry import parse_spec
 

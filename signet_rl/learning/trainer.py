@@ -48,7 +48,6 @@ import torch
 
 from signet_rl.core.types import Query
 from signet_rl.datasets.base import Dataset
-from signet_rl.evaluation.harness import EvaluationResult, evaluate
 from signet_rl.learning.exploration import ExplorerQuota, select_slate, speculative_candidates
 from signet_rl.learning.feedback_log import FeedbackLog, FeedbackRecord
 from signet_rl.learning.reinforcement import EdgeStats
@@ -195,6 +194,9 @@ class BanditTrainer:
         seed: seeds every random stream of the loop (exploration, rater, torch).
         run_dir: where checkpoints, the feedback log and artifacts go (None: no checkpoints).
         encoder: entry search and relevance encoder.
+        validate: evaluation, handed in by the entry point: called with a frozen copy of the policy (a
+            retriever) every ``eval_every`` interactions, returns the validation metrics that go on the
+            learning curve (:func:`signet_rl.evaluation.harness.validation_callback`); None: no validation.
         on_eval: called with ``(step, metrics)`` after every validation evaluation (MLflow logging).
         progress: show a progress bar.
     """
@@ -208,6 +210,7 @@ class BanditTrainer:
         seed: int = 0,
         run_dir: str | os.PathLike[str] | None = None,
         encoder: str = "hashing",
+        validate: Callable[[DesirePathRetriever], dict[str, float]] | None = None,
         on_eval: Callable[[int, dict[str, float]], None] | None = None,
         progress: bool = True,
     ) -> None:
@@ -216,6 +219,7 @@ class BanditTrainer:
         self.config = config or BanditConfig()
         self.seed = seed
         self.run_dir = FsPath(run_dir) if run_dir is not None else None
+        self.validate = validate
         self.on_eval = on_eval
         self.progress = progress
         self.traversal = dict(traversal or {})
@@ -442,39 +446,11 @@ class BanditTrainer:
             ret.edge_weight_fn = self._edge_weight_fn(stats)
         return ret
 
-    def evaluate(
-        self,
-        split: str,
-        extra: Mapping[str, Any] | None = None,
-        n_boot: int = 200,
-        max_queries: int | None = None,
-    ) -> EvaluationResult:
-        """The frozen policy (plus ``extra`` retrievers) on ``split`` through the harness, same budget."""
-        retrievers: dict[str, Any] = {"learned": self.frozen("learned")}
-        retrievers.update(extra or {})
-        return evaluate(
-            self.dataset,
-            retrievers,
-            split=split,
-            budget_chars=self.config.budget_chars,
-            max_queries=max_queries,
-            seed=self.seed,
-            n_boot=n_boot,
-        )
-
     def validation_metrics(self) -> dict[str, float]:
-        if not self.dataset.split("validation"):
+        """The frozen policy's validation metrics from the ``validate`` callback ({} without one)."""
+        if self.validate is None or not self.dataset.split("validation"):
             return {}
-        res = self.evaluate("validation", n_boot=1, max_queries=self.config.max_val_queries)
-        rows = res.rows[res.rows["retriever"] == "learned"]
-        answered = rows[rows["n_needed"] > 0]
-        out = {f"val/{m}": float(answered[m].mean()) for m in ("needed_recall", "precision", "f1", "ndcg@10")}
-        silent = rows[rows["n_needed"] == 0]
-        if len(silent):
-            out["val/zero_injection"] = float(silent["zero_injection"].mean())
-        for intent, g in answered.groupby("intent"):
-            out[f"val/needed_recall/{intent}"] = float(g["needed_recall"].mean())
-        return out
+        return self.validate(self.frozen("learned"))
 
     # -- the loop ------------------------------------------------------------------------------------
 

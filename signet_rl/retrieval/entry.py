@@ -73,8 +73,8 @@ import pandas as pd
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph, to_timestamp
 from signet_rl.retrieval.indexes import BM25Index, VectorIndex
-from signet_rl.retrieval.text import STOP_WORDS, clean_text
 from signet_rl.text.encoders import Encoder, make_encoder
+from signet_rl.text.terms import STOP_WORDS, clean_text
 
 __all__ = ["DEFAULT_WEIGHTS", "LEGS", "EntrySearch"]
 

@@ -9,7 +9,7 @@ What is reproduced, in order:
 
 1. **Query shape** (hook): at most ``keyword_terms`` (12) keyword terms — hyphenated identifiers, then
    lower-cased words of three or more characters that are not stop words nor all digits
-   (:func:`~signet_rl.retrieval.text.keyword_terms`); the vector query is the prompt's first
+   (:func:`~signet_rl.text.terms.keyword_terms`); the vector query is the prompt's first
    ``vector_prefix_chars`` (200) characters. A prompt with no keyword term gets nothing (``require_terms``).
 2. **Keyword leg** (``hybridRecall`` step 1): ``keyword="fts5"`` runs SQLite FTS5 exactly as Signet does
    (terms stripped of ``":()^*``, quoted, joined with ``OR``, ``ORDER BY bm25 LIMIT top_k``, scores
@@ -41,7 +41,7 @@ indexes' masks. Keyword statistics (IDF) are those of the whole graph.
 **Bad input.** An empty or whitespace-only query returns ``[]``. A 100,000-character query works: only its
 first 200 characters reach the vector leg and 12 terms the keyword leg. Invalid UTF-8 is handled, never an
 error: ``bytes`` are decoded as UTF-8 with U+FFFD for bad sequences and lone surrogates in a ``str`` become
-U+FFFD (:func:`~signet_rl.retrieval.text.clean_text`), in queries and documents alike. ``budget_chars`` of 0
+U+FFFD (:func:`~signet_rl.text.terms.clean_text`), in queries and documents alike. ``budget_chars`` of 0
 or below raises :func:`~signet_rl.core.types.fit_budget`'s ``ValueError``; a positive budget is applied
 with :func:`~signet_rl.core.types.fit_budget`. A query for a graph that was not indexed raises
 ``ValueError`` naming it.
@@ -71,8 +71,8 @@ from signet_rl.datasets.base import Dataset
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.retrieval.fusion import linear_fusion, min_max, reciprocal_rank_fusion
 from signet_rl.retrieval.indexes import BM25Index, FTS5Index, VectorIndex
-from signet_rl.retrieval.text import clean_text, keyword_terms, vector_query
 from signet_rl.text.encoders import CachedEncoder, Encoder, make_encoder
+from signet_rl.text.terms import clean_text, keyword_terms, vector_query
 
 __all__ = ["FLAT_VARIANTS", "UNCAPPED", "FlatRetriever", "flat_variant"]
 

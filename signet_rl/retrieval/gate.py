@@ -5,7 +5,7 @@ Chit-chat, thanks and excitement about a milestone are not (DESIGN §1). The dec
 
 * **hard rules first**: an empty or whitespace-only text is never significant; text is classified on its
   first ``max_chars`` (1,000) characters, so a 100,000-character paste is still classified, cheaply;
-  ``bytes`` and lone surrogates are cleaned (:func:`~signet_rl.retrieval.text.clean_text`), not rejected;
+  ``bytes`` and lone surrogates are cleaned (:func:`~signet_rl.text.terms.clean_text`), not rejected;
 * then the classifier: significant unless ``P(none) >= threshold``. With the default 0.5 the gate silences
   only prompts the classifier is at least even odds on being chit-chat; it errs toward injecting.
 
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from signet_rl.retrieval.intent import INTENTS, MAX_CHARS, IntentClassifier
-from signet_rl.retrieval.text import clean_text
+from signet_rl.text.terms import clean_text
 
 __all__ = ["SignificanceGate"]
 

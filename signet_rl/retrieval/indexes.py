@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from signet_rl.retrieval.text import clean_text
+from signet_rl.text.terms import clean_text
 
 __all__ = ["BM25Index", "FTS5Index", "VectorIndex", "fts5_match_query"]
 

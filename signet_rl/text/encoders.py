@@ -3,7 +3,7 @@
 Every encoder has a ``name`` (which identifies its vector space), a ``dim`` and
 ``encode(texts, batch_size, progress) -> float32 [n, dim]`` with L2-normalised rows; an empty (or
 whitespace-only) text gives a zero row. Inputs may be ``str`` or ``bytes``; invalid UTF-8 and lone
-surrogates are replaced (:func:`~signet_rl.retrieval.text.clean_text`), never an error.
+surrogates are replaced (:func:`~signet_rl.text.terms.clean_text`), never an error.
 
 * :class:`HashingEncoder` needs no model: lower-cased word unigrams and bigrams plus character 3-grams of
   each word, hashed with keyed BLAKE2b (stable across processes, unlike Python's salted ``hash``) into
@@ -34,7 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from signet_rl.retrieval.text import clean_text
+from signet_rl.text.terms import clean_text
 
 __all__ = [
     "CACHE_ENV",
@@ -332,7 +332,7 @@ def default_cache_dir() -> Path:
 
 
 def _check_outside_data_root(folder: Path) -> None:
-    from signet_rl.datasets.base import DATA_ENV
+    from signet_rl.core.paths import DATA_ENV
 
     env = os.environ.get(DATA_ENV)
     if not env:

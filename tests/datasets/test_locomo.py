@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from signet_rl.datasets.base import DatasetNotFoundError, data_root
+from signet_rl.core.paths import data_root
+from signet_rl.datasets.base import DatasetNotFoundError
 from signet_rl.datasets.locomo import CATEGORIES, extract_names, load_locomo, parse_evidence
 from signet_rl.datasets.registry import load_dataset
 

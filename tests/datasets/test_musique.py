@@ -9,7 +9,8 @@ from collections import Counter
 
 import pytest
 
-from signet_rl.datasets.base import DatasetNotFoundError, data_root
+from signet_rl.core.paths import data_root
+from signet_rl.datasets.base import DatasetNotFoundError
 from signet_rl.datasets.musique import load_musique, normalise_entity
 from signet_rl.datasets.registry import load_dataset
 from signet_rl.graph.confidence import Reason

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from signet_rl.datasets import load_dataset
+from signet_rl.evaluation.harness import evaluate, validation_callback
 from signet_rl.learning.trainer import BanditConfig, BanditTrainer, session_of
 from signet_rl.scorers import make_scorer
 
@@ -22,9 +23,11 @@ def tiny():
 
 def _trainer(ds, run_dir, scorer="prior", **over):
     cfg = BanditConfig(**{**CFG, **over})
+    validate = validation_callback(ds, cfg.budget_chars, cfg.max_val_queries, seed=3)
     return BanditTrainer(
-        ds, make_scorer(scorer), cfg, traversal={"max_depth": 2}, seed=3, run_dir=run_dir, progress=False
-    )
+        ds, make_scorer(scorer), cfg, traversal={"max_depth": 2}, seed=3, run_dir=run_dir,
+        validate=validate, progress=False,
+    )  # fmt: skip
 
 
 def test_interrupted_and_resumed_run_ends_with_the_same_curve(tiny, tmp_path):
@@ -74,8 +77,8 @@ def test_evaluation_never_updates_the_learned_state(tiny, tmp_path):
     t.run()
     before = {g: s.weights.copy() for g, s in t.stats.items()}
     steps = {g: s.step for g, s in t.stats.items()}
-    t.evaluate("test", n_boot=1)
-    t.validation_metrics()
+    evaluate(t.dataset, {"learned": t.frozen()}, split="test", n_boot=1)
+    assert t.validation_metrics()["val/needed_recall"] > 0
     assert all(np.array_equal(before[g], s.weights) and steps[g] == s.step for g, s in t.stats.items())
 
 

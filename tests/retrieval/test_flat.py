@@ -14,8 +14,8 @@ from signet_rl.graph.model import Aspect, Attribute, Entity, KnowledgeGraph, Mem
 from signet_rl.retrieval.base import Retriever
 from signet_rl.retrieval.flat import FLAT_VARIANTS, UNCAPPED, FlatRetriever, flat_variant
 from signet_rl.retrieval.indexes import FTS5Index
-from signet_rl.retrieval.text import keyword_terms
 from signet_rl.text.encoders import CachedEncoder
+from signet_rl.text.terms import keyword_terms
 
 
 @pytest.fixture(scope="module")
