@@ -19,7 +19,7 @@ from signet_rl.text.encoders import CACHE_ENV
 
 def _require(relative: str) -> Path:
     """The path of ``relative`` under the data root; skips the test when it is missing, or fails
-    when ``SIGNET_RL_REQUIRE_DATA=1`` (CI points the data root at ../shared/data and sets it)."""
+    when ``SIGNET_RL_REQUIRE_DATA=1`` (CI points the data root at the mirrored datasets and sets it)."""
     path = data_root() / relative
     if not path.exists():
         reason = (
@@ -40,7 +40,7 @@ def require_data():
 
 @pytest.fixture
 def signet_schema_path() -> Path:
-    """Signet's v30 schema file, looked up beside the data root (../shared/signet/schema_v30.sql) or at
+    """Signet's v30 schema file, looked up beside the data root (<data root>/../signet/schema_v30.sql) or at
     ``$SIGNET_RL_SIGNET_SCHEMA``."""
     env = os.environ.get("SIGNET_RL_SIGNET_SCHEMA")
     candidates = [Path(env)] if env else []

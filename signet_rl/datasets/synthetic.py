@@ -4,7 +4,7 @@
 
 * **Domains and communities.** Five unrelated domains (work, people, infrastructure, research, personal)
   share one graph. Entities are dealt into planted communities of about ``community_size`` entities, each
-  community belonging to one domain; entity types follow the domain (DESIGN §2).
+  community belonging to one domain; entity types follow the domain (docs/design.md §2).
 * **Aspects and attributes.** Each entity has 1–3 aspects of its domain and 1–3 facts per aspect, some of
   them constraints. A share of facts is later superseded by a newer version (old row ``superseded``, with
   ``superseded_by``); the optional *drift* scenario changes many preferences at mid-timeline.

@@ -1,4 +1,4 @@
-"""Gymnasium environments over the desire-path graph (DESIGN §3), registered on import.
+"""Gymnasium environments over the desire-path graph (docs/design.md §3), registered on import.
 
 ================================  ==============================================  ==========================
 id                                what an episode is                              class

@@ -1,6 +1,6 @@
 """``signet_rl/PathBandit-v0``: the contextual bandit over one query's candidate paths.
 
-An episode is one query (DESIGN §3, contextual bandit): the environment runs the desire-path pipeline
+An episode is one query (docs/design.md §1, contextual bandit): the environment runs the desire-path pipeline
 (predicted intent, searched entry entities, bounded walk: :class:`~signet_rl.envs.common.CandidatePipeline`)
 and shows the candidates' features; the agent picks one path (or a slate of ``slate_size`` distinct paths);
 each chosen path becomes a constructed memory (:meth:`MemoryBuilder.construct`) that the simulated rater

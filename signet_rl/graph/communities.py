@@ -1,4 +1,4 @@
-"""Leiden communities over the entity graph: routing landmarks and explorer targets (DESIGN §4).
+"""Leiden communities over the entity graph: routing landmarks and explorer targets (docs/design.md §8).
 
 The graph Leiden runs on is :func:`community_graph`: one undirected, weighted igraph whose vertices are
 the entities (in ``graph.entities`` row order) and whose edges join
@@ -21,7 +21,7 @@ the objective or backend, so runs are comparable), a cohesion and a heuristic la
     >>> found.num_communities > 1, structure_label(found.modularity) in STRUCTURE_LABELS
     (True, True)
 
-Thresholds (DESIGN §4): a community's cohesion below :data:`WEAK_COHESION` (0.4) is weak; a global
+Thresholds (docs/design.md §8): a community's cohesion below :data:`WEAK_COHESION` (0.4) is weak; a global
 modularity below :data:`FRAGMENTED_MODULARITY` (0.3) is fragmented, above :data:`STRONG_MODULARITY`
 (0.6) strong.
 """

@@ -1,4 +1,4 @@
-"""The bandit loop: a path scorer learns desire paths from ratings alone (DESIGN §4).
+"""The bandit loop: a path scorer learns desire paths from ratings alone (docs/design.md §1).
 
 For each training interaction, in timeline order:
 

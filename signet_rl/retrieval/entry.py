@@ -1,7 +1,7 @@
 """Entry-entity search: which entities is this query about?
 
 Hybrid search in desire-path retrieval does not pick memories; it picks the **entry entities** a walk starts
-from (DESIGN §1). :class:`EntrySearch` gathers evidence for every entity from four *legs*:
+from (docs/design.md §1). :class:`EntrySearch` gathers evidence for every entity from four *legs*:
 
 ============  ===============================================  ========================================
 leg           rows searched                                    owner entity of a row

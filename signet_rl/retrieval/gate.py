@@ -1,7 +1,7 @@
 """The significance gate: sometimes the right amount of context is zero.
 
 :class:`SignificanceGate` decides, before any search, whether a prompt is worth injecting context for.
-Chit-chat, thanks and excitement about a milestone are not (DESIGN §1). The decision is
+Chit-chat, thanks and excitement about a milestone are not (docs/design.md §1). The decision is
 
 * **hard rules first**: an empty or whitespace-only text is never significant; text is classified on its
   first ``max_chars`` (1,000) characters, so a 100,000-character paste is still classified, cheaply;

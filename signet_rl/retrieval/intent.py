@@ -1,6 +1,6 @@
 """Query intent: what / relate / action / changed / none, by transparent rules or a small learned model.
 
-The intent chooses a traversal strategy (DESIGN §1); ``none`` (chit-chat, thanks, excitement) feeds the
+The intent chooses a traversal strategy (docs/design.md §1); ``none`` (chit-chat, thanks, excitement) feeds the
 significance gate (:mod:`signet_rl.retrieval.gate`), which injects nothing for it.
 
 * :class:`RuleIntentClassifier` — ordered, readable rules over the lower-cased text: relation phrases

@@ -1,4 +1,4 @@
-"""Traversal budgets: a validated, frozen :class:`TraversalConfig` (DESIGN §4).
+"""Traversal budgets: a validated, frozen :class:`TraversalConfig` (docs/design.md §8).
 
     >>> cfg = TraversalConfig.from_dict({"max_branching": 3})
     >>> cfg.max_branching, cfg.max_paths, cfg.to_dict()["min_confidence"]
