@@ -275,8 +275,14 @@ class EdgeStats:
         edges of every shown path (rated or not) as this step's walked edges.
 
         Raises:
-            ValueError: a path whose strategy is not one of :attr:`intents`, or a dependency not in the graph.
+            ValueError: a bad Feedback (:func:`~signet_rl.scorers.base.check_feedback`, run again here since
+                a Feedback can be changed after it was built), a path whose strategy is not one of
+                :attr:`intents`, or a dependency not in the graph.
         """
+        from signet_rl.scorers.base import check_feedback  # here: the scorers package imports igraph
+
+        for fb in feedback:
+            check_feedback(fb)
         walked: list[IntArray] = []
         for fb in feedback:
             self._check_arrays(fb.context.arrays)
