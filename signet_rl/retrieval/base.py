@@ -13,17 +13,21 @@ The contract (checked by the harness and the tests):
   not deleted, returns units best first, and may return nothing (the significance gate: sometimes the right
   amount of context is zero). ``budget_chars`` is a hint; the harness enforces the budget itself with
   :func:`fit_budget`.
+* A retriever reads a query's text through :func:`capped_query` (at most
+  :data:`~signet_rl.retrieval.text.MAX_QUERY_CHARS` characters, cleaned), once, before any index,
+  classifier, encoder or scorer sees it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 from signet_rl.datasets.base import Dataset, Query
+from signet_rl.retrieval.text import query_text
 
-__all__ = ["CHARS_PER_TOKEN", "DEFAULT_BUDGET_CHARS", "Retriever", "Unit", "fit_budget"]
+__all__ = ["CHARS_PER_TOKEN", "DEFAULT_BUDGET_CHARS", "Retriever", "Unit", "capped_query", "fit_budget"]
 
 #: Signet counts four characters per token.
 CHARS_PER_TOKEN = 4
@@ -65,6 +69,14 @@ class Retriever(Protocol):
 
     def retrieve(self, query: Query, budget_chars: int | None = None) -> list[Unit]:
         """Units for ``query``, best first; ``[]`` to inject nothing."""
+
+
+def capped_query(query: Query) -> Query:
+    """``query`` with its text as retrieval reads it (:func:`~signet_rl.retrieval.text.query_text`): cleaned
+    and cut to :data:`~signet_rl.retrieval.text.MAX_QUERY_CHARS` characters, with a logged warning naming
+    the query when it was longer. The same object when nothing changes."""
+    text = query_text(query.text, where=f"query {query.id!r}")
+    return query if text is query.text or text == query.text else replace(query, text=text)
 
 
 def fit_budget(units: Sequence[Unit], budget_chars: int | None) -> list[Unit]:

@@ -38,8 +38,10 @@ indexes is built per graph; embeddings go through :class:`~signet_rl.retrieval.e
 **Time.** A query sees only documents created at or before ``query.timestamp`` (when set), through the
 indexes' masks. Keyword statistics (IDF) are those of the whole graph.
 
-**Bad input.** An empty or whitespace-only query returns ``[]``. A 100,000-character query works: only its
-first 200 characters reach the vector leg and 12 terms the keyword leg. Invalid UTF-8 is handled, never an
+**Bad input.** An empty or whitespace-only query returns ``[]``. A query of any length works: it is cut to
+its first :data:`~signet_rl.retrieval.text.MAX_QUERY_CHARS` (8,192) characters with a logged warning
+(:func:`~signet_rl.retrieval.base.capped_query`), of which only the first 200 reach the vector leg and 12
+terms the keyword leg. Invalid UTF-8 is handled, never an
 error: ``bytes`` are decoded as UTF-8 with U+FFFD for bad sequences and lone surrogates in a ``str`` become
 U+FFFD (:func:`~signet_rl.retrieval.text.clean_text`), in queries and documents alike. ``budget_chars`` of 0
 or below raises :func:`~signet_rl.retrieval.base.fit_budget`'s ``ValueError``; a positive budget is applied
@@ -68,7 +70,7 @@ import pandas as pd
 
 from signet_rl.datasets.base import Dataset, Query
 from signet_rl.graph.model import KnowledgeGraph
-from signet_rl.retrieval.base import Unit, fit_budget
+from signet_rl.retrieval.base import Unit, capped_query, fit_budget
 from signet_rl.retrieval.encoders import CachedEncoder, Encoder, make_encoder
 from signet_rl.retrieval.fusion import linear_fusion, min_max, reciprocal_rank_fusion
 from signet_rl.retrieval.indexes import BM25Index, FTS5Index, VectorIndex
@@ -389,7 +391,7 @@ class FlatRetriever:
             or (with ``require_terms``) one without keyword terms.
         """
         pool = self._pool(query.graph_id)
-        text = clean_text(query.text)
+        text = capped_query(query).text
         if not text.strip():
             return []
         terms = keyword_terms(text, self.keyword_terms)
