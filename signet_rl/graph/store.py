@@ -31,7 +31,7 @@ import os
 import sqlite3
 import uuid
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -495,9 +495,11 @@ def write_graph(graph: KnowledgeGraph, path: str | os.PathLike[str], *,
                 overwrite: bool = False) -> Path:
     """Write ``graph`` to a SQLite store at ``path``, all or nothing.
 
-    The store is built in a temp file next to ``path`` inside one transaction and moved into place
-    with :func:`os.replace`; on any failure the old file (if any) is untouched and the temp file is
-    removed.
+    The store is built in a temp file next to ``path`` (``.<name>.<pid>.<random>.tmp``) inside one
+    transaction and moved into place with :func:`os.replace`; on any failure the old file (if any) is
+    untouched and the temp file is removed. A writer killed mid-write (SIGKILL, power loss) cannot remove
+    its temp file: the next write to ``path`` removes those whose process is gone. A missing parent folder
+    is created.
 
     Args:
         graph: the graph; it is validated first.
@@ -510,7 +512,8 @@ def write_graph(graph: KnowledgeGraph, path: str | os.PathLike[str], *,
     Raises:
         FileExistsError: ``path`` exists and ``overwrite`` is False.
         StoreError: the graph is invalid, breaks a Signet UNIQUE constraint, has meta that is not
-            JSON-able, or SQLite failed; the message names the file and the table.
+            JSON-able, the folder cannot be created or written in (naming it), or SQLite failed; the
+            message names the file and the table.
     """
     path = Path(path)
     if path.is_dir():
@@ -529,7 +532,18 @@ def write_graph(graph: KnowledgeGraph, path: str | os.PathLike[str], *,
     _check_signet_unique(graph, frames["entity_aspects"], path)
     meta_rows = _meta_rows(graph.meta, path)
 
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot create the folder {path.parent} ({exc.strerror}); "
+                         "write_graph needs a folder it can write in") from exc
+    _remove_orphans(path)
     tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot create a file in {path.parent} ({exc.strerror}); "
+                         "write_graph needs a folder it can write in") from exc
     step = "the schema"
     try:
         with closing(sqlite3.connect(tmp, isolation_level=None)) as conn:
@@ -566,6 +580,37 @@ def write_graph(graph: KnowledgeGraph, path: str | os.PathLike[str], *,
         raise
     _fsync_dir(path.parent)
     return path
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (a process we may not signal exists too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def _remove_orphans(path: Path) -> None:
+    """Remove the temp files earlier writers of ``path`` left behind when they were killed: those named
+    ``.<path.name>.<pid>.<random>.tmp`` whose process no longer runs. A live writer's file, this process's,
+    and any other file are kept; one that cannot be removed is left for the next write."""
+    prefix = f".{path.name}."
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        pid, _, rest = name[len(prefix) : -len(".tmp")].partition(".")
+        if not pid.isdigit() or len(rest) != 8 or int(pid) == os.getpid() or _pid_alive(int(pid)):
+            continue
+        with suppress(OSError):
+            os.unlink(entry.path)
 
 
 def _fsync_dir(folder: Path) -> None:
