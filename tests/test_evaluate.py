@@ -231,3 +231,19 @@ def test_evaluate_on_a_kg_dataset_exits_non_zero_pointing_at_task_kg(tmp_path):
     assert proc.returncode == 1, proc.stdout[-2000:]
     assert KG_REFUSAL in proc.stderr
     assert "needed_recall" not in proc.stdout  # no all-zero table
+
+
+def test_a_signet_spec_without_its_config_says_so(tmp_path):
+    db = tmp_path / "memories.db"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "signet_rl.evaluate", f"dataset.spec=signet:{db}", "mlflow.enabled=false",
+         f"hydra.run.dir={tmp_path / 'run'}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert (
+        f"dataset 'signet:{db}' takes the options ['timeout'], not ['drift']; those come from another "
+        "dataset's config: on the command line pass the dataset's own config with its spec, "
+        f"dataset=signet dataset.spec=signet:{db}"
+    ) in proc.stderr
