@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -562,14 +563,14 @@ _REAL_CONNECT = sqlite3.connect
 
 def _inject(monkeypatch: pytest.MonkeyPatch, fail_at: int, progress_at: int | None = None) -> None:
     """Make write_graph's connection a :class:`_FailingConnection` (and interrupt it after ``progress_at``
-    progress ticks of ten virtual-machine steps when given: writing :func:`hand_built` takes about 1,070)."""
+    progress ticks of 50 virtual-machine steps when given: writing :func:`hand_built` takes about 215)."""
     _FailingConnection.fail_at, _FailingConnection.calls = fail_at, 0
 
     def connect(*args, **kwargs):
         conn = _REAL_CONNECT(*args, factory=_FailingConnection, **kwargs)
         if progress_at is not None:  # interrupt inside a statement
             ticks = iter(range(10**9))
-            conn.set_progress_handler(lambda: next(ticks) >= progress_at, 10)
+            conn.set_progress_handler(lambda: next(ticks) >= progress_at, 50)
         return conn
 
     monkeypatch.setattr(store.sqlite3, "connect", connect)
@@ -597,18 +598,23 @@ def test_a_write_failing_at_any_statement_leaves_the_previous_store_intact(
     assert read_graph(stored) == new
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(progress_at=st.integers(0, 1200))
+@functools.cache
+def _old_and_new() -> tuple[KnowledgeGraph, KnowledgeGraph]:
+    return KnowledgeGraph.from_records(entities=[Entity(id="x", name="the old store")]), hand_built()
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(progress_at=st.integers(0, 240))
 def test_a_write_interrupted_inside_any_statement_leaves_the_previous_store_intact(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, progress_at: int
 ) -> None:
     target = tmp_path / "g.db"
-    old = KnowledgeGraph.from_records(entities=[Entity(id="x", name="the old store")])
+    old, new = _old_and_new()
     write_graph(old, target, overwrite=True)
     before = target.read_bytes()
     _inject(monkeypatch, fail_at=-1, progress_at=progress_at)
     try:
-        write_graph(hand_built(), target, overwrite=True)
+        write_graph(new, target, overwrite=True)
         failed = None
     except StoreError as err:
         failed = str(err)
@@ -616,7 +622,7 @@ def test_a_write_interrupted_inside_any_statement_leaves_the_previous_store_inta
         monkeypatch.undo()
     assert [p.name for p in tmp_path.iterdir()] == ["g.db"]
     if failed is None:  # the write needed fewer steps than progress_at: it went through whole
-        assert read_graph(target) == hand_built()
+        assert read_graph(target) == new
     else:
         assert "interrupted" in failed and target.read_bytes() == before
         assert read_graph(target) == old
