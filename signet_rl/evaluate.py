@@ -8,6 +8,7 @@ config with the same keys and returns every logged metric, so a sweeper can opti
     python -m signet_rl.evaluate dataset.spec=synthetic:medium max_queries=200
     python -m signet_rl.evaluate dataset=locomo encoder=minilm budget_chars=4000
     python -m signet_rl.evaluate mlflow.enabled=false '~retrievers.flat_bm25'
+    python -m signet_rl.train task=kg dataset=kg dataset.spec=kg:kinship  # KG datasets: the KG task
     mlflow ui --backend-store-uri sqlite:///mlflow.db              # then open the run
 
 Retrievers under ``retrievers`` share one character budget (``budget_chars``, the only cap in the
@@ -24,7 +25,7 @@ import hydra
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from signet_rl.datasets.registry import load_dataset
+from signet_rl.datasets.registry import load_dataset, parse_spec
 from signet_rl.evaluation.harness import EvaluationResult, evaluate
 from signet_rl.retrieval.base import Retriever
 
@@ -70,10 +71,18 @@ def evaluate_from_config(cfg: DictConfig) -> dict[str, float]:
         sweeper optimises is named by ``cfg.optimized_metric``.
 
     Raises:
-        ValueError: a budget of 0 or below, an unknown dataset or retriever name, a split with no queries,
-            no retrievers at all, or a baseline that is not among them.
+        ValueError: a budget of 0 or below, an unknown dataset or retriever name, a KG dataset (refused before
+            it loads: it has no memories to retrieve; the KG task evaluates walkers on it), a split with no
+            queries, no retrievers at all, or a baseline that is not among them.
     """
     t0 = time.perf_counter()
+    spec = parse_spec(cfg.dataset.spec)
+    if spec.kind == "kg":
+        raise ValueError(
+            f"dataset {str(spec)!r} is a knowledge-graph reasoning benchmark: it has no memories for "
+            "evaluate's retrievers to retrieve, so every score would be 0. Train and evaluate a walker on it "
+            f"with the KG task: python -m signet_rl.train task=kg dataset=kg dataset.spec={spec}"
+        )
     budget = _budget(cfg.get("budget_chars"))
     ks = list(cfg.get("ks") or [5, 10])
     options = cfg.dataset.get("options")

@@ -205,3 +205,45 @@ def test_desire_vs_flat_experiment_runs_on_tiny(capsys):
 
     r = instantiate(cfg.retrievers.desire_prior)
     assert r.config.max_depth == cfg.dataset.traversal.max_depth == 2
+
+
+KG_REFUSAL = (
+    "dataset 'kg:kinship' is a knowledge-graph reasoning benchmark: it has no memories for evaluate's "
+    "retrievers to retrieve, so every score would be 0. Train and evaluate a walker on it with the KG task: "
+    "python -m signet_rl.train task=kg dataset=kg dataset.spec=kg:kinship"
+)
+
+
+@pytest.mark.parametrize("group", ["kg", "kinship"])
+def test_a_kg_dataset_is_refused_before_it_loads(group, tmp_path, monkeypatch):
+    monkeypatch.setenv("SIGNET_RL_DATA", str(tmp_path))  # empty: the refusal must come before any loading
+    with pytest.raises(ValueError, match=re.escape(KG_REFUSAL)):
+        evaluate_from_config(_cfg(f"dataset={group}", "dataset.spec=kg:kinship", "mlflow.enabled=false"))
+
+
+def test_evaluate_on_a_kg_dataset_exits_non_zero_pointing_at_task_kg(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SIGNET_RL_DATA": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "signet_rl.evaluate", "dataset=kg", "dataset.spec=kg:kinship",
+         "mlflow.enabled=false", f"hydra.run.dir={tmp_path / 'run'}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert KG_REFUSAL in proc.stderr
+    assert "needed_recall" not in proc.stdout  # no all-zero table
+
+
+def test_a_signet_spec_without_its_config_says_so(tmp_path):
+    db = tmp_path / "memories.db"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "signet_rl.evaluate", f"dataset.spec=signet:{db}", "mlflow.enabled=false",
+         f"hydra.run.dir={tmp_path / 'run'}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert (
+        f"dataset 'signet:{db}' takes the options ['timeout'], not ['drift']; those come from another "
+        "dataset's config: on the command line pass the dataset's own config with its spec, "
+        f"dataset=signet dataset.spec=signet:{db}"
+    ) in proc.stderr

@@ -60,6 +60,11 @@ class Truth:
         hops: how many graph hops the needed facts lie from the query's entry entity, if known.
         answers: answer strings, where the dataset has them.
         flat_solvable: whether the needed facts share words with the query (synthetic benchmark).
+
+    ``needed``, ``misleading`` and ``answers`` accept a list (kept as a tuple) or one bare string (one id).
+
+    Raises:
+        ValueError: one of them is neither a string nor a list or tuple, naming the query and the value.
     """
 
     query_id: str
@@ -71,6 +76,20 @@ class Truth:
     hops: int | None = None
     answers: tuple[str, ...] = ()
     flat_solvable: bool | None = None
+
+    def __post_init__(self) -> None:
+        # A bare string is one id (iterating it would make every character an id); lists become tuples.
+        for name in ("needed", "misleading", "answers"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, (value,))
+            elif isinstance(value, list | tuple):
+                if not isinstance(value, tuple):
+                    object.__setattr__(self, name, tuple(value))
+            else:
+                raise ValueError(
+                    f"Truth for {self.query_id!r}: {name} must be ids (a tuple of strings), got {value!r}"
+                )
 
 
 class GroundTruth(Mapping[str, Truth]):

@@ -369,8 +369,21 @@ class _ConversationBuilder:
         queries, truths = [], []
         for i, qa in enumerate(self.sample.get("qa") or []):
             qid = f"{self.sid}:q{i}"
+            if not isinstance(qa, dict):
+                self.report.add(self.file, self.where(f"qa[{i}] {_short(qa)}"),
+                                f"QA item is {_kind(qa)}, not an object")
+                continue
             needed: list[str] = []
-            for raw in qa.get("evidence") or []:
+            evidence = qa.get("evidence") or []
+            if isinstance(evidence, str):  # one id, not a sequence of one-character ids
+                self.report.add(self.file, self.where(f"qa[{i}] evidence {evidence!r}"),
+                                "evidence is a string, not a list", action="read as one evidence entry")
+                evidence = [evidence]
+            elif not isinstance(evidence, list):
+                self.report.add(self.file, self.where(f"qa[{i}] evidence {_short(evidence)}"),
+                                f"evidence is {_kind(evidence)}, not a list", action="dropped")
+                evidence = []
+            for raw in evidence:
                 found, repaired = parse_evidence(raw)
                 where = self.where(f"qa[{i}] evidence {raw!r}")
                 if not found:
@@ -423,6 +436,31 @@ def _session_number(key: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _kind(value: object) -> str:
+    """``null``, ``a str``, ``a list``, ... for messages about a JSON value of the wrong type."""
+    return "null" if value is None else f"a {type(value).__name__}"
+
+
+def _short(value: object, n: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _read_json(file: Path) -> Any:
+    """The JSON in ``file``; a file that is not UTF-8 or not JSON (a truncated download) is a ValueError
+    naming the file, where it breaks, and the way out."""
+    try:
+        return json.loads(file.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"locomo: {file} is not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}); "
+            "re-save it as UTF-8, or move it out of the folder") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(
+            f"locomo: {file} is not valid JSON ({err}); a truncated or partial copy? Replace it, or move it "
+            f"out of {file.parent}") from None
+
+
 def load_locomo(root: Path) -> Dataset:
     """Load every LoCoMo JSON file under ``<root>/locomo``: one graph per conversation.
 
@@ -433,8 +471,13 @@ def load_locomo(root: Path) -> Dataset:
         A :class:`Dataset` named ``locomo`` with graphs keyed by ``sample_id`` and one ``test``
         query per QA item.
 
+    Malformed rows are reported (``dataset.report``) and skipped or repaired: a sample whose
+    ``conversation`` is not an object is skipped, one whose ``qa`` is not a list is kept without queries, a QA
+    item that is not an object is skipped, an ``evidence`` written as one string is read as one entry.
+
     Raises:
         DatasetNotFoundError: no ``locomo`` folder or no JSON file in it.
+        ValueError: a file that is not UTF-8 or not valid JSON (naming it), or no usable conversation at all.
     """
     t0 = time.perf_counter()
     folder = Path(root) / "locomo"
@@ -450,8 +493,7 @@ def load_locomo(root: Path) -> Dataset:
     samples_per_file: dict[str, int] = {}
     for file in files:
         report.files.append(str(file))
-        with file.open(encoding="utf-8") as fh:
-            data = json.load(fh)
+        data = _read_json(file)
         samples = data if isinstance(data, list) else [data]
         samples_per_file[file.name] = len(samples)
         for k, sample in enumerate(samples):
@@ -462,6 +504,16 @@ def load_locomo(root: Path) -> Dataset:
             if sid in graphs:
                 report.add(file, f"sample[{k}] {sid}", "duplicate sample_id")
                 continue
+            conv = sample.get("conversation")
+            if not isinstance(conv, dict):
+                report.add(file, f"sample[{k}] {sid} conversation {_short(conv)}",
+                           f"conversation is {_kind(conv)}, not an object of sessions")
+                continue
+            qa = sample.get("qa")
+            if qa is not None and not isinstance(qa, list):
+                report.add(file, f"sample[{k}] {sid} qa {_short(qa)}",
+                           f"qa is {_kind(qa)}, not a list of QA items", action="kept without queries")
+                sample = {**sample, "qa": []}
             b = _ConversationBuilder(sample, file, report)
             b.build_turns()
             b.build_facts()
@@ -469,6 +521,10 @@ def load_locomo(root: Path) -> Dataset:
             graphs[sid] = b.graph()
             queries.extend(qs)
             truths.extend(ts)
+    if not graphs:
+        problems = "; ".join(f"{m.file}: {m.row}: {m.problem}" for m in report.malformed[:3])
+        raise ValueError(f"locomo: no usable conversation in {folder} ({len(files)} file"
+                         f"{'s' if len(files) != 1 else ''}); {problems or 'the files hold no samples'}")
     meta: dict[str, Any] = {
         "dataset": "locomo", "folder": str(folder), "samples_per_file": samples_per_file,
         "conversations": list(graphs),

@@ -21,9 +21,12 @@ from typing import Any
 from signet_rl.core.paths import data_root
 from signet_rl.datasets.base import Dataset
 
-__all__ = ["KINDS", "DatasetSpec", "load_dataset", "parse_spec"]
+__all__ = ["KINDS", "OPTIONS", "DatasetSpec", "load_dataset", "parse_spec"]
 
 KINDS: tuple[str, ...] = ("synthetic", "kg", "locomo", "musique", "signet")
+#: The options each kind's loader takes (``dataset.options``); ``synthetic`` takes any
+#: :class:`~signet_rl.datasets.synthetic.SyntheticConfig` field, and kinds not listed take none.
+OPTIONS: dict[str, tuple[str, ...]] = {"signet": ("timeout",)}
 
 
 @dataclass(frozen=True)
@@ -82,10 +85,12 @@ def load_dataset(
         spec: the dataset spec (module docstring).
         root: the data root.
         options: generator overrides for ``synthetic`` specs (``{"drift": True}`` for the drift scenario; any
-            :class:`~signet_rl.datasets.synthetic.SyntheticConfig` field). Other kinds take none.
+            :class:`~signet_rl.datasets.synthetic.SyntheticConfig` field); ``{"timeout": seconds}`` for
+            ``signet`` specs (how long to wait for a store another process is writing); see :data:`OPTIONS`.
 
     Raises:
-        ValueError: options for a dataset kind that takes none.
+        ValueError: an option the kind does not take (naming it, what the kind takes, and the config to
+            select on the command line: options usually come from another dataset's config).
     """
     s = parse_spec(spec) if isinstance(spec, str) else spec
     opts = dict(options or {})
@@ -93,8 +98,14 @@ def load_dataset(
         from signet_rl.datasets.synthetic import generate
 
         return generate(s.arg or "small", seed=0 if s.seed is None else s.seed, **opts)
-    if opts:
-        raise ValueError(f"dataset {str(s)!r} takes no generator options; got {sorted(opts)}")
+    allowed = OPTIONS.get(s.kind, ())
+    unknown = sorted(set(opts) - set(allowed))
+    if unknown:
+        takes = f"the options {sorted(allowed)}" if allowed else "no options"
+        raise ValueError(
+            f"dataset {str(s)!r} takes {takes}, not {unknown}; those come from another dataset's config: on "
+            f"the command line pass the dataset's own config with its spec, dataset={s.kind} dataset.spec={s}"
+        )
     if s.kind == "kg":
         from signet_rl.datasets.kg import load_kg
 
@@ -109,4 +120,4 @@ def load_dataset(
         return load_musique(root=data_root(root))
     from signet_rl.datasets.signet import load_signet_dataset
 
-    return load_signet_dataset(Path(s.arg or ""))
+    return load_signet_dataset(Path(s.arg or ""), **opts)

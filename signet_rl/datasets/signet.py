@@ -28,12 +28,12 @@ from pathlib import Path
 
 from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport
 from signet_rl.graph.model import KnowledgeGraph
-from signet_rl.graph.store import open_read_only, read_connection, store_versions
+from signet_rl.graph.store import DEFAULT_TIMEOUT, open_read_only, read_connection, store_versions
 
 __all__ = ["import_signet", "load_signet_dataset"]
 
 
-def import_signet(path: str | os.PathLike[str]) -> KnowledgeGraph:
+def import_signet(path: str | os.PathLike[str], timeout: float = DEFAULT_TIMEOUT) -> KnowledgeGraph:
     """Read a Signet store into a :class:`~signet_rl.graph.model.KnowledgeGraph`, read-only.
 
     The graph's ``meta["signet_store"]`` records the file and its schema versions (Signet's
@@ -41,14 +41,18 @@ def import_signet(path: str | os.PathLike[str]) -> KnowledgeGraph:
 
     Args:
         path: the Signet database file.
+        timeout: seconds to wait while another connection (a Signet daemon writing with a rollback
+            journal) holds a write lock; Signet's own WAL-mode stores never block a reader.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
-        StoreError: the file is not a SQLite database, is corrupt, lacks Signet's tables, or holds a
-            row the model rejects; the message names the file, the table and the row or value.
+        StoreError: the file is not a SQLite database, is corrupt, lacks Signet's tables, holds a row
+            the model rejects, or stays locked past ``timeout`` (the message says it is locked, by which
+            process where the OS tells, and how to wait longer); it names the file, the table and the row.
+        ValueError: a ``timeout`` that is not a number of seconds >= 0.
     """
     path = Path(path).expanduser()
-    with closing(open_read_only(path)) as conn:
+    with closing(open_read_only(path, timeout)) as conn:
         graph = read_connection(conn, path)
         versions = store_versions(conn)
     graph.meta["signet_store"] = {"path": str(path), "signet_schema_version": versions["signet"],
@@ -56,18 +60,19 @@ def import_signet(path: str | os.PathLike[str]) -> KnowledgeGraph:
     return graph
 
 
-def load_signet_dataset(path: str | os.PathLike[str]) -> Dataset:
+def load_signet_dataset(path: str | os.PathLike[str], timeout: float = DEFAULT_TIMEOUT) -> Dataset:
     """A real Signet store as a :class:`~signet_rl.datasets.base.Dataset` (spec ``signet:<path>``):
     its graph under ``"main"``, no queries and empty ground truth.
 
     Args:
         path: the Signet database file.
+        timeout: as :func:`import_signet` (``dataset.options.timeout`` with ``dataset=signet``).
 
     Raises:
-        FileNotFoundError, StoreError: as :func:`import_signet`.
+        FileNotFoundError, StoreError, ValueError: as :func:`import_signet`.
     """
     path = Path(path).expanduser()
-    graph = import_signet(path)
+    graph = import_signet(path, timeout)
     store = graph.meta["signet_store"]
     return Dataset(
         name=f"signet:{path}",

@@ -123,20 +123,27 @@ def move(
     confidence: float,
     reason: Reason | str,
     steps: int,
-    ceiling: Reason = Reason.MULTI_MEMORY,
-    floor: Reason = Reason.LLM_UNCERTAIN,
+    ceiling: Reason | str = Reason.MULTI_MEMORY,
+    floor: Reason | str = Reason.LLM_UNCERTAIN,
 ) -> tuple[Reason, float]:
     """Move an edge ``steps`` rungs (positive up, negative down) and return its new reason and confidence.
 
     Promotion raises confidence to at least the new rung's prior; demotion lowers it to at most the new
     rung's prior. An edge whose confidence was already beyond the prior (learned evidence) keeps it.
 
+    Raises:
+        ValueError: a confidence outside [0, 1] or NaN, an unknown reason, a non-integer ``steps``, or a
+            ``floor`` above the ``ceiling``.
+
         >>> move(0.7, "single-memory", +1)
         (<Reason.MULTI_MEMORY: 'multi-memory'>, 0.9)
         >>> move(0.7, "single-memory", -2)
         (<Reason.INFERRED: 'inferred'>, 0.4)
     """
-    c = check_confidence(confidence)
+    ceiling, floor = _bounds(ceiling, floor)
+    if isinstance(steps, bool) or not isinstance(steps, int | np.integer):
+        raise ValueError(f"move: steps must be an integer, got {steps!r}")
+    c = check_confidence(confidence, "move")
     r = Reason.parse(reason)
     for _ in range(abs(steps)):
         r = promote(r, ceiling) if steps > 0 else demote(r, floor)
@@ -145,6 +152,17 @@ def move(
     elif steps < 0:
         c = min(c, r.prior)
     return r, c
+
+
+def _bounds(ceiling: Reason | str, floor: Reason | str) -> tuple[Reason, Reason]:
+    """``(ceiling, floor)`` parsed, refusing a floor above the ceiling (no rung would satisfy both)."""
+    ceiling, floor = Reason.parse(ceiling), Reason.parse(floor)
+    if floor.rung > ceiling.rung:
+        raise ValueError(
+            f"floor {floor.value!r} (rung {floor.rung}) is above "
+            f"ceiling {ceiling.value!r} (rung {ceiling.rung})"
+        )
+    return ceiling, floor
 
 
 def reason_codes(values: Iterable[str]) -> npt.NDArray[np.int8]:
@@ -164,8 +182,8 @@ def ladder_step(
     codes: npt.NDArray[np.integer],
     steps: npt.NDArray[np.integer] | int,
     confidence: npt.NDArray[np.floating] | None = None,
-    ceiling: Reason = Reason.MULTI_MEMORY,
-    floor: Reason = Reason.LLM_UNCERTAIN,
+    ceiling: Reason | str = Reason.MULTI_MEMORY,
+    floor: Reason | str = Reason.LLM_UNCERTAIN,
 ) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
     """Vectorised :func:`move` over arrays of rungs, for feedback on many edges at once.
 
@@ -176,10 +194,42 @@ def ladder_step(
 
     Returns:
         The new rungs and confidences, each ``[E]``.
+
+    Raises:
+        ValueError: what :func:`move` refuses (a confidence outside [0, 1] or NaN, non-integer steps, a floor
+            above the ceiling), and a code that is not a rung in ``[0, 5]``; each names the value and index.
     """
-    codes = np.asarray(codes, dtype=np.int64)
-    steps_arr = np.broadcast_to(np.asarray(steps, dtype=np.int64), codes.shape)
-    conf = _PRIOR_BY_CODE[codes] if confidence is None else np.asarray(confidence, dtype=np.float32)
+    ceiling, floor = _bounds(ceiling, floor)
+    codes = np.asarray(codes)
+    if codes.size and not np.issubdtype(codes.dtype, np.integer):
+        raise ValueError(f"ladder_step: codes must be integer rungs, got dtype {codes.dtype}")
+    codes = codes.astype(np.int64)
+    bad = np.flatnonzero((codes < 0) | (codes >= len(LADDER)))
+    if bad.size:  # a -1 would otherwise index the last prior: user-asserted, confidence 1.0
+        i = int(bad[0])
+        raise ValueError(
+            f"ladder_step: codes[{i}] = {int(codes.flat[i])} is not a ladder rung in [0, {len(LADDER) - 1}]"
+        )
+    steps_in = np.asarray(steps)
+    if steps_in.size and not np.issubdtype(steps_in.dtype, np.integer):
+        raise ValueError(f"ladder_step: steps must be integers, got dtype {steps_in.dtype}")
+    if steps_in.ndim and steps_in.shape != codes.shape:
+        raise ValueError(
+            f"ladder_step: steps of shape {steps_in.shape} do not match codes of shape {codes.shape}"
+        )
+    steps_arr = np.broadcast_to(steps_in.astype(np.int64), codes.shape)
+    if confidence is None:
+        conf = _PRIOR_BY_CODE[codes]
+    else:
+        conf = np.asarray(confidence, dtype=np.float32)
+        if conf.shape != codes.shape:
+            raise ValueError(
+                f"ladder_step: confidence of shape {conf.shape} does not match codes of shape {codes.shape}"
+            )
+        bad = np.flatnonzero(~((conf >= 0) & (conf <= 1)))  # NaN fails both comparisons
+        if bad.size:
+            i = int(bad[0])
+            check_confidence(np.asarray(confidence).flat[i].item(), f"ladder_step confidence[{i}]")
     # Edges already above the ceiling (below the floor) stay where they are, as in promote/demote.
     up = steps_arr > 0
     new = codes.copy()

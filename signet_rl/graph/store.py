@@ -31,7 +31,7 @@ import os
 import sqlite3
 import uuid
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,12 +48,14 @@ from signet_rl.graph.model import (
 )
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "SIGNET_TABLES",
     "Migration",
     "StoreError",
     "apply_migrations",
+    "check_timeout",
     "open_read_only",
     "read_connection",
     "read_graph",
@@ -495,9 +497,11 @@ def write_graph(graph: KnowledgeGraph, path: str | os.PathLike[str], *,
                 overwrite: bool = False) -> Path:
     """Write ``graph`` to a SQLite store at ``path``, all or nothing.
 
-    The store is built in a temp file next to ``path`` inside one transaction and moved into place
-    with :func:`os.replace`; on any failure the old file (if any) is untouched and the temp file is
-    removed.
+    The store is built in a temp file next to ``path`` (``.<name>.<pid>.<random>.tmp``) inside one
+    transaction and moved into place with :func:`os.replace`; on any failure the old file (if any) is
+    untouched and the temp file is removed. A writer killed mid-write (SIGKILL, power loss) cannot remove
+    its temp file: the next write to ``path`` removes those whose process is gone. A missing parent folder
+    is created.
 
     Args:
         graph: the graph; it is validated first.
@@ -510,7 +514,8 @@ def write_graph(graph: KnowledgeGraph, path: str | os.PathLike[str], *,
     Raises:
         FileExistsError: ``path`` exists and ``overwrite`` is False.
         StoreError: the graph is invalid, breaks a Signet UNIQUE constraint, has meta that is not
-            JSON-able, or SQLite failed; the message names the file and the table.
+            JSON-able, the folder cannot be created or written in (naming it), or SQLite failed; the
+            message names the file and the table.
     """
     path = Path(path)
     if path.is_dir():
@@ -529,7 +534,18 @@ def write_graph(graph: KnowledgeGraph, path: str | os.PathLike[str], *,
     _check_signet_unique(graph, frames["entity_aspects"], path)
     meta_rows = _meta_rows(graph.meta, path)
 
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot create the folder {path.parent} ({exc.strerror}); "
+                         "write_graph needs a folder it can write in") from exc
+    _remove_orphans(path)
     tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot create a file in {path.parent} ({exc.strerror}); "
+                         "write_graph needs a folder it can write in") from exc
     step = "the schema"
     try:
         with closing(sqlite3.connect(tmp, isolation_level=None)) as conn:
@@ -568,6 +584,37 @@ def write_graph(graph: KnowledgeGraph, path: str | os.PathLike[str], *,
     return path
 
 
+def _pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (a process we may not signal exists too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def _remove_orphans(path: Path) -> None:
+    """Remove the temp files earlier writers of ``path`` left behind when they were killed: those named
+    ``.<path.name>.<pid>.<random>.tmp`` whose process no longer runs. A live writer's file, this process's,
+    and any other file are kept; one that cannot be removed is left for the next write."""
+    prefix = f".{path.name}."
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        pid, _, rest = name[len(prefix) : -len(".tmp")].partition(".")
+        if not pid.isdigit() or len(rest) != 8 or int(pid) == os.getpid() or _pid_alive(int(pid)):
+            continue
+        with suppress(OSError):
+            os.unlink(entry.path)
+
+
 def _fsync_dir(folder: Path) -> None:
     """Make the rename durable where the OS allows it (POSIX); harmless elsewhere."""
     try:
@@ -588,7 +635,23 @@ def _fsync_dir(folder: Path) -> None:
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-def open_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
+#: How long a reader waits for another connection's write lock by default, in seconds (Python's default).
+DEFAULT_TIMEOUT = 5.0
+
+
+def check_timeout(timeout: object) -> float:
+    """``timeout`` as seconds (a finite number >= 0).
+
+    Raises:
+        ValueError: naming the bad value.
+    """
+    ok = isinstance(timeout, int | float) and not isinstance(timeout, bool) and 0 <= timeout < float("inf")
+    if not ok:
+        raise ValueError(f"timeout must be a number of seconds >= 0, got {timeout!r}")
+    return float(timeout)  # type: ignore[arg-type]
+
+
+def open_read_only(path: str | os.PathLike[str], timeout: float = DEFAULT_TIMEOUT) -> sqlite3.Connection:
     """Open a store or a real Signet database so that nothing on disk changes.
 
     The file is opened with ``mode=ro``. When it has no ``-wal`` or ``-journal`` beside it (no
@@ -597,10 +660,17 @@ def open_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
     connection. When a ``-wal`` exists (Signet's daemon is running), the read-only connection reads
     through it.
 
+    Args:
+        path: the database file.
+        timeout: seconds to wait while another connection holds a write lock (a rollback-journal store in
+            the middle of a write); then the read fails with a :class:`StoreError` that says so.
+
     Raises:
         FileNotFoundError: ``path`` does not exist.
-        StoreError: ``path`` is a directory or not a SQLite database.
+        StoreError: ``path`` is a directory or not a SQLite database, or is locked past ``timeout``.
+        ValueError: a ``timeout`` that is not a number of seconds >= 0.
     """
+    timeout = check_timeout(timeout)
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"Signet store {path} does not exist")
@@ -613,17 +683,54 @@ def open_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
         raise StoreError(f"{path} is not a SQLite database ({what})")
     live = any(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-journal"))
     uri = path.resolve().as_uri() + ("?mode=ro" if live else "?mode=ro&immutable=1")
-    conn = sqlite3.connect(uri, uri=True)
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout)
     try:
         conn.execute("PRAGMA cache_size=-262144")  # reads the schema: fails on a damaged file
     except sqlite3.DatabaseError as exc:
+        error = _damaged(path, exc, conn=conn)
         conn.close()
-        raise _damaged(path, exc) from exc
+        raise error from exc
     return conn
 
 
-def _damaged(where: Path, exc: sqlite3.DatabaseError, table: str | None = None) -> StoreError:
-    """The error for a file SQLite cannot read."""
+def _holders(path: Path) -> list[str]:
+    """``pid N (name)`` of other processes that have ``path`` (or its journal) open, where ``/proc`` tells
+    (Linux); empty elsewhere. Only called on the error path: it reads every process's open files."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    target = str(path.resolve())
+    names = {target, f"{target}-journal", f"{target}-wal"}
+    out = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            fds = list((entry / "fd").iterdir())
+            if any(os.readlink(fd) in names for fd in fds):
+                out.append(f"pid {entry.name} ({(entry / 'comm').read_text().strip()})")
+        except OSError:  # gone, or not ours to look at
+            continue
+    return out
+
+
+def _damaged(where: Path, exc: sqlite3.DatabaseError, table: str | None = None,
+             conn: sqlite3.Connection | None = None) -> StoreError:
+    """The error for a file SQLite cannot read (or cannot read now: another connection's write lock)."""
+    if getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or (
+        "database is locked" in str(exc)
+    ):
+        waited = ""
+        if conn is not None:
+            with suppress(sqlite3.Error):
+                ms = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+                waited = f" (waited {ms / 1000:g} s)"
+        holders = _holders(where)
+        held = "; open in " + ", ".join(holders) if holders else ""
+        return StoreError(
+            f"{where} is locked: another connection is writing to it{waited}{held}. Retry when the write "
+            "is done, or wait longer with timeout=<seconds> (import_signet, read_graph), or on the command "
+            "line dataset=signet dataset.options.timeout=<seconds>")
     if "not a database" in str(exc):
         return StoreError(f"{where} is not a SQLite database ({exc})")
     reading = f" reading table {table}" if table else ""
@@ -692,7 +799,7 @@ def _read_table(conn: sqlite3.Connection, table: str, version: int,
     try:
         rows = conn.execute(sql).fetchall()
     except sqlite3.DatabaseError as exc:
-        raise _damaged(where, exc, table) from exc
+        raise _damaged(where, exc, table, conn) from exc
     by_column = list(zip(*rows, strict=True)) if rows else [() for _ in cols]
     # Object columns stay object (pandas would otherwise turn them into slower Arrow strings).
     frame = pd.DataFrame({c.name: pd.Series(_column_array(v, c.kind.rstrip("?")), copy=False,
@@ -776,7 +883,7 @@ def read_connection(conn: sqlite3.Connection, where: str | os.PathLike[str]) -> 
     try:
         names = _table_names(conn)
     except sqlite3.DatabaseError as exc:
-        raise _damaged(where, exc) from exc
+        raise _damaged(where, exc, conn=conn) from exc
     missing = [t for t in REQUIRED_TABLES if t not in names]
     if missing:
         raise StoreError(f"{where}: not a Signet store: missing tables {', '.join(missing)}")
@@ -792,20 +899,25 @@ def read_connection(conn: sqlite3.Connection, where: str | os.PathLike[str]) -> 
             _restore_nulls(conn, frames, where)
             meta = _read_meta(conn, where)
     except sqlite3.DatabaseError as exc:
-        raise _damaged(where, exc) from exc
+        raise _damaged(where, exc, conn=conn) from exc
     try:
         return KnowledgeGraph(frames, meta=meta)
     except GraphValidationError as exc:
         raise StoreError(f"{where}: {exc}") from exc
 
 
-def read_graph(path: str | os.PathLike[str]) -> KnowledgeGraph:
+def read_graph(path: str | os.PathLike[str], timeout: float = DEFAULT_TIMEOUT) -> KnowledgeGraph:
     """Read a store written by :func:`write_graph` (or any Signet v30 database), read-only.
+
+    Args:
+        path: the store file.
+        timeout: seconds to wait for another connection's write lock (:func:`open_read_only`).
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
-        StoreError: the file is not a SQLite database, is corrupt, lacks Signet's tables or holds a
-            value the model rejects; the message names the file, the table and the row or value.
+        StoreError: the file is not a SQLite database, is corrupt, lacks Signet's tables, holds a
+            value the model rejects, or stays locked past ``timeout``; the message names the file, the
+            table and the row or value.
     """
-    with closing(open_read_only(path)) as conn:
+    with closing(open_read_only(path, timeout)) as conn:
         return read_connection(conn, path)

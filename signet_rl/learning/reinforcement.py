@@ -274,20 +274,33 @@ class EdgeStats:
         for) and the time bucket of its query (``bucket`` overrides); then :meth:`cool` runs once with the
         edges of every shown path (rated or not) as this step's walked edges.
 
+        All or nothing: every item is checked before any weight changes.
+
         Raises:
-            ValueError: a path whose strategy is not one of :attr:`intents`, or a dependency not in the graph.
+            ValueError: a bad Feedback (:func:`~signet_rl.scorers.base.check_feedback`, run again here since
+                a Feedback can be changed after it was built), a rated path whose strategy is not one of
+                :attr:`intents`, a bad ``bucket``, or a dependency not in the graph.
         """
+        from signet_rl.scorers.base import check_feedback  # here: the scorers package imports igraph
+
+        for fb in feedback:
+            check_feedback(fb)
+        # Resolve and check everything first, then update: a bad item anywhere changes nothing.
         walked: list[IntArray] = []
+        updates: list[tuple[IntArray, str, int, float]] = []
         for fb in feedback:
             self._check_arrays(fb.context.arrays)
             when: Any = fb.context.timestamp if fb.context.timestamp is not None else fb.query.timestamp
-            b = self.time_bucket(when) if bucket is None else bucket
+            b = self.time_bucket(when) if bucket is None else self._bucket(bucket)
             for j, rating in zip(fb.shown, fb.ratings, strict=True):
                 path = fb.paths[j]
                 edges = self.edges_of(path, fb.context.arrays)
                 walked.append(edges)
                 if rating is not None:
-                    self.reinforce(edges, path.strategy, b, rating)
+                    self._intent_index(path.strategy)
+                    updates.append((edges, path.strategy, b, rating))
+        for edges, intent, b, rating in updates:
+            self.reinforce(edges, intent, b, rating)
         self.cool(np.concatenate(walked) if walked else None)
 
     # -- reads -----------------------------------------------------------------------------------------

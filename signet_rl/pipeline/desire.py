@@ -24,6 +24,7 @@ from signet_rl.retrieval.entry import EntrySearch
 from signet_rl.retrieval.intent import IntentClassifier, RuleIntentClassifier
 from signet_rl.scorers.base import PathScorer, ScoringContext, make_scorer
 from signet_rl.text.encoders import CachedEncoder, make_encoder
+from signet_rl.text.terms import capped_query
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.construct import MemoryBuilder, build_slate
 from signet_rl.traversal.path import Path as PathType
@@ -150,8 +151,10 @@ class DesirePathRetriever:
 
         ``None`` for an empty query, a predicted non-query, or a query whose entry search finds nothing.
         With :attr:`edge_weight_fn` set (learned desire-path weights), the walk follows edges in the order
-        it gives for the query's intent and time.
+        it gives for the query's intent and time. The query's text is read through :func:`capped_query`
+        (cut to :data:`~signet_rl.text.terms.MAX_QUERY_CHARS` characters, with a logged warning).
         """
+        query = capped_query(query)
         if not query.text or not query.text.strip():
             return None
         intent = self.classifier.predict([query.text])[0]
@@ -225,6 +228,7 @@ class DesirePathRetriever:
         return self._state(graph_id).builder
 
     def retrieve(self, query: Query, budget_chars: int | None = None) -> list[Unit]:
+        query = capped_query(query)  # once: the scorer reads the same text the walk was built for
         cands = self.candidates(query)
         if cands is None:
             return []

@@ -24,6 +24,7 @@ from signet_rl.datasets.base import Dataset
 
 __all__ = ["Retriever"]
 
+
 @runtime_checkable
 class Retriever(Protocol):
     """Anything that can be compared by the evaluation harness."""

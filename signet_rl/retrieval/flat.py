@@ -38,8 +38,10 @@ indexes is built per graph; embeddings go through :class:`~signet_rl.text.encode
 **Time.** A query sees only documents created at or before ``query.timestamp`` (when set), through the
 indexes' masks. Keyword statistics (IDF) are those of the whole graph.
 
-**Bad input.** An empty or whitespace-only query returns ``[]``. A 100,000-character query works: only its
-first 200 characters reach the vector leg and 12 terms the keyword leg. Invalid UTF-8 is handled, never an
+**Bad input.** An empty or whitespace-only query returns ``[]``. A query of any length works: it is cut to
+its first :data:`~signet_rl.text.terms.MAX_QUERY_CHARS` (8,192) characters with a logged warning
+(:func:`~signet_rl.text.terms.capped_query`), of which only the first 200 reach the vector leg and 12
+terms the keyword leg. Invalid UTF-8 is handled, never an
 error: ``bytes`` are decoded as UTF-8 with U+FFFD for bad sequences and lone surrogates in a ``str`` become
 U+FFFD (:func:`~signet_rl.text.terms.clean_text`), in queries and documents alike. ``budget_chars`` of 0
 or below raises :func:`~signet_rl.core.types.fit_budget`'s ``ValueError``; a positive budget is applied
@@ -72,7 +74,7 @@ from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.retrieval.fusion import linear_fusion, min_max, reciprocal_rank_fusion
 from signet_rl.retrieval.indexes import BM25Index, FTS5Index, VectorIndex
 from signet_rl.text.encoders import CachedEncoder, Encoder, make_encoder
-from signet_rl.text.terms import clean_text, keyword_terms, vector_query
+from signet_rl.text.terms import capped_query, clean_text, keyword_terms, vector_query
 
 __all__ = ["FLAT_VARIANTS", "UNCAPPED", "FlatRetriever", "flat_variant"]
 
@@ -389,7 +391,7 @@ class FlatRetriever:
             or (with ``require_terms``) one without keyword terms.
         """
         pool = self._pool(query.graph_id)
-        text = clean_text(query.text)
+        text = capped_query(query).text
         if not text.strip():
             return []
         terms = keyword_terms(text, self.keyword_terms)

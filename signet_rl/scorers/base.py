@@ -13,7 +13,15 @@ from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.traversal.path import Path
 
-__all__ = ["SCORERS", "Feedback", "PathScorer", "ScoringContext", "make_scorer", "register"]
+__all__ = [
+    "SCORERS",
+    "Feedback",
+    "PathScorer",
+    "ScoringContext",
+    "check_feedback",
+    "make_scorer",
+    "register",
+]
 
 
 @dataclass
@@ -45,6 +53,9 @@ class Feedback:
         ratings: one per shown path: -1, 0 or +1, or ``None`` where the unit went unrated.
         pscores: one per shown path: the probability it was in the slate under the logging policy.
         explorer: one per shown path: whether it filled an exploration slot.
+
+    Raises:
+        ValueError: a bad entry (:func:`check_feedback`, which learned scorers run again at ``update``).
     """
 
     query: Query
@@ -56,20 +67,47 @@ class Feedback:
     explorer: Sequence[bool] = ()
 
     def __post_init__(self) -> None:
-        n = len(self.shown)
-        who = f"Feedback for {self.query.id!r}"
-        if len(self.ratings) != n:
-            raise ValueError(f"{who}: {len(self.ratings)} ratings for {n} shown paths")
-        for i in self.shown:
-            if not 0 <= i < len(self.paths):
-                raise ValueError(f"{who}: shown index {i} outside {len(self.paths)} paths")
-        for r in self.ratings:
-            if r is not None and (r != r or r not in (-1, 0, 1)):
-                raise ValueError(f"{who}: rating {r!r} is not -1, 0, +1 or None")
-        if self.pscores and len(self.pscores) != n:
-            raise ValueError(f"{who}: {len(self.pscores)} pscores for {n} shown paths")
-        if self.explorer and len(self.explorer) != n:
-            raise ValueError(f"{who}: {len(self.explorer)} explorer flags for {n} shown")
+        check_feedback(self)
+
+
+_NUMBER = (int, float, np.integer, np.floating)
+
+
+def check_feedback(fb: Feedback) -> None:
+    """Refuse a :class:`Feedback` a learned scorer must not learn from.
+
+    Called when a Feedback is built and again by every learned scorer's ``update`` (and by path
+    reinforcement), because a Feedback is a mutable record: a rating or propensity changed after
+    construction would otherwise reach the model, and one NaN turns its parameters into NaN for good.
+
+    Checks: one rating, propensity (when given) and explorer flag (when given) per shown path; shown
+    indices are integers inside ``paths``; ratings are -1, 0, +1 or ``None``; propensities are finite
+    numbers in ``(0, 1]``; explorer flags are bools.
+
+    Raises:
+        ValueError: the first bad entry, naming the query, the value and its index, e.g.
+            ``Feedback for 'q7': pscore nan is not a probability in (0, 1] (pscores[0])``.
+    """
+    n = len(fb.shown)
+    who = f"Feedback for {getattr(fb.query, 'id', fb.query)!r}"
+    for name, values in (("ratings", fb.ratings), ("pscores", fb.pscores), ("explorer", fb.explorer)):
+        if (name == "ratings" or len(values)) and len(values) != n:
+            what = "explorer flags" if name == "explorer" else name
+            raise ValueError(f"{who}: {len(values)} {what} for {n} shown paths")
+    for j, i in enumerate(fb.shown):
+        if isinstance(i, bool) or not isinstance(i, int | np.integer):
+            raise ValueError(f"{who}: shown index {i!r} is not an integer (shown[{j}])")
+        if not 0 <= i < len(fb.paths):
+            raise ValueError(f"{who}: shown index {i!r} outside {len(fb.paths)} paths (shown[{j}])")
+    for j, r in enumerate(fb.ratings):
+        if r is not None and (isinstance(r, bool) or not isinstance(r, _NUMBER) or r not in (-1, 0, 1)):
+            raise ValueError(f"{who}: rating {r!r} is not -1, 0, +1 or None (ratings[{j}])")
+    for j, p in enumerate(fb.pscores):
+        if isinstance(p, bool) or not isinstance(p, _NUMBER) or not 0 < p <= 1:  # False for NaN
+            raise ValueError(f"{who}: pscore {p!r} is not a probability in (0, 1] (pscores[{j}])")
+    for j, x in enumerate(fb.explorer):
+        if not isinstance(x, bool | np.bool_):
+            raise ValueError(f"{who}: explorer flag {x!r} is not a bool (explorer[{j}])")
 
 
 @runtime_checkable

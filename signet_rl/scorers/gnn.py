@@ -78,7 +78,7 @@ from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.confidence import LADDER
 from signet_rl.graph.model import DependencyType, EntityType, KnowledgeGraph
 from signet_rl.retrieval.intent import IntentClassifier
-from signet_rl.scorers.base import Feedback, ScoringContext, register
+from signet_rl.scorers.base import Feedback, ScoringContext, check_feedback, register
 from signet_rl.scorers.features import (
     EDGE_STAT_DIM,
     INTENTS,
@@ -668,7 +668,14 @@ class GNNPathScorer:
 
     def update(self, feedback: Sequence[Feedback]) -> None:
         """Adam steps on the squared error of every rated shown path (see the module docstring).
-        Unrated (``None``) paths are skipped; with nothing rated this is a no-op."""
+        Unrated (``None``) paths are skipped; with nothing rated this is a no-op.
+
+        Raises:
+            ValueError: a bad Feedback in the batch (:func:`~signet_rl.scorers.base.check_feedback`);
+                nothing is learned from the batch then.
+        """
+        for fb in feedback:
+            check_feedback(fb)
         by_graph: dict[int, list[tuple[Query, list[Path], ScoringContext, list[float], list[float]]]] = {}
         for fb in feedback:
             paths, ratings, weights = [], [], []
@@ -679,8 +686,7 @@ class GNNPathScorer:
                 ratings.append(float(r))
                 w = 1.0
                 if self.importance_weighted and fb.pscores:
-                    p = float(fb.pscores[j])
-                    w = self.max_importance_weight if p <= 0 else min(1.0 / p, self.max_importance_weight)
+                    w = min(1.0 / float(fb.pscores[j]), self.max_importance_weight)  # pscore in (0, 1]
                 weights.append(w)
             if paths:
                 key = id(fb.context.arrays)

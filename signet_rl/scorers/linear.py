@@ -40,7 +40,7 @@ from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.retrieval.intent import IntentClassifier
-from signet_rl.scorers.base import Feedback, ScoringContext, register
+from signet_rl.scorers.base import Feedback, ScoringContext, check_feedback, register
 from signet_rl.scorers.features import INTENTS, PATH_FEATURES, EdgeStats, PathFeaturizer, QueryFeaturizer
 from signet_rl.traversal.path import Path
 
@@ -205,7 +205,14 @@ class LinUCBScorer:
         return self._chol
 
     def update(self, feedback: Sequence[Feedback]) -> None:
-        """Sherman–Morrison updates with every rated shown path (unrated ones are skipped)."""
+        """Sherman–Morrison updates with every rated shown path (unrated ones are skipped).
+
+        Raises:
+            ValueError: a bad Feedback in the batch (:func:`~signet_rl.scorers.base.check_feedback`);
+                nothing is learned from the batch then.
+        """
+        for fb in feedback:
+            check_feedback(fb)
         for fb in feedback:
             rated = [
                 (j, i, r) for j, (i, r) in enumerate(zip(fb.shown, fb.ratings, strict=True)) if r is not None
@@ -216,8 +223,7 @@ class LinUCBScorer:
             for row, (j, _, r) in zip(x, rated, strict=True):
                 w = 1.0
                 if self.importance_weighted and fb.pscores:
-                    p = float(fb.pscores[j])
-                    w = self.max_importance_weight if p <= 0 else min(1.0 / p, self.max_importance_weight)
+                    w = min(1.0 / float(fb.pscores[j]), self.max_importance_weight)  # pscore in (0, 1]
                 u = self.A_inv @ row
                 self.A_inv -= np.outer(u, u) * (w / (1.0 + w * float(row @ u)))
                 self.b += w * float(r) * row

@@ -210,3 +210,96 @@ def test_missing_folder_hints_env_var(tmp_path):
     with pytest.raises(DatasetNotFoundError, match="SIGNET_RL_DATA") as err:
         load_locomo(tmp_path)
     assert str(tmp_path / "locomo") in str(err.value)
+
+
+# -- malformed files and samples (issue 31): each names the file and the sample ------------------------------
+
+
+def _mini(sid: str = "mini-1", **changes) -> dict:
+    sample = {
+        "sample_id": sid,
+        "conversation": {
+            "speaker_a": "Ann", "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I met Jane Doe at the Louvre."},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "Nice."},
+                {"speaker": "Ann", "dia_id": "D1:3", "text": "She paints."},
+            ],
+        },
+        "qa": [{"question": "Who paints?", "answer": "Jane Doe", "evidence": ["D1:3"], "category": 4}],
+    }
+    sample.update(changes)
+    return sample
+
+
+def _write(tmp_path, samples, name="any_name.json") -> Path:
+    (tmp_path / "locomo").mkdir(exist_ok=True)
+    path = tmp_path / "locomo" / name
+    path.write_text(json.dumps(samples), encoding="utf-8")
+    return path
+
+
+def test_a_bare_string_evidence_id_is_one_id_not_characters(tmp_path):
+    qa = [{"question": "Who paints?", "answer": "Jane Doe", "evidence": "D1:3", "category": 4}]
+    ds = load_locomo(_write(tmp_path, [_mini(qa=qa)]).parent.parent)
+    assert ds.truth["mini-1:q0"].needed == ("mini-1:D1:3",)
+    rows = {(m.row, m.problem, m.action) for m in ds.report.malformed}
+    assert rows == {("mini-1 qa[0] evidence 'D1:3'", "evidence is a string, not a list",
+                     "read as one evidence entry")}
+
+
+def test_a_truncated_file_names_the_file_and_the_way_out(tmp_path):
+    path = _write(tmp_path, [_mini()])
+    path.write_text(path.read_text(encoding="utf-8")[:300], encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        load_locomo(tmp_path)
+    assert str(err.value) == (
+        f"locomo: {path} is not valid JSON (Unterminated string starting at: line 1 column 297 (char 296)); "
+        f"a truncated or partial copy? Replace it, or move it out of {path.parent}"
+    )
+
+
+def test_a_file_that_is_not_utf8_names_the_file(tmp_path):
+    path = _write(tmp_path, [_mini()])
+    path.write_bytes(path.read_bytes().replace(b"Louvre", b"Louvr\xe9"))
+    with pytest.raises(ValueError, match=re.escape(f"locomo: {path} is not UTF-8 text (byte 0xe9 at offset")):
+        load_locomo(tmp_path)
+
+
+def test_qa_as_a_string_is_reported_and_the_conversation_kept(tmp_path):
+    ds = load_locomo(_write(tmp_path, [_mini(qa="Who paints?"), _mini("mini-2")]).parent.parent)
+    assert set(ds.graphs) == {"mini-1", "mini-2"} and [q.id for q in ds.queries] == ["mini-2:q0"]
+    [m] = ds.report.malformed
+    assert (Path(m.file).name, m.row, m.problem, m.action) == (
+        "any_name.json", "sample[0] mini-1 qa 'Who paints?'", "qa is a str, not a list of QA items",
+        "kept without queries",
+    )
+
+
+def test_a_qa_item_that_is_not_an_object_is_skipped(tmp_path):
+    qa = ["Who paints?", _mini()["qa"][0]]
+    ds = load_locomo(_write(tmp_path, [_mini(qa=qa)]).parent.parent)
+    assert [q.id for q in ds.queries] == ["mini-1:q1"]
+    assert [(m.row, m.problem) for m in ds.report.malformed] == [
+        ("mini-1 qa[0] 'Who paints?'", "QA item is a str, not an object")
+    ]
+
+
+def test_a_null_conversation_skips_the_sample_and_says_so(tmp_path):
+    ds = load_locomo(_write(tmp_path, [_mini(conversation=None), _mini("mini-2")]).parent.parent)
+    assert set(ds.graphs) == {"mini-2"} and [q.id for q in ds.queries] == ["mini-2:q0"]
+    [m] = ds.report.malformed
+    assert (m.row, m.problem, m.action) == (
+        "sample[0] mini-1 conversation None", "conversation is null, not an object of sessions", "skipped"
+    )
+
+
+def test_no_usable_sample_is_an_error_naming_the_files(tmp_path):
+    path = _write(tmp_path, [_mini(conversation=None)])
+    with pytest.raises(ValueError) as err:
+        load_locomo(tmp_path)
+    assert str(err.value) == (
+        f"locomo: no usable conversation in {path.parent} (1 file); "
+        f"{path}: sample[0] mini-1 conversation None: conversation is null, not an object of sessions"
+    )

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from signet_rl.datasets.__main__ import main
@@ -79,3 +81,25 @@ def test_describe_a_signet_store(tmp_path, capsys):
     not_sqlite.write_text("hello")
     assert main(["describe", f"signet:{not_sqlite}"]) == 2
     assert f"{not_sqlite} is not a SQLite database" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("spec", "options", "message"),
+    [
+        (
+            "signet:/nowhere/memories.db", {"drift": False},
+            "dataset 'signet:/nowhere/memories.db' takes the options ['timeout'], not ['drift']; those come "
+            "from another dataset's config: on the command line pass the dataset's own config with its spec, "
+            "dataset=signet dataset.spec=signet:/nowhere/memories.db",
+        ),
+        (
+            "locomo", {"drift": True, "n_queries": 5},
+            "dataset 'locomo' takes no options, not ['drift', 'n_queries']; those come from another "
+            "dataset's config: on the command line pass the dataset's own config with its spec, "
+            "dataset=locomo dataset.spec=locomo",
+        ),
+    ],
+)
+def test_options_of_another_datasets_config_are_named_with_the_way_out(spec, options, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        load_dataset(spec, options=options)

@@ -6,6 +6,9 @@ import hashlib
 import re
 import shutil
 import sqlite3
+import subprocess
+import sys
+import threading
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -370,3 +373,73 @@ def test_store_error_keeps_the_cause(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as info:
         import_signet(path)
     assert isinstance(info.value.__cause__, GraphValidationError)
+
+
+# -- a store another process is writing to (issue 31) -----------------------------------------------------
+
+_WRITER = """
+import sqlite3, sys
+w = sqlite3.connect(sys.argv[1], isolation_level=None)
+w.execute("BEGIN EXCLUSIVE")
+w.execute("INSERT INTO signet_rl_meta VALUES ('k', '1')")
+print("locked", flush=True)
+sys.stdin.readline()
+w.execute("ROLLBACK")
+sys.stdin.readline()
+"""
+
+
+@pytest.fixture
+def locked(tmp_path: Path):
+    """A store (rollback journal) in the middle of another process's exclusive write; write a line to
+    ``proc.stdin`` to make it let go."""
+    path = write_graph(KnowledgeGraph(), tmp_path / "memories.db")
+    with subprocess.Popen([sys.executable, "-c", _WRITER, str(path)], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+            yield path, proc
+        finally:
+            proc.kill()
+
+
+def test_a_locked_store_is_said_to_be_locked_with_the_way_out(locked) -> None:
+    path, proc = locked
+    with pytest.raises(StoreError) as err:
+        import_signet(path, timeout=0.05)
+    comm = Path(f"/proc/{proc.pid}/comm")
+    holders = f"; open in pid {proc.pid} ({comm.read_text().strip()})" if comm.exists() else ""
+    assert str(err.value) == (
+        f"{path} is locked: another connection is writing to it (waited 0.05 s){holders}. Retry when the "
+        "write is done, or wait longer with timeout=<seconds> (import_signet, read_graph), or on the command "
+        "line dataset=signet dataset.options.timeout=<seconds>"
+    )
+    assert isinstance(err.value.__cause__, sqlite3.OperationalError)
+    with pytest.raises(StoreError, match=re.escape(f"{path} is locked: another connection is writing")):
+        read_graph(path, timeout=0)
+
+
+def test_the_timeout_waits_for_the_writer(locked) -> None:
+    path, proc = locked
+
+    def release() -> None:
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+
+    timer = threading.Timer(0.2, release)
+    timer.start()
+    try:
+        assert import_signet(path, timeout=60).num_entities == 0  # read once the writer let go
+    finally:
+        timer.join()
+
+
+def test_the_timeout_reaches_the_loader_through_the_dataset_options(locked) -> None:
+    path, _ = locked
+    message = "is locked: another connection is writing to it (waited 0.01 s)"
+    with pytest.raises(StoreError, match=re.escape(message)):
+        load_dataset(f"signet:{path}", options={"timeout": 0.01})
+    for bad in (-1, "soon", float("nan")):
+        message = f"timeout must be a number of seconds >= 0, got {bad!r}"
+        with pytest.raises(ValueError, match=re.escape(message)):
+            load_signet_dataset(path, timeout=bad)

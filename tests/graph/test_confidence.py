@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -71,3 +72,59 @@ def test_vectorised_step_matches_move(rows):
         expected_reason, expected_conf = move(float(np.float32(c)), r, s)
         assert LADDER[code] is expected_reason
         assert nc == pytest.approx(expected_conf, abs=1e-6)
+
+
+# -- bad input to move / ladder_step (issue 31 item 12) ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"codes": [-1]}, "ladder_step: codes[0] = -1 is not a ladder rung in [0, 5]"),
+        ({"codes": [3, 6]}, "ladder_step: codes[1] = 6 is not a ladder rung in [0, 5]"),
+        ({"codes": [1.5]}, "ladder_step: codes must be integer rungs, got dtype float64"),
+        ({"steps": 1.5}, "ladder_step: steps must be integers, got dtype float64"),
+        ({"steps": [1, 1]}, "ladder_step: steps of shape (2,) do not match codes of shape (1,)"),
+        ({"confidence": [math.nan]}, "ladder_step confidence[0]: confidence nan is not a number in [0, 1]"),
+        ({"confidence": [5.0]}, "ladder_step confidence[0]: confidence 5.0 is not a number in [0, 1]"),
+        ({"confidence": [-0.5]}, "ladder_step confidence[0]: confidence -0.5 is not a number in [0, 1]"),
+        (
+            {"confidence": [0.5, 0.5]},
+            "ladder_step: confidence of shape (2,) does not match codes of shape (1,)",
+        ),
+        (
+            {"floor": Reason.MULTI_MEMORY, "ceiling": Reason.INFERRED},
+            "floor 'multi-memory' (rung 4) is above ceiling 'inferred' (rung 1)",
+        ),
+        ({"ceiling": "hunch"}, "unknown reason 'hunch'"),
+    ],
+)
+def test_ladder_step_refuses_bad_input(kwargs, message):
+    args = {"codes": [2], "steps": 1, "confidence": None, **kwargs}
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ladder_step(np.asarray(args.pop("codes")), **args)
+
+
+def test_a_negative_rung_no_longer_wraps_to_user_asserted():
+    # -1 used to index the last prior: an unknown edge came back user-asserted at confidence 1.0
+    with pytest.raises(ValueError, match=re.escape("codes[0] = -1 is not a ladder rung")):
+        ladder_step(np.asarray([-1]), 0)
+    codes, conf = ladder_step(np.asarray([0, 5]), np.asarray([-1, 1]), ceiling=Reason.USER_ASSERTED)
+    assert codes.tolist() == [0, 5] and conf.tolist() == pytest.approx([0.3, 1.0])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"floor": Reason.MULTI_MEMORY, "ceiling": Reason.INFERRED},
+            "floor 'multi-memory' (rung 4) is above ceiling 'inferred' (rung 1)",
+        ),
+        ({"steps": 1.5}, "move: steps must be an integer, got 1.5"),
+        ({"confidence": 5.0}, "move: confidence 5.0 is not a number in [0, 1]"),
+    ],
+)
+def test_move_refuses_bad_input(kwargs, message):
+    args = {"confidence": 0.7, "reason": "single-memory", "steps": 1, **kwargs}
+    with pytest.raises(ValueError, match=re.escape(message)):
+        move(**args)

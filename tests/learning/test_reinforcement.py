@@ -323,3 +323,58 @@ def test_state_dict_round_trip(tmp_path):
         EdgeStats(5, intents=("what", "relate"), time_buckets=3).load_state_dict(state)
     with pytest.raises(ValueError, match="state_dict has no 'walks'"):
         stats.load_state_dict({"weights": state["weights"]})
+
+
+# --------------------------------------------------------------------------------------------------
+# Bounds and all-or-nothing for any input (issue 31)
+
+hyper_st = st.tuples(
+    st.floats(0.01, 1.0), st.floats(1.0, 5.0), st.floats(0.0, 1.0), st.floats(0.01, 3.0), st.floats(0, 1)
+).map(
+    lambda t: {
+        "floor": t[0],
+        "ceiling": t[1],
+        "init": min(t[0] + t[2] * (t[1] - t[0]), t[1]),
+        "lr": t[3],
+        "cool": t[4],
+    }
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(hyper=hyper_st, history=st.lists(step_st, max_size=40),
+       decays=st.lists(st.integers(0, 99), max_size=3))
+def test_weights_stay_within_their_bounds_for_any_hyperparameters_and_ratings(hyper, history, decays):
+    stats = run(EdgeStats(E, **hyper), history)
+    for steps in decays:
+        stats.decay(steps)
+    w = stats.weights
+    assert np.isfinite(w).all()
+    assert (w >= F32(stats.floor)).all() and (w <= F32(stats.ceiling)).all()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    ratings=st.lists(st.one_of(st.none(), st.sampled_from([-1, 0, 1])), min_size=1, max_size=6),
+    bad_at=st.integers(0, 5),
+    bad=st.sampled_from(["strategy", "dependency", "nan rating"]),
+)
+def test_apply_with_one_bad_feedback_in_a_batch_changes_nothing(star, ratings, bad_at, bad):
+    g, arrays = star
+    stats = EdgeStats(arrays.num_dependencies)
+    query = Query(id="q", text="?", graph_id="g", split="train", timestamp=pd.Timestamp("2026-01-01 09:00"))
+    ctx = ScoringContext(graph=g, arrays=arrays)
+    batch = [Feedback(query, [to("d-near", "near", "what"), to("d-far", "far")], ctx, [i % 2], [r])
+             for i, r in enumerate(ratings)]
+    k = bad_at % len(batch)
+    if bad == "strategy":  # a rated path walked for an intent the stats do not keep
+        batch[k].paths, batch[k].ratings = [to("d-near", "near", "nowhere")] * 2, [1]
+    elif bad == "dependency":
+        batch[k].paths = [to("d-gone", "far")] * 2
+    else:
+        batch[k].ratings = [float("nan")]
+    before = stats.state_dict()
+    with pytest.raises(ValueError):
+        stats.apply(batch)
+    after = stats.state_dict()
+    assert all(np.array_equal(before[key], after[key]) for key in before)  # nothing half-applied
