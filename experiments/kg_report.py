@@ -295,7 +295,7 @@ LABELS = {
 def run_one(name: str, seed: int, budget: float, recipe: str = "shaped") -> dict:
     from hydra import compose, initialize_config_dir
 
-    from signet_rl.kg.train import run_kg
+    from signet_rl.tasks.kg import run_kg
 
     folder = ROOT / "runs" / "report-kg" / f"{name}-{recipe}-s{seed}"
     if (folder / "results.json").exists():

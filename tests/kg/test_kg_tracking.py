@@ -1,6 +1,6 @@
-"""run_kg logs one MLflow run (params, prefixed metrics, results.json) when ``mlflow.enabled``.
+"""signet_rl.tasks.kg.run_kg logs one MLflow run (params, prefixed metrics, results.json) when ``mlflow.enabled``.
 
-Separate from test_kg_train.py: creating MLflow's sqlite store alone takes ~15 s on a shared CPU."""
+Separate from test_trainer.py: creating MLflow's sqlite store alone takes ~15 s on a shared CPU."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from signet_rl.kg.train import flat_metrics, run_kg
+from signet_rl.tasks.kg import flat_metrics, run_kg
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 

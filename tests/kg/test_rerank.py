@@ -1,4 +1,5 @@
-"""signet_rl.kg.evaluate: a run's walker ranked again on its own graph, from its own folder."""
+"""signet_rl.kg.rerank and python -m signet_rl.tasks.kg_rerank: a run's walker ranked again on its own graph,
+from its own folder."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
-from test_kg_train import tiny_cfg, write_tiny  # tests/kg is on sys.path (no __init__.py)
+from test_trainer import tiny_cfg, write_tiny  # tests/kg is on sys.path (no __init__.py)
 
-from signet_rl.kg.evaluate import evaluate_run, main
-from signet_rl.kg.train import CONFIG, run_kg
+from signet_rl.kg.rerank import evaluate_run
+from signet_rl.kg.trainer import CONFIG
+from signet_rl.tasks.kg import run_kg
+from signet_rl.tasks.kg_rerank import main
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN = (
