@@ -123,7 +123,7 @@ def train_kg(cfg: DictConfig) -> float:
         print(f"MLflow run {logged['run_id']} ({logged['run_name']}) in {logged['tracking_uri']}")
     if cfg.get("run_dir"):
         folder = Path(str(cfg.run_dir)).resolve()
-        print(f"results {folder / RESULTS}; checkpoint {folder / CHECKPOINT}; config {folder / CONFIG}")
+        print(f"run folder {folder}: {RESULTS}, {CHECKPOINT} (the same command resumes it), {CONFIG}")
     value = optimized_value(results, name)
     print(f"{name} = {value:.4f}")
     return value
