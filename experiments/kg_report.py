@@ -57,9 +57,11 @@ fingerprint) in another folder, which was then copied under ``runs/report-kg/``.
 
 Each recipe is a Hydra experiment config, ``conf/experiment/kg/<recipe>.yaml`` (the same file runs alone as
 ``python -m signet_rl.train task=kg dataset=kg dataset.spec=kg:umls +experiment=kg/<recipe>``; a report job
-applies it after its dataset's ``SETTINGS``). ``--recipes reinforce`` (MINERVA's trainer), ``gnn`` (the GNN-conditioned walker), ``likelihood`` (the
-last step trained by the answer's log-likelihood), ``reciprocal`` (``likelihood`` with a reciprocal head
-query per training triple as well), ``regularised`` (``reciprocal`` with dropout 0.5 on the MLP and the
+applies it after its dataset's ``SETTINGS``).
+
+``--recipes reinforce`` (MINERVA's trainer), ``gnn`` (the GNN-conditioned walker), ``likelihood`` (the last
+step trained by the answer's log-likelihood), ``reciprocal`` (``likelihood`` with a reciprocal head query
+per training triple as well), ``regularised`` (``reciprocal`` with dropout 0.5 on the MLP and the
 embeddings), ``regularised_long`` (``regularised`` without the early stop), ``regularised_sum``
 (``regularised`` ranking an entity by the summed probability of its paths), ``likelihood_patient``
 (``likelihood`` with summed paths, the whole validation split and a longer patience; its NELL-995 seeds are
@@ -67,14 +69,12 @@ embeddings), ``regularised_long`` (``regularised`` without the early stop), ``re
 ``warm`` (the default shaped recipe with the walker's vectors started from the in-run ComplEx anchor's),
 ``warm_explore`` (``warm`` with entropy weight 0.2), ``warm_dropout`` (``warm_explore`` with MultiHopKG's
 action dropout 0.9 and its raw-return estimator), ``shaped_dropout`` (``warm_dropout`` without the warm
-start), ``likelihood_relations`` (``likelihood_patient``
-reading relation vectors only, MINERVA's NELL-995 setting; seeds 3, 4 and 5, the ones its parent recipe
-reports), ``regularised_ema`` (``regularised_sum`` with its weights averaged, ``task.ema_decay`` 0.995) and
-``regularised_wide`` (``regularised_ema`` with an 800-unit MLP) and ``warm_dropout_ema`` (``warm_dropout``
-with its weights averaged) run the other recipes.
-A finished run is skipped; to give one more time, delete its ``results.json`` and rerun with a larger
-``--budget`` (its checkpoint resumes; the budget counts training seconds across sittings).
-"""
+start), ``likelihood_relations`` (``likelihood_patient`` reading relation vectors only, MINERVA's NELL-995
+setting; seeds 3, 4 and 5, the ones its parent recipe reports), ``regularised_ema`` (``regularised_sum``
+with its weights averaged, ``task.ema_decay`` 0.995) and ``regularised_wide`` (``regularised_ema`` with an
+800-unit MLP) and ``warm_dropout_ema`` (``warm_dropout`` with its weights averaged) run the other recipes. A
+finished run is skipped; to give one more time, delete its ``results.json`` and rerun with a larger
+``--budget`` (its checkpoint resumes; the budget counts training seconds across sittings). """
 
 from __future__ import annotations
 

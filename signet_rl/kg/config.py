@@ -10,7 +10,7 @@ The checkpoint fingerprint (:attr:`KGConfig.fingerprint`) is computed from the t
 given, not from the dataclasses, so it is the same one run folders written before the dataclass existed
 carry: a config key the dataclass fills with a default does not change it.
 
-    >>> cfg = KGConfig.from_dicts({"anchors": [], "shaping": "none"}, {"spec": "kg:kinship", "path_length": 2})
+    >>> cfg = KGConfig.from_dicts({"anchors": [], "shaping": "none"}, {"spec": "kg:umls", "path_length": 2})
     >>> cfg.path_length, cfg.task.beam_width, cfg.use_entity_embeddings
     (2, 100, True)
 """
@@ -171,7 +171,9 @@ class KGTaskConfig:
         if self.beam_pool not in POOLS:
             raise ValueError(f"task.beam_pool={self.beam_pool!r} is not one of {POOLS}")
         if self.time_budget_s is not None and self.time_budget_s < 0:
-            raise ValueError(f"task.time_budget_s={self.time_budget_s} must be >= 0 (0 or null: no time limit)")
+            raise ValueError(
+                f"task.time_budget_s={self.time_budget_s} must be >= 0 (0 or null: no time limit)"
+            )
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> KGTaskConfig:

@@ -122,8 +122,14 @@ def _require_triples(ds: Any) -> None:
     """Refuse a dataset whose graph or training split is empty: training on it would "finish" after zero
     walks. The message names the folder and the malformed rows that were skipped."""
     counts = ds.meta.get("counts", {})
-    empty = [what for what, n in (("graph edges", counts.get("dependencies", 0)),
-                                  ("training triples", counts.get("queries_train", 0))) if not n]
+    empty = [
+        what
+        for what, n in (
+            ("graph edges", counts.get("dependencies", 0)),
+            ("training triples", counts.get("queries_train", 0)),
+        )
+        if not n
+    ]
     if not empty:
         return
     bad = ds.report.malformed
@@ -551,7 +557,11 @@ class KGTrainer:
     def _out_of_patience(self) -> bool:
         patience = self.config.task.patience or 0
         best = self.best
-        return bool(patience) and best is not None and sum(c["batch"] > best["batch"] for c in self.curve) >= patience
+        return (
+            bool(patience)
+            and best is not None
+            and sum(c["batch"] > best["batch"] for c in self.curve) >= patience
+        )
 
     def _batch(self) -> torch.Tensor:
         """One REINFORCE batch; returns the hits of its walks."""
@@ -620,7 +630,12 @@ class KGTrainer:
             pool=t.beam_pool,
         )
         self.curve.append(
-            {"batch": self.step, "seconds": round(self.elapsed, 3), "mrr": got["mrr"], "hits@1": got["hits@1"]}
+            {
+                "batch": self.step,
+                "seconds": round(self.elapsed, 3),
+                "mrr": got["mrr"],
+                "hits@1": got["hits@1"],
+            }
         )
         if self.best is None or got["mrr"] > self.best["mrr"]:
             self.best = {"batch": self.step, "mrr": got["mrr"], "model": self.averaged()}
@@ -631,7 +646,11 @@ class KGTrainer:
         """Validate the final weights too (when validating at all), then load the weights to test; return
         the batch they come from."""
         t = self.config.task
-        if (t.eval_every or 0) and len(self.select_batch) and (not self.curve or self.curve[-1]["batch"] != self.step):
+        if (
+            (t.eval_every or 0)
+            and len(self.select_batch)
+            and (not self.curve or self.curve[-1]["batch"] != self.step)
+        ):
             self.validate()  # the final weights compete too
             self.checkpoint()  # with the selection it made, so a re-ranking finds the weights reported
         self.selected = self.step

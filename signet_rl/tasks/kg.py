@@ -140,7 +140,8 @@ def format_results(results: Mapping[str, Any]) -> str:
     }.get(str(tr.get("stopped_by")), str(tr.get("stopped_by")))
     lines = [
         f"{results['dataset']} seed {results['seed']}: {tr.get('batches', 0):,} of "
-        f"{tr.get('total_batches', 0):,} batches in {tr.get('seconds', 0.0):.0f} s of training, ended by {stop}; "
+        f"{tr.get('total_batches', 0):,} batches in {tr.get('seconds', 0.0):.0f} s of training, "
+        f"ended by {stop}; "
         f"tested the weights of batch {tr.get('selected_batch', 0):,}",
         f"{'split':<11} {'model':<18} {'n':>6} {'misses':>6} {'H@1':>6} {'H@3':>6} {'H@10':>6} {'MRR':>6}",
     ]

@@ -22,7 +22,9 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
     """Parse ``argv``, re-rank, print one row per split; returns the figures."""
-    ap = argparse.ArgumentParser(prog="python -m signet_rl.tasks.kg_rerank", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m signet_rl.tasks.kg_rerank", description=__doc__.splitlines()[0]
+    )
     ap.add_argument("run_dir")
     ap.add_argument(
         "--set", dest="overrides", nargs="*", default=[], help=f"key=value; one of {EVAL_TIME_KEYS}"

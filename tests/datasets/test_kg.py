@@ -231,7 +231,8 @@ def test_duplicate_triples_are_reported_and_do_not_become_parallel_edges(tmp_pat
     ds = load_kg("dups", root=tmp_path, inverse=True)
     deps = ds.graph.dependencies
     # three distinct edges and their three inverses; the repeat on line 3 is neither an edge nor an inverse
-    assert len(deps) == 6 and not deps.duplicated(["source_entity_id", "dependency_type", "target_entity_id"]).any()
+    assert len(deps) == 6
+    assert not deps.duplicated(["source_entity_id", "dependency_type", "target_entity_id"]).any()
     rows = [(Path(m.file).name, m.row, m.problem, m.action) for m in ds.report.malformed]
     assert rows == [
         ("graph.txt", "line 3: a\tr\tb", "duplicate triple (first on line 1)", "dropped"),

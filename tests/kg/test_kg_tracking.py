@@ -1,4 +1,5 @@
-"""signet_rl.tasks.kg.run_kg logs one MLflow run (params, prefixed metrics, results.json) when ``mlflow.enabled``.
+"""signet_rl.tasks.kg.run_kg logs one MLflow run (params, prefixed metrics, results.json) when
+``mlflow.enabled``.
 
 Separate from test_trainer.py: creating MLflow's sqlite store alone takes ~15 s on a shared CPU."""
 

@@ -47,7 +47,10 @@ def _digest(cfg: DictConfig) -> dict[str, str]:
         sort_keys=True,
         default=str,
     )
-    return {"config": hashlib.sha256(blob.encode()).hexdigest()[:16], "fingerprint": kg_config(cfg).fingerprint}
+    return {
+        "config": hashlib.sha256(blob.encode()).hexdigest()[:16],
+        "fingerprint": kg_config(cfg).fingerprint,
+    }
 
 
 def test_every_recipe_the_ledger_names_has_a_config_file():
@@ -64,7 +67,14 @@ def test_every_recipe_the_ledger_names_has_a_config_file():
 def test_each_recipe_composes_to_the_config_it_reported(recipe):
     with initialize_config_dir(str(CONF), version_base="1.3"):
         cfg = compose(
-            "train", overrides=["task=kg", "dataset=kg", "dataset.spec=kg:umls", DATA_ROOT, f"+experiment=kg/{recipe}"]
+            "train",
+            overrides=[
+                "task=kg",
+                "dataset=kg",
+                "dataset.spec=kg:umls",
+                DATA_ROOT,
+                f"+experiment=kg/{recipe}",
+            ],
         )
     assert _digest(cfg) == FROZEN["recipes"][recipe]
 
@@ -93,7 +103,9 @@ def test_a_missing_or_malformed_recipe_is_named(tmp_path):
     (tmp_path / "bad.yaml").write_text("# @package _global_\nseed: 3\ntask:\n  lr: 0.1\n")
     with pytest.raises(ValueError, match=r"bad.yaml: a KG recipe overrides task keys only, not \['seed'\]"):
         report.recipe_overrides("bad", tmp_path)
-    (tmp_path / "nested.yaml").write_text("task:\n  anchors: [complex]\n  anchor:\n    dim: 8\n  patience: null\n")
+    (tmp_path / "nested.yaml").write_text(
+        "task:\n  anchors: [complex]\n  anchor:\n    dim: 8\n  patience: null\n"
+    )
     assert report.recipe_overrides("nested", tmp_path) == [
         "task.anchors=[complex]",
         "task.anchor.dim=8",

@@ -16,7 +16,7 @@ from signet_rl.kg.trainer import CHECKPOINT, PREVIOUS, RESULTS
 from signet_rl.tasks.kg import run_kg, train_kg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kg"))
-from test_trainer import tiny_cfg, write_tiny  # noqa: E402
+from test_trainer import tiny_cfg, write_tiny
 
 ROOT = Path(__file__).resolve().parents[2]
 SPLITS = ("a\tr3\tc\na\tr1\tb\nb\tr3\te\nd\tr3\ta\nc\tr3\tb\n", "d\tr3\te\n", "b\tr3\tc\n")
@@ -131,7 +131,9 @@ def test_the_train_command_prints_the_table_the_mlflow_run_and_where_the_files_a
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     # ended by the time budget, and the progress bar says so: 100% of the budget's seconds
-    assert re.search(r"kg:tiny seed 0: [\d,]+ of 100,000 batches in \d+ s of training, ended by the time budget", out)
+    assert re.search(
+        r"kg:tiny seed 0: [\d,]+ of 100,000 batches in \d+ s of training, ended by the time budget", out
+    )
     assert re.search(r"kg_walk kg:tiny \(time budget\): 100%\|.*\| 2/2 s", done.stderr)
     table = [line.split() for line in out.splitlines() if line.startswith(("validation ", "test "))]
     assert [row[:3] for row in table] == [
