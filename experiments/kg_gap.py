@@ -1,6 +1,6 @@
 """Where a KG walker loses to its run's own KG-embedding anchor (issue 7).
 
-Ranks one split with a finished ``run_kg`` run's walker (the weights it reported) and with one of its
+Ranks one split with a finished KG run's walker (the weights it reported) and with one of its
 in-run anchors, query by query, and splits the difference of their reciprocal ranks two ways:
 
 - by how often the query's answer is a tail of the query relation among the *training* triples (never

@@ -283,6 +283,6 @@ def _coerce(key: str, value: Any, annotation: Any) -> Any:
         if kind.startswith("str"):
             return str(value)
     except (TypeError, ValueError):
-        want = kind.split(" |")[0]
-        raise ValueError(f"{key}={value!r} is not a {want}") from None
+        want = {"bool": "true or false", "int": "an integer", "float": "a number"}.get(kind.split(" |")[0])
+        raise ValueError(f"{key}={value!r} is not {want or kind}") from None
     return value
