@@ -89,6 +89,16 @@ def optimized_value(results: Mapping[str, Any], name: str) -> float:
     return float((results.get("validation") or {}).get(name[len("val/") :], math.nan))
 
 
+def _run_dir(cfg: DictConfig) -> Path | None:
+    """The run folder, resolved by the entry point's rule (``signet_rl.train.run_dir``: the one every task
+    shares, relative paths anchored at the project root); None when ``cfg.run_dir`` is null."""
+    if not cfg.get("run_dir"):
+        return None
+    from signet_rl.train import run_dir
+
+    return run_dir(cfg)
+
+
 def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Train and evaluate the walker ``cfg`` describes; return its results (see
     :meth:`KGTrainer.run <signet_rl.kg.trainer.KGTrainer.run>`), plus ``results["mlflow"]`` (run id, name,
@@ -99,7 +109,7 @@ def run_kg(cfg: DictConfig, on_batch: Callable[[int], None] | None = None) -> di
     files). ``on_batch`` is called with the batches done after each batch.
     """
     config = kg_config(cfg)
-    run_dir = Path(str(cfg.run_dir)) if cfg.get("run_dir") else None
+    run_dir = _run_dir(cfg)
     if cfg.get("fresh") and run_dir is not None:
         removed = clear_run(run_dir)
         if removed:
@@ -121,8 +131,8 @@ def train_kg(cfg: DictConfig) -> float:
     logged = results.get("mlflow")
     if logged:
         print(f"MLflow run {logged['run_id']} ({logged['run_name']}) in {logged['tracking_uri']}")
-    if cfg.get("run_dir"):
-        folder = Path(str(cfg.run_dir)).resolve()
+    folder = _run_dir(cfg)
+    if folder is not None:
         print(f"run folder {folder}: {RESULTS}, {CHECKPOINT} (the same command resumes it), {CONFIG}")
     value = optimized_value(results, name)
     print(f"{name} = {value:.4f}")

@@ -1,7 +1,7 @@
 """signet_rl.tasks.kg.run_kg logs one MLflow run (params, prefixed metrics, results.json) when
 ``mlflow.enabled``.
 
-Separate from test_trainer.py: creating MLflow's sqlite store alone takes ~15 s on a shared CPU."""
+Separate from test_kg_trainer.py: creating MLflow's sqlite store alone takes ~15 s on a shared CPU."""
 
 from __future__ import annotations
 

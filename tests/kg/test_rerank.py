@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
-from test_trainer import tiny_cfg, write_tiny  # tests/kg is on sys.path (no __init__.py)
+from test_kg_trainer import tiny_cfg, write_tiny  # tests/kg is on sys.path (no __init__.py)
 
 from signet_rl.kg.rerank import evaluate_run
 from signet_rl.kg.trainer import CONFIG

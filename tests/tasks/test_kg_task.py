@@ -16,7 +16,7 @@ from signet_rl.kg.trainer import CHECKPOINT, PREVIOUS, RESULTS
 from signet_rl.tasks.kg import run_kg, train_kg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kg"))
-from test_trainer import tiny_cfg, write_tiny
+from test_kg_trainer import tiny_cfg, write_tiny
 
 ROOT = Path(__file__).resolve().parents[2]
 SPLITS = ("a\tr3\tc\na\tr1\tb\nb\tr3\te\nd\tr3\ta\nc\tr3\tb\n", "d\tr3\te\n", "b\tr3\tc\n")
