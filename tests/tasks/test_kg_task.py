@@ -116,14 +116,15 @@ def test_training_on_a_folder_without_usable_triples_refuses(tmp_path):
     assert not (tmp_path / "run" / RESULTS).exists()
 
 
-def test_the_train_command_prints_the_table_the_mlflow_run_and_where_the_files_are(root, tmp_path):
+def test_the_train_command_prints_the_table_and_where_the_files_are(root, tmp_path):
+    # (the MLflow line it prints: tests/kg/test_kg_tracking.py, where creating the store is paid once)
     run_dir = tmp_path / "run"
     command = [
         sys.executable, "-m", "signet_rl.train", "task=kg", "dataset=kg", "dataset.spec=kg:tiny",
         f"dataset.data_root={root}", "dataset.inverse=true", "task.anchors=[distmult]", "task.shaping=none",
         "+task.anchor.epochs=2", "+task.anchor.dim=4", "task.entity_dim=8", "task.relation_dim=8",
         "task.history_dim=8", "task.hidden_dim=16", "task.beam_width=8", "task.max_batches=100000",
-        "task.time_budget_s=2", f"run_dir={run_dir}", f"mlflow.tracking_uri=sqlite:///{tmp_path / 'ml.db'}",
+        "task.time_budget_s=2", f"run_dir={run_dir}", "mlflow.enabled=false",
         f"hydra.run.dir={tmp_path / 'hydra'}",
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -140,7 +141,6 @@ def test_the_train_command_prints_the_table_the_mlflow_run_and_where_the_files_a
         ["validation", "kg_walk", "1"], ["validation", "anchor_distmult", "1"],
         ["test", "kg_walk", "1"], ["test", "anchor_distmult", "1"],
     ]  # fmt: skip
-    run_id = re.search(r"^MLflow run (\w+) \(kg_walk-kg:tiny-seed0\) in sqlite:///", out, re.M)
-    assert run_id is not None
+    assert "MLflow run" not in out
     assert f"run folder {run_dir}: {RESULTS}, {CHECKPOINT} (the same command resumes it)" in out
     assert re.search(r"^val/kg_walk/mrr = \d\.\d{4}$", out, re.M)
