@@ -5,12 +5,11 @@ Separate from test_kg_trainer.py: creating MLflow's sqlite store alone takes ~15
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
-
-import json
 
 from signet_rl.tasks.kg import flat_metrics, train_kg
 
