@@ -28,7 +28,7 @@ import torch
 from signet_rl.core.paths import data_root
 from signet_rl.datasets.kg import load_kg
 from signet_rl.kg.policy import KGPolicy, Reinforce, rollout
-from signet_rl.kg.walk import WalkTask
+from signet_rl.kg.walk_task import WalkTask
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """Where a KG walker loses to its run's own KG-embedding anchor (issue 7).
 
-Ranks one split with a finished ``run_kg`` run's walker (the weights it reported) and with one of its
+Ranks one split with a finished KG run's walker (the weights it reported) and with one of its
 in-run anchors, query by query, and splits the difference of their reciprocal ranks two ways:
 
 - by how often the query's answer is a tail of the query relation among the *training* triples (never
@@ -34,10 +34,10 @@ def gap(run_dir: str | Path, split: str = "validation", anchor: str = "complex")
     Raises:
         FileNotFoundError: the run kept no such anchor (``<run_dir>/anchors/<anchor>.pt``).
     """
-    from signet_rl.kg.evaluate import load_run_policy
     from signet_rl.kg.kge import KGEAnchor
     from signet_rl.kg.ranking import filtered_ranks
-    from signet_rl.kg.train import path_length_of, policy_ranks
+    from signet_rl.kg.rerank import load_run_policy
+    from signet_rl.kg.trainer import policy_ranks
 
     path = Path(run_dir) / "anchors" / f"{anchor}.pt"
     if not path.exists():
@@ -50,11 +50,11 @@ def gap(run_dir: str | Path, split: str = "validation", anchor: str = "complex")
         policy,
         task,
         batch,
-        path_length_of(cfg),
-        int(t.beam_width),
+        cfg.path_length,
+        t.beam_width,
         None,
-        bool(t.get("eval_mask_query_edge", True)),
-        str(t.get("beam_pool", "max")),
+        t.eval_mask_query_edge,
+        t.beam_pool,
     )
     model = KGEAnchor.load(path)
     anchor_rr = 1.0 / np.asarray(filtered_ranks(model.score_tails(batch.heads, batch.relations), batch))

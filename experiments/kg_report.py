@@ -55,9 +55,13 @@ likelihood_relations NELL-995 seed 3, the regularised_ema and regularised_wide U
 warm_dropout_ema Kinship seed 0 ran first as probes of the same config (same overrides, same checkpoint
 fingerprint) in another folder, which was then copied under ``runs/report-kg/``.
 
-``--recipes reinforce`` (MINERVA's trainer), ``gnn`` (the GNN-conditioned walker), ``likelihood`` (the
-last step trained by the answer's log-likelihood), ``reciprocal`` (``likelihood`` with a reciprocal head
-query per training triple as well), ``regularised`` (``reciprocal`` with dropout 0.5 on the MLP and the
+Each recipe is a Hydra experiment config, ``conf/experiment/kg/<recipe>.yaml`` (the same file runs alone as
+``python -m signet_rl.train task=kg dataset=kg dataset.spec=kg:umls +experiment=kg/<recipe>``; a report job
+applies it after its dataset's ``SETTINGS``).
+
+``--recipes reinforce`` (MINERVA's trainer), ``gnn`` (the GNN-conditioned walker), ``likelihood`` (the last
+step trained by the answer's log-likelihood), ``reciprocal`` (``likelihood`` with a reciprocal head query
+per training triple as well), ``regularised`` (``reciprocal`` with dropout 0.5 on the MLP and the
 embeddings), ``regularised_long`` (``regularised`` without the early stop), ``regularised_sum``
 (``regularised`` ranking an entity by the summed probability of its paths), ``likelihood_patient``
 (``likelihood`` with summed paths, the whole validation split and a longer patience; its NELL-995 seeds are
@@ -65,14 +69,12 @@ embeddings), ``regularised_long`` (``regularised`` without the early stop), ``re
 ``warm`` (the default shaped recipe with the walker's vectors started from the in-run ComplEx anchor's),
 ``warm_explore`` (``warm`` with entropy weight 0.2), ``warm_dropout`` (``warm_explore`` with MultiHopKG's
 action dropout 0.9 and its raw-return estimator), ``shaped_dropout`` (``warm_dropout`` without the warm
-start), ``likelihood_relations`` (``likelihood_patient``
-reading relation vectors only, MINERVA's NELL-995 setting; seeds 3, 4 and 5, the ones its parent recipe
-reports), ``regularised_ema`` (``regularised_sum`` with its weights averaged, ``task.ema_decay`` 0.995) and
-``regularised_wide`` (``regularised_ema`` with an 800-unit MLP) and ``warm_dropout_ema`` (``warm_dropout``
-with its weights averaged) run the other recipes.
-A finished run is skipped; to give one more time, delete its ``results.json`` and rerun with a larger
-``--budget`` (its checkpoint resumes; the budget counts training seconds across sittings).
-"""
+start), ``likelihood_relations`` (``likelihood_patient`` reading relation vectors only, MINERVA's NELL-995
+setting; seeds 3, 4 and 5, the ones its parent recipe reports), ``regularised_ema`` (``regularised_sum``
+with its weights averaged, ``task.ema_decay`` 0.995) and ``regularised_wide`` (``regularised_ema`` with an
+800-unit MLP) and ``warm_dropout_ema`` (``warm_dropout`` with its weights averaged) run the other recipes. A
+finished run is skipped; to give one more time, delete its ``results.json`` and rerun with a larger
+``--budget`` (its checkpoint resumes; the budget counts training seconds across sittings). """
 
 from __future__ import annotations
 
@@ -82,6 +84,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- kg:start -->", "<!-- kg:end -->"
@@ -159,107 +162,53 @@ NOTES = {
 SETTING_NOTES = {"countries_S3": "hide_query_relation 0.5", "nell-995": "100-dim policy"}
 
 
-# Training recipes (overrides of conf/task/kg.yaml, whose defaults are the "shaped" recipe).
-RECIPES: dict[str, list[str]] = {
-    # MultiHopKG's reward shaping by the in-run ComplEx anchor, the last step summed out exactly
-    "shaped": [],
-    # MINERVA's trainer: 0/1 reward, REINFORCE on every sampled step, its entropy schedule and 50-dim policy
-    "reinforce": [
-        "task.shaping=none",
-        "task.last_step=sample",
-        "task.lr=0.005",
-        "task.batch_size=64",
-        "task.num_rollouts=20",
-        "task.entity_dim=50",
-        "task.relation_dim=50",
-        "task.history_dim=50",
-        "task.hidden_dim=200",
-        "task.beta=0.05",
-        "task.beta_decay=0.9",
-    ],
-    # the default recipe with entity vectors from a one-layer relational GNN over the walking graph
-    "gnn": ["task.gnn=true"],
-    # the last step trained by the answer's log-likelihood (its cross-entropy) instead of its expected
-    # reward, unshaped. It learns in hundreds of batches, then overfits (UMLS, lr 1e-3: validation MRR
-    # 0.84 at batch 250, 0.73 at 1,000), hence dropout, lr 3e-4, validation every 100 batches and a stop
-    # after 10 validations without a new best.
-    "likelihood": [
-        "task.last_step=likelihood",
-        "task.shaping=none",
-        "task.dropout=0.3",
-        "task.lr=0.0003",
-        "task.eval_every=100",
-        "task.patience=10",
-    ],
-}
-# the likelihood recipe, also trained on one reciprocal head query (t, r^-1, ?) -> h per training triple, as
-# the KGE anchors are (UMLS, seed 0: validation MRR 0.885 at best against 0.854 without)
-RECIPES["reciprocal"] = [*RECIPES["likelihood"], "task.reciprocal_queries=true"]
-# reciprocal, regularised harder: dropout 0.5 on the policy MLP and 0.5 on the embeddings it reads (UMLS,
-# seed 0, validation MRR at best: 0.910 against 0.885 with the reciprocal recipe's 0.3 and no embedding
-# dropout; MLP 0.5 alone 0.907, MLP 0.5 with embedding 0.3 0.906, MLP 0.3 with embedding 0.3 0.898)
-RECIPES["regularised"] = [
-    *(o for o in RECIPES["reciprocal"] if not o.startswith("task.dropout=")),
-    "task.dropout=0.5",
-    "task.emb_dropout=0.5",
-]
-# regularised, trained to the budget with the best validation checkpoint kept (no early stop), for curves
-# that climb slowly under validation noise (Kinship: patience stopped seed 0 at batch 4,600 while its
-# validation MRR was still rising, 0.72 at 2,000 to 0.776 at 3,600)
-RECIPES["regularised_long"] = [o for o in RECIPES["regularised"] if not o.startswith("task.patience=")]
-# regularised, with the beam summing the probabilities of the paths reaching an entity, in validation and test
-# alike. Chosen on the whole UMLS validation split with the regularised seeds' selected checkpoints: MRR
-# 0.909 / 0.911 / 0.913 summed against 0.901 / 0.908 / 0.903 with max (the walker trained by the answer's
-# likelihood gives the answer's probability summed over its last steps, so summing is its own ranking rule).
-RECIPES["regularised_sum"] = [*RECIPES["regularised"], "task.beam_pool=sum"]
-# regularised_sum, validated, selected and tested on a moving average of its weights (task.ema_decay 0.995,
-# Polyak averaging). UMLS, seed 0: validation MRR 0.920 at batch 3,200 on the first 500 queries, patience
-# stopping it after 631 s of training; test 91.4 against 91.3 for the same seed without averaging after 19
-# minutes (docs/kg_protocol.md, ema_decay)
-RECIPES["regularised_ema"] = [*RECIPES["regularised_sum"], "task.ema_decay=0.995"]
-# regularised_ema with the policy MLP's hidden layer doubled to 800 (UMLS, seed 0: validation MRR 0.920 at
-# batch 2,000 on the first 500 queries, the same as regularised_ema but sooner; whole validation split 0.909
-# against 0.911, test 92.1 against 91.4). Seeds 1 and 2 ran for both recipes to choose between them on
-# validation, the seed-0 test figures having been printed: mean whole-validation MRR 0.9129 against 0.9127,
-# level; test 92.1 +- 0.3 against 91.5 +- 0.3.
-RECIPES["regularised_wide"] = [*RECIPES["regularised_ema"], "task.hidden_dim=800"]
-# likelihood, for NELL-995's slow, noisy validation curve: each validation ranks the whole validation split
-# (543 queries, ~12 s) instead of its first 200, the stop waits 20 validations instead of 10, and the beam
-# sums the probabilities of the paths reaching an entity (beam_pool=sum). Sum pooling was chosen on the whole
-# validation split with the three likelihood seeds' selected checkpoints: MRR 0.638 / 0.634 / 0.633 against
-# 0.633 / 0.629 / 0.623 with max; on Kinship (shaped) max was better on all three seeds.
-RECIPES["likelihood_patient"] = [
-    *(o for o in RECIPES["likelihood"] if not o.startswith("task.patience=")),
-    "task.patience=20",
-    "task.eval_queries=null",
-    "task.beam_pool=sum",
-]
-# the shaped recipe with the walker's entity and relation vectors started from the in-run ComplEx anchor's
-# (task.init_from_anchor; Kinship, seed 0, validation MRR 0.776 against 0.750 at batch 3,000: the same curve
-# further along, for a walker whose curve is still rising at the 20-minute cap)
-RECIPES["warm"] = ["task.init_from_anchor=complex"]
-# warm, with the entropy weight doubled to 0.2: more exploration for the walker that starts near the anchor
-# (Kinship, validation MRR: seed 0 0.827 at batch 7,000 against 0.797-0.817 around it with 0.1, seed 1 0.839
-# at 5,000 against 0.803; MultiHopKG's 0.05 was worse, 0.736 at batch 8,000)
-RECIPES["warm_explore"] = [*RECIPES["warm"], "task.beta=0.2"]
-# likelihood_patient with the walker reading relation vectors only, no entity vectors (MINERVA's NELL-995
-# setting, use_entity_embeddings=0 in its config). On NELL-995 a batch is ~8x faster (seed 3: 5,400 batches
-# in 396 s, against ~6,000 in 3,600 s with the 75k x 100 entity table) and validation MRR 0.651 at best,
-# against 0.633-0.638 for the likelihood seeds with entity vectors.
-RECIPES["likelihood_relations"] = [*RECIPES["likelihood_patient"], "task.use_entity_embeddings=false"]
-# warm_explore with MultiHopKG's action dropout (0.9, its Kinship rate) and its estimator: each sampled step
-# is pushed up by its return itself, no baseline and no normalisation (task.advantage=raw). With our
-# normalised advantages action dropout collapsed the walker; with the raw return it explores without
-# collapsing (Kinship, seed 0, validation MRR 0.857 at batch 1,500 and 0.875 at 2,500, against 0.854 at
-# best after 19,000 batches without it).
-RECIPES["warm_dropout"] = [*RECIPES["warm_explore"], "task.advantage=raw", "task.action_dropout=0.9"]
-# warm_dropout without the warm start: the shaped recipe with entropy 0.2, action dropout 0.9 and the raw
-# return (Kinship, seed 0: validation 0.877 at batch 3,500, test 87.6, against 0.881 and 87.5 warm)
-RECIPES["shaped_dropout"] = ["task.beta=0.2", "task.advantage=raw", "task.action_dropout=0.9"]
-# warm_dropout validated, selected and tested on a moving average of its weights (task.ema_decay 0.995;
-# Kinship, seed 0: validation MRR on the first 500 queries 0.897 at best against 0.882 without, 0.896 with
-# decay 0.999; both decays ran side by side and the choice read their validation curves only)
-RECIPES["warm_dropout_ema"] = [*RECIPES["warm_dropout"], "task.ema_decay=0.995"]
+# Training recipes: one Hydra experiment config each, conf/experiment/kg/<recipe>.yaml (overrides of
+# conf/task/kg.yaml, whose defaults are the "shaped" recipe; each file says why it holds what it holds and
+# which rows of docs/results.md it produced). A job applies them after its dataset's SETTINGS, so a recipe's
+# value wins where both set one.
+RECIPE_DIR = ROOT / "conf" / "experiment" / "kg"
+
+
+def _override_value(value: object) -> str:
+    """``value`` as Hydra's override grammar writes it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_override_value(v) for v in value) + "]"
+    return str(value)
+
+
+def recipe_overrides(recipe: str, folder: Path = RECIPE_DIR) -> list[str]:
+    """The ``task.<key>=<value>`` overrides ``<folder>/<recipe>.yaml`` holds, in file order.
+
+    Raises:
+        FileNotFoundError: no such recipe file (naming the recipes there are).
+        ValueError: the file sets something other than ``task`` keys.
+    """
+    path = folder / f"{recipe}.yaml"
+    if not path.is_file():
+        there = sorted(p.stem for p in folder.glob("*.yaml"))
+        raise FileNotFoundError(f"recipe {recipe!r}: no {path}; recipes: {', '.join(there)}")
+    data = yaml.safe_load(path.read_text()) or {}
+    if set(data) - {"task"}:
+        raise ValueError(f"{path}: a KG recipe overrides task keys only, not {sorted(set(data) - {'task'})}")
+    out: list[str] = []
+
+    def walk(prefix: str, node: object) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(f"{prefix}.{key}", value)
+        else:
+            out.append(f"{prefix}={_override_value(node)}")
+
+    walk("task", data.get("task") or {})
+    return out
+
+
+RECIPES: dict[str, list[str]] = {p.stem: recipe_overrides(p.stem) for p in sorted(RECIPE_DIR.glob("*.yaml"))}
+
 LABELS = {
     "shaped": "walker, ComplEx-shaped, exact last step",
     "reinforce": "walker, plain REINFORCE (MINERVA trainer)",
@@ -292,29 +241,32 @@ LABELS = {
 }
 
 
+def job_overrides(name: str, recipe: str, seed: int, budget: float, folder: Path) -> list[str]:
+    """The ``python -m signet_rl.train`` overrides of one report job: the dataset, its SETTINGS, then the
+    recipe's file (so the recipe wins where both set a key), the seed, the folder and the budget."""
+    return [
+        "task=kg",
+        "dataset=kg",
+        f"dataset.spec=kg:{name}",
+        *SETTINGS.get(name, []),
+        *recipe_overrides(recipe),
+        f"seed={seed}",
+        f"run_dir={folder}",
+        f"task.time_budget_s={budget}",
+        "task.progress=false",
+    ]
+
+
 def run_one(name: str, seed: int, budget: float, recipe: str = "shaped") -> dict:
     from hydra import compose, initialize_config_dir
 
-    from signet_rl.kg.train import run_kg
+    from signet_rl.tasks.kg import run_kg
 
     folder = ROOT / "runs" / "report-kg" / f"{name}-{recipe}-s{seed}"
     if (folder / "results.json").exists():
         return json.loads((folder / "results.json").read_text())
     with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(
-            "train",
-            overrides=[
-                "task=kg",
-                "dataset=kg",
-                f"dataset.spec=kg:{name}",
-                *SETTINGS.get(name, []),
-                *RECIPES[recipe],
-                f"seed={seed}",
-                f"run_dir={folder}",
-                f"task.time_budget_s={budget}",
-                "task.progress=false",
-            ],
-        )
+        cfg = compose("train", overrides=job_overrides(name, recipe, seed, budget, folder))
     t = time.perf_counter()
     out = run_kg(cfg)
     print(f"[{name} {recipe} seed {seed}] {time.perf_counter() - t:.0f} s", flush=True)

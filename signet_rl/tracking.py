@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -321,9 +321,15 @@ class TrainingRun:
 
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
         """Log finite metrics at ``step`` (interactions so far)."""
+        self.log_history([(step, metrics)])
+
+    def log_history(self, points: Iterable[tuple[int, Mapping[str, float]]]) -> None:
+        """Log metric histories in one go: one ``(step, {name: value})`` per point (a validation curve by
+        batch, say); non-finite values are left out."""
         now = int(time.time() * 1000)
         rows = [
             Metric(_name(k), float(v), now, int(step))
+            for step, metrics in points
             for k, v in metrics.items()
             if isinstance(v, int | float) and math.isfinite(v)
         ]

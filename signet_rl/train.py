@@ -3,7 +3,7 @@
 A thin ``@hydra.main`` over :func:`train`, which returns the metric a sweeper optimises (a validation
 metric, ``cfg.optimized_metric``; never a test one). ``task=bandit`` (the default) runs the bandit loop of
 :mod:`signet_rl.learning.trainer` for the scorer ``scorer=<gnn|linucb|...>`` on ``dataset=<...>``;
-``task=kg`` runs knowledge-graph path reasoning (:func:`signet_rl.kg.train.train_kg`).
+``task=kg`` runs knowledge-graph path reasoning (:func:`signet_rl.tasks.kg.train_kg`).
 
     python -m signet_rl.train                                   # GNN scorer on synthetic:small
     python -m signet_rl.train scorer=linucb dataset=locomo
@@ -86,7 +86,7 @@ def run_dir(cfg: DictConfig) -> Path:
 def train(cfg: DictConfig) -> float:
     """Train, evaluate and log the run ``cfg`` describes; returns ``cfg.optimized_metric`` (validation)."""
     if str(cfg.task.get("name", "bandit")) == "kg":
-        from signet_rl.kg.train import train_kg
+        from signet_rl.tasks.kg import train_kg
 
         return float(train_kg(cfg))
     return train_bandit(cfg)

@@ -92,7 +92,7 @@ def read_triples(path: Path, report: LoadReport) -> pd.DataFrame:
         One row per well-formed line, in file order, with a ``line`` column (1-based line number).
     """
     report.files.append(str(path))
-    text = path.read_text(encoding="utf-8")
+    text = _read_utf8(path)
     lines = text.splitlines()
     fast = _read_clean(text, len(lines))
     if fast is not None:
@@ -111,6 +111,35 @@ def read_triples(path: Path, report: LoadReport) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=_COLS, dtype=object) if rows else _empty()
     frame["line"] = np.flatnonzero(np.asarray(ok, dtype=bool)) + 1
     return frame
+
+
+def _read_utf8(path: Path) -> str:
+    """The text of ``path``; a file that is not UTF-8 is an error naming the file, the line and the byte."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ValueError(
+            f"{path}: line {line} is not UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start}: "
+            f"{err.reason}); KG files are read as UTF-8: re-encode it (e.g. iconv -f latin1 -t utf-8)"
+        ) from None
+
+
+def _drop_duplicate_edges(graph: pd.DataFrame, files: Sequence[Path], report: LoadReport) -> pd.DataFrame:
+    """``graph`` with each repeated ``head, relation, tail`` kept once (a repeat would be a parallel edge
+    that weighs the triple twice wherever edges are counted); each repeat is reported with its line and
+    the line it repeats."""
+    dup = graph.duplicated(_COLS, keep="first").to_numpy()
+    if not dup.any():
+        return graph
+    first_line = graph.groupby(_COLS, sort=False)["line"].transform("first")
+    source = graph["_file"] if "_file" in graph else pd.Series([str(files[0])] * len(graph))
+    for i in np.flatnonzero(dup):
+        row = graph.iloc[i]
+        report.add(source.iloc[i], f"line {row['line']}: {row['head']}\t{row['relation']}\t{row['tail']}",
+                   f"duplicate triple (first on line {first_line.iloc[i]})", action="dropped")
+    return graph[~dup].reset_index(drop=True)
 
 
 def _read_clean(text: str, n_lines: int) -> pd.DataFrame | None:
@@ -276,11 +305,25 @@ def load_kg(folder: str, root: Path, inverse: bool | None = None) -> Dataset:
             f"kg:{folder}: {path} holds no graph.txt and no train.txt (nor does any parent under "
             f"{kg_root}); folders that exist: {', '.join(_available(kg_root))}")
     report = LoadReport()
+    read: dict[Path, pd.DataFrame] = {}
 
-    graph = pd.concat([read_triples(p, report) for p in layout.graph], ignore_index=True)
-    splits = {s: (read_triples(p, report) if p is not None else _empty().assign(line=[]))
+    def triples_of(p: Path) -> pd.DataFrame:
+        """Each file read (and its malformed rows reported) once, though ``train.txt`` may serve as the
+        graph too."""
+        if p not in read:
+            read[p] = read_triples(p, report)
+        return read[p].copy()
+
+    graph = pd.concat([triples_of(p).assign(_file=str(p)) for p in layout.graph], ignore_index=True)
+    graph = _drop_duplicate_edges(graph, layout.graph, report).drop(columns="_file")
+    splits = {s: (triples_of(p) if p is not None else _empty().assign(line=[]))
               for s, p in layout.splits.items()}
-    extra = [read_triples(p, report) for p in layout.filter_files]
+    extra = [triples_of(p) for p in layout.filter_files]
+    for split, frame in splits.items():  # a repeated query stays (it is asked twice), but is reported
+        repeated = frame.duplicated(_COLS, keep="first").to_numpy()
+        for line, h, r, t in frame.loc[repeated, ["line", *_COLS]].itertuples(index=False):
+            report.add(layout.splits[split] or split, f"line {line}: {h}\t{r}\t{t}", "duplicate triple",
+                       action="kept")
     vocab_entities: list[str] = []
     vocab_relations: list[str] = []
     if layout.vocab is not None:

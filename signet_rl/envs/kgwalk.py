@@ -2,7 +2,7 @@
 
 One episode answers one query ``(e1, r, ?)`` drawn from a split with the environment's seeded
 ``np_random``. The agent starts at ``e1`` and takes exactly ``path_length`` steps; each step picks one
-slot of the current entity's padded action space (:class:`~signet_rl.kg.walk.KGWalker`): slot 0 is the
+slot of the current entity's padded action space (:class:`~signet_rl.kg.walk_task.KGWalker`): slot 0 is the
 ``NO_OP`` self-loop (staying put, so shorter paths are possible), then the entity's out-edges. The
 query's own edge ``(e1, r, e2)`` and its inverse are masked, as in MINERVA/MultiHopKG training.
 
@@ -39,7 +39,7 @@ import numpy as np
 from gymnasium import spaces
 
 from signet_rl.datasets.base import Dataset
-from signet_rl.kg.walk import WalkTask, fact_keys, sorted_contains
+from signet_rl.kg.walk_task import WalkTask, fact_keys, sorted_contains
 
 __all__ = ["INVALID_ACTION_PENALTY", "KGWalkEnv"]
 

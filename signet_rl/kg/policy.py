@@ -11,10 +11,10 @@ The policy (:class:`KGPolicy`) scores the candidate actions of a walk answering 
         \\big([\\mathbf r_a; \\mathbf e_a]^\\top x_t\\big)
 
 with the softmax over the unmasked slots of the current entity's action space
-(:class:`~signet_rl.kg.walk.KGWalker`). ``use_entity_embeddings=False`` drops every entity vector (MINERVA's
-setting for Kinship, UMLS and NELL); ``gnn_layers > 0`` replaces the entity embedding table by the node
-states of a relational GNN over the walking graph (:class:`RelationalGNN`), recomputed on every forward
-pass so it trains end to end.
+(:class:`~signet_rl.kg.walk_task.KGWalker`). ``use_entity_embeddings=False`` drops every entity
+vector (MINERVA's setting for Kinship, UMLS and NELL); ``gnn_layers > 0`` replaces the entity embedding
+table by the node states of a relational GNN over the walking graph (:class:`RelationalGNN`), recomputed on
+every forward pass so it trains end to end.
 
 Training (:func:`rollout`, :class:`Reinforce`): ``num_rollouts`` sampled walks per query, terminal reward
 (1 for a correct answer, or MultiHopKG's reward shaping ``R = hit + (1 - hit) σ(f(e1, r_q, e_T))`` with a
@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from signet_rl.kg.walk import KGWalker
+from signet_rl.kg.walk_task import KGWalker
 
 __all__ = [
     "ADVANTAGES",

@@ -13,6 +13,7 @@ from signet_rl.core.paths import data_root
 from signet_rl.datasets.base import DatasetNotFoundError
 from signet_rl.datasets.kg import SPECIAL_TOKENS, load_kg
 from signet_rl.datasets.registry import load_dataset
+from signet_rl.evaluation.describe import describe, format_description
 from signet_rl.graph.confidence import Reason
 
 
@@ -114,7 +115,11 @@ def test_countries(require_data, folder):
         assert set(ds.graph.entities["id"]) == vocab
         assert _splits(ds) == (1111, 24, 24)
     graph_file = path / "graph.txt" if (path / "graph.txt").exists() else path / "train.txt"
-    assert len(ds.graph.dependencies) == len(graph_file.read_text().splitlines())
+    lines = graph_file.read_text().splitlines()
+    # a repeated line is one edge, not two parallel ones, and the load report names each repeat
+    assert len(ds.graph.dependencies) == len(set(lines))
+    repeats = [m for m in ds.report.malformed if m.problem.startswith("duplicate triple (first on line")]
+    assert len(repeats) == len(lines) - len(set(lines))
 
 
 @pytest.mark.data
@@ -203,3 +208,52 @@ def test_nell_layout_detected_generically(tmp_path):
     types = ds.graph.entities.set_index("id")["entity_type"]
     assert types["concept_city_a"] == "city" and types["concept_country_d"] == "country"
     assert len(load_kg("some-kb", root=tmp_path, inverse=False).graph.dependencies) == 2
+
+
+def test_describe_counts_a_malformed_row_once_when_train_is_also_the_graph(tmp_path):
+    # no graph.txt: train.txt is the walking graph and the training split, read once
+    folder = tmp_path / "kg" / "nograph"
+    _write(folder / "train.txt", ["a\tr\tb", "a r c", "b\tr\tc"])
+    _write(folder / "dev.txt", ["b\tr\tc"])
+    _write(folder / "test.txt", ["a\tr\tc"])
+    ds = load_kg("nograph", root=tmp_path)
+    assert [(Path(m.file).name, m.row) for m in ds.report.malformed] == [("train.txt", "line 2: 'a r c'")]
+    d = describe(ds)
+    assert d["malformed"]["malformed_total"] == 1 and d["dependencies"] == 2
+    assert "malformed rows: 1" in format_description(d)
+
+
+def test_duplicate_triples_are_reported_and_do_not_become_parallel_edges(tmp_path):
+    folder = tmp_path / "kg" / "dups"
+    _write(folder / "graph.txt", ["a\tr\tb", "b\tr\tc", "a\tr\tb", "c\tr\ta"])
+    _write(folder / "train.txt", ["a\tr\tc", "a\tr\tc"])
+    _write(folder / "dev.txt", ["b\tr\ta"])
+    _write(folder / "test.txt", ["c\tr\tb"])
+    ds = load_kg("dups", root=tmp_path, inverse=True)
+    deps = ds.graph.dependencies
+    # three distinct edges and their three inverses; the repeat on line 3 is neither an edge nor an inverse
+    assert len(deps) == 6
+    assert not deps.duplicated(["source_entity_id", "dependency_type", "target_entity_id"]).any()
+    rows = [(Path(m.file).name, m.row, m.problem, m.action) for m in ds.report.malformed]
+    assert rows == [
+        ("graph.txt", "line 3: a\tr\tb", "duplicate triple (first on line 1)", "dropped"),
+        ("train.txt", "line 2: a\tr\tc", "duplicate triple", "kept"),
+    ]
+    assert _splits(ds) == (2, 1, 1)  # the repeated training query is still asked twice
+    assert describe(ds)["malformed"]["malformed_by_problem"] == {
+        "duplicate triple (first on line 1)": 1,
+        "duplicate triple": 1,
+    }
+
+
+def test_a_kg_file_that_is_not_utf8_is_named_with_its_line(tmp_path):
+    folder = tmp_path / "kg" / "latin"
+    folder.mkdir(parents=True)
+    (folder / "graph.txt").write_text("a\tr\tb\nb\tr\tc\n")
+    (folder / "train.txt").write_bytes("a\tr\tb\nb\tr\tcaf\u00e9\n".encode("latin-1"))
+    with pytest.raises(ValueError) as err:
+        load_kg("latin", root=tmp_path)
+    assert str(err.value) == (
+        f"{folder / 'train.txt'}: line 2 is not UTF-8 (byte 0xe9 at offset 13: invalid continuation byte); "
+        "KG files are read as UTF-8: re-encode it (e.g. iconv -f latin1 -t utf-8)"
+    )

@@ -1,20 +1,22 @@
-"""run_kg logs one MLflow run (params, prefixed metrics, results.json) when ``mlflow.enabled``.
+"""signet_rl.tasks.kg.run_kg logs one MLflow run (params, prefixed metrics, results.json) when
+``mlflow.enabled``.
 
-Separate from test_kg_train.py: creating MLflow's sqlite store alone takes ~15 s on a shared CPU."""
+Separate from test_kg_trainer.py: creating MLflow's sqlite store alone takes ~15 s on a shared CPU."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
 
-from signet_rl.kg.train import flat_metrics, run_kg
+from signet_rl.tasks.kg import flat_metrics, train_kg
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
 
-def test_run_is_logged_to_mlflow(tmp_path):
+def test_run_is_logged_to_mlflow_and_named_in_what_train_prints(tmp_path, capsys):
     from mlflow.tracking import MlflowClient
 
     folder = tmp_path / "kg" / "tiny"
@@ -45,7 +47,9 @@ def test_run_is_logged_to_mlflow(tmp_path):
                 "task.beam_width=4",
             ]
         )
-    results = run_kg(cfg)
+    mrr = train_kg(cfg)
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert mrr == results["validation"]["kg_walk/mrr"]
     client = MlflowClient(tracking_uri=uri)
     (run,) = client.search_runs([client.get_experiment_by_name("kg-test").experiment_id])
     assert run.info.status == "FINISHED" and run.data.tags["dataset"] == "kg:tiny"
@@ -63,3 +67,7 @@ def test_run_is_logged_to_mlflow(tmp_path):
     assert {"validation/kg_walk/mrr", "test/kg_walk/hits_10", "train/batches"} <= set(run.data.metrics)
     assert run.data.params["task.beam_width"] == "4" and run.data.params["dataset.spec"] == "kg:tiny"
     assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"results.json", "config.yaml"}
+    # what python -m signet_rl.train task=kg prints: the run, its name and its store
+    printed = capsys.readouterr().out
+    assert f"MLflow run {run.info.run_id} (kg_walk-kg:tiny-seed0) in {uri}\n" in printed
+    assert run.info.run_name == "kg_walk-kg:tiny-seed0"

@@ -19,7 +19,7 @@ from signet_rl.kg.policy import (
     rollout,
     shaped_rewards,
 )
-from signet_rl.kg.walk import KGWalker
+from signet_rl.kg.walk_task import KGWalker
 
 # 0 -> 1, 0 -> 2, 1 -> 3, 2 -> 4 (relation 0), 2 -> 3 (relation 1)
 TRIPLES = np.array([[0, 0, 1], [0, 0, 2], [1, 0, 3], [2, 0, 4], [2, 1, 3]])

@@ -1,5 +1,5 @@
-"""train_kg / run_kg (signet_rl.kg.train): configs compose, the walker learns, a killed run resumes to the
-same numbers, anchors ride along (MLflow logging: test_kg_tracking.py)."""
+"""The KG walker's trainer (signet_rl.kg.trainer, run through signet_rl.tasks.kg): configs compose, the walker
+learns, a killed run resumes to the same numbers, anchors ride along (MLflow logging: test_kg_tracking.py)."""
 
 from __future__ import annotations
 
@@ -10,18 +10,10 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
-from signet_rl.kg.evaluate import evaluate_run
 from signet_rl.kg.kge import KGEAnchor
-from signet_rl.kg.train import (
-    CHECKPOINT,
-    _load_task,
-    build_policy,
-    ema_update,
-    evaluate_policy,
-    path_length_of,
-    run_kg,
-    train_kg,
-)
+from signet_rl.kg.rerank import evaluate_run
+from signet_rl.kg.trainer import CHECKPOINT, build_policy, ema_update, evaluate_policy, load_task
+from signet_rl.tasks.kg import kg_config, run_kg, train_kg
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 GRAPH = "a\tr1\tb\nb\tr2\tc\na\tr2\td\nd\tr1\tc\nc\tr1\te\nb\tr1\te\ne\tr2\ta\n"
@@ -77,7 +69,7 @@ def test_kg_dataset_config_composes_for_any_folder(monkeypatch, tmp_path):
     monkeypatch.setenv("SIGNET_RL_DATA", str(tmp_path))
     cfg = make_cfg(["+dataset=kg", "dataset.spec=kg:any_folder", "dataset.path_length=2"])
     assert cfg.dataset.spec == "kg:any_folder" and cfg.dataset.data_root == str(tmp_path)
-    assert path_length_of(cfg) == 2
+    assert kg_config(cfg).path_length == 2
     assert cfg.task.path_length is None and cfg.task.shaping in ("none", "complex", "distmult")
 
 
@@ -104,11 +96,9 @@ def test_walker_learns_countries_s1(require_data):
     torch.set_num_threads(1)
     results = run_kg(cfg)
     # the same initialisation, untrained, on the same queries
-    from signet_rl.kg.train import _load_task
-
-    task = _load_task(cfg)
+    task = load_task(kg_config(cfg))
     torch.manual_seed(0)
-    untrained = evaluate_policy(build_policy(task, cfg), task, task.queries("test"), 2, 100)["mrr"]
+    untrained = evaluate_policy(build_policy(task, kg_config(cfg)), task, task.queries("test"), 2, 100)["mrr"]
     trained = results["test"]["kg_walk/mrr"]
     assert trained >= 0.95 and trained - untrained >= 0.3, (untrained, trained)
     assert results["validation"]["kg_walk/n"] == 24 and results["train"]["batches"] == 20
@@ -184,6 +174,9 @@ def test_anchor_shaping_gnn_and_resumed_anchor(tiny_root, tmp_path):
         ("task.shaping=complex", "task.shaping='complex' needs that anchor trained in the run"),
         ("task.shaping=transe", "task.shaping='transe' is not one of"),
         ("task.beam_width=0", "task.beam_width=0 must be >= 1"),
+        ("task.beam_width=wide", "task.beam_width='wide' is not an integer"),
+        ("task.gnn=2", "task.gnn=2 is not true or false"),
+        ("+task.foo=1", r"task=kg: unknown keys \['foo'\]; known: \['action_dropout', "),
         ("task.action_dropout=1.0", r"task.action_dropout=1.0 must be in \[0, 1\)"),
         ("task.emb_dropout=-0.1", r"task.emb_dropout=-0.1 must be in \[0, 1\)"),
         ("task.advantage=baseline", r"task.advantage='baseline' is not one of \('normalised', 'raw'\)"),
@@ -300,8 +293,8 @@ def test_ema_weights_are_validated_selected_tested_and_resumed(tiny_root, tmp_pa
     results = run_kg(tiny_cfg(tiny_root, tmp_path / "run", *extra, "task.select_best=false"))
     state = torch.load(tmp_path / "run" / CHECKPOINT, weights_only=False)
     cfg = tiny_cfg(tiny_root, None, *extra)
-    task = _load_task(cfg)
-    policy = build_policy(task, cfg)
+    task = load_task(kg_config(cfg))
+    policy = build_policy(task, kg_config(cfg))
     assert set(state["ema"]) == {k for k, _ in policy.named_parameters()}
     assert any(not torch.equal(state["ema"][k], state["model"][k]) for k in state["ema"])
     policy.load_state_dict({**state["model"], **state["ema"]})

@@ -1,4 +1,5 @@
-"""signet_rl.kg.evaluate: a run's walker ranked again on its own graph, from its own folder."""
+"""signet_rl.kg.rerank and python -m signet_rl.tasks.kg_rerank: a run's walker ranked again on its own graph,
+from its own folder."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
-from test_kg_train import tiny_cfg, write_tiny  # tests/kg is on sys.path (no __init__.py)
+from test_kg_trainer import tiny_cfg, write_tiny  # tests/kg is on sys.path (no __init__.py)
 
-from signet_rl.kg.evaluate import evaluate_run, main
-from signet_rl.kg.train import CONFIG, run_kg
+from signet_rl.kg.rerank import evaluate_run
+from signet_rl.kg.trainer import CONFIG
+from signet_rl.tasks.kg import run_kg
+from signet_rl.tasks.kg_rerank import main
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN = (
@@ -135,3 +138,13 @@ def test_kg_gap_splits_the_walkers_loss_to_its_anchor_by_answer_frequency_and_re
     assert "answer seen as the relation's tail in training" in capsys.readouterr().out
     with pytest.raises(FileNotFoundError, match=r"complex.pt not found: the run kept anchors \['distmult'\]"):
         kg_gap.gap(run_dir, "test", "complex")
+
+
+def test_a_run_folder_written_before_the_move_reranks_to_its_reported_figures(tmp_path):
+    # tests/kg/fixtures/pre_move_run: a tiny run (config.yaml, checkpoints/last.pt, results.json) written by
+    # signet_rl.kg.train.run_kg before kg/ was split into a library and signet_rl.tasks
+    fixture = Path(__file__).parent / "fixtures" / "pre_move_run"
+    reported = json.loads((fixture / "run" / "results.json").read_text())
+    got = evaluate_run(fixture / "run", [f"dataset.data_root={fixture / 'data'}"])
+    assert got == {split: walker(reported[split]) for split in ("validation", "test")}
+    assert got["validation"]["kg_walk/mrr"] == pytest.approx(5 / 12)  # its two queries rank 2 and 3

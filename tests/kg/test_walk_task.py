@@ -1,4 +1,4 @@
-"""The padded KG action space (signet_rl.kg.walk): layout, cap, query-edge masking, inverse map."""
+"""The padded KG action space (signet_rl.kg.walk_task): layout, cap, query-edge masking, inverse map."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from signet_rl.datasets.kg import load_kg
-from signet_rl.kg.walk import KGWalker, WalkTask, inverse_relations
+from signet_rl.kg.walk_task import KGWalker, WalkTask, inverse_relations
 
 GRAPH = "a\tr1\tb\nb\tr2\tc\na\tr2\td\nd\tr1\tc\nc\tr1\te\n"
 
