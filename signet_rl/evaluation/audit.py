@@ -759,3 +759,70 @@ def drift_loss(dataset: Dataset, budget_chars: int = 400, max_queries: int | Non
     }
     out["loss"] = out["fixed_before"] - out["fixed_after"]
     return {k: round(v, 4) for k, v in out.items()}
+
+
+def benchmark_audit(
+    dataset: Dataset, max_queries: int = 400, train_seed: int | None = None
+) -> dict[str, Any]:
+    """Every v2 audit of a generated benchmark, as ``describe`` prints it.
+
+    The classifiers (scikit-learn's ``HistGradientBoostingClassifier`` on all item signals, and on all edge
+    signals) are trained on the same config generated with ``train_seed`` (default: this seed + 1) and
+    tested here, so a figure is never read on the seed a classifier saw.
+
+    Returns:
+        ``needed_auc`` and ``spurious_auc`` (each signal's AUC; ``max_*`` the largest oriented one, bound
+        :data:`SIGNAL_AUC_MAX`), ``needed_classifier_auc`` and ``spurious_classifier_auc`` (bound
+        :data:`CLASSIFIER_AUC_MAX`), ``walk_agreement`` (bound :data:`WALK_AGREEMENT_MAX`), ``room_to_learn``
+        (:func:`room_to_learn`; the gain's bound :data:`ROOM_TO_LEARN_MIN`, v2 only), ``unnamed_share`` (of
+        queries with a focus entity, the share that do not name it; v2 only), ``drift`` (v2 with a drift),
+        and ``failed``: the bounds this dataset misses.
+    """
+    from signet_rl.datasets.synthetic import generate
+
+    meta = dataset.meta
+    if meta.get("generator") != "synthetic":
+        raise ValueError(f"{dataset.name}: the benchmark audit needs a generated (synthetic) dataset")
+    config = dict(meta["config"])
+    version = int(config.pop("generator_version"))
+    preset = config.pop("preset")
+    seed = int(meta["seed"])
+    train_seed = seed + 1 if train_seed is None else train_seed
+    if train_seed == seed:
+        raise ValueError(f"train_seed={train_seed} is the audited seed; the classifiers need another one")
+    train = generate(preset, seed=train_seed, version=version, **config)
+    items, items_train = item_signals(dataset, max_queries), item_signals(train, max_queries)
+    edges, edges_train = edge_signals(dataset), edge_signals(train)
+    out: dict[str, Any] = {"generator_version": version, "seed": seed, "classifier_train_seed": train_seed}
+    out["needed_auc"] = _signal_aucs(items, ITEM_SIGNALS, "needed")
+    out["spurious_auc"] = _signal_aucs(edges, EDGE_SIGNALS, "spurious")
+    out["max_needed_auc"] = max(oriented(v) for v in out["needed_auc"].values())
+    out["max_spurious_auc"] = max(oriented(v) for v in out["spurious_auc"].values())
+    out["needed_classifier_auc"] = _classifier_auc(items_train, items, ITEM_SIGNALS, "needed")
+    out["spurious_classifier_auc"] = _classifier_auc(edges_train, edges, EDGE_SIGNALS, "spurious")
+    out["walk_agreement"] = walk_agreement(dataset, max_queries)
+    failed = [
+        f"{k} {out[k]:.3f} > {bound}"
+        for k, bound in (
+            ("max_needed_auc", SIGNAL_AUC_MAX),
+            ("max_spurious_auc", SIGNAL_AUC_MAX),
+            ("needed_classifier_auc", CLASSIFIER_AUC_MAX),
+            ("spurious_classifier_auc", CLASSIFIER_AUC_MAX),
+        )
+        if oriented(out[k]) > bound
+    ]
+    if out["walk_agreement"] >= WALK_AGREEMENT_MAX:
+        failed.append(f"walk_agreement {out['walk_agreement']:.3f} >= {WALK_AGREEMENT_MAX}")
+    if version >= 2:
+        focus = dataset.truth.labels["queries"]
+        ref = focus["reference"].dropna()
+        out["unnamed_share"] = round(float((ref != "name").mean()), 4) if len(ref) else float("nan")
+        out["room_to_learn"] = room_to_learn(dataset)
+        if out["room_to_learn"]["gain_ndcg@10"] < ROOM_TO_LEARN_MIN:
+            failed.append(
+                f"room_to_learn gain {out['room_to_learn']['gain_ndcg@10']:.3f} < {ROOM_TO_LEARN_MIN}"
+            )
+        if meta.get("drift_at_day") is not None:
+            out["drift"] = drift_loss(dataset)
+    out["failed"] = failed
+    return out
