@@ -1,5 +1,8 @@
 """The synthetic benchmark: zibaldone-style agent-memory graphs with known ground truth.
 
+This is generator version 1, the default; ``generate(..., version=2)`` (dataset option ``version: 2``) builds
+version 2 (:mod:`signet_rl.datasets.synthetic_v2`), whose truth does not follow the walk's rules.
+
 ``generate("small", seed=0)`` builds one :class:`~signet_rl.datasets.base.Dataset`, deterministic by seed:
 
 * **Domains and communities.** Five unrelated domains (work, people, infrastructure, research, personal)

@@ -581,8 +581,9 @@ class _GeneratorV2(_Generator):
             "y": -1,
         }
 
-    def reference(self, x: int, t: float, needed: list[int]) -> tuple[str, str]:
-        """How a query names entity ``x``: its name, or (at ``unnamed_share``) another reference."""
+    def reference(self, x: int, t: float, needed: list[int], other: int = -1) -> tuple[str, str]:
+        """How a query names entity ``x``: its name, or (at ``unnamed_share``) another reference (a role
+        never goes through ``other``, the query's second entity, which would name it)."""
         rng = self.rng
         if rng.random() >= self.c.unnamed_share:
             return "name", self.names[x]
@@ -591,7 +592,7 @@ class _GeneratorV2(_Generator):
             if kind == "alias" and self.fact_time[self.alias_fact[x]] <= t:
                 return "alias", self.aliases[x]
             if kind == "role":
-                nb = [(e, z) for e, z in self.neighbours(x, t) if z != x]
+                nb = [(e, z) for e, z in self.neighbours(x, t) if z not in (x, other)]
                 if nb:
                     e, z = nb[int(rng.integers(len(nb)))]
                     side = "out" if self.e_src[e] == x else "in"
@@ -652,9 +653,9 @@ class _GeneratorV2(_Generator):
             if intent == "none":
                 text = family["none"][int(rng.integers(len(family["none"])))]
             else:
-                ref_x = self.reference(r["x"], r["t"], r["needed"])
+                ref_x = self.reference(r["x"], r["t"], r["needed"], r["y"])
                 if r["y"] >= 0:
-                    ref_y = self.reference(r["y"], r["t"], r["needed"])
+                    ref_y = self.reference(r["y"], r["t"], r["needed"], r["x"])
                 topic = intent != "relate" and rng.random() < 0.3
                 key = f"{intent}_topic" if topic else intent
                 tpls = family[key]

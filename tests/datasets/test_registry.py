@@ -42,7 +42,7 @@ def test_describe_cli_prints_counts_and_hash(capsys):
     assert main(["describe", "synthetic:tiny", "--no-signals"]) == 0
     out = capsys.readouterr().out
     ds = load_dataset("synthetic:tiny")
-    assert f"generator config hash {ds.meta['config_hash']}" in out
+    assert f"generator synthetic v1, config hash {ds.meta['config_hash']}" in out
     lines = {line.rsplit(None, 1)[0].strip(): line.rsplit(None, 1)[1] for line in out.splitlines()
              if line and not line.startswith(" ") and len(line.split()) >= 2}
     assert lines["entities"] == "60"
@@ -79,3 +79,14 @@ def test_describe_a_signet_store(tmp_path, capsys):
     not_sqlite.write_text("hello")
     assert main(["describe", f"signet:{not_sqlite}"]) == 2
     assert f"{not_sqlite} is not a SQLite database" in capsys.readouterr().err
+
+
+def test_describe_cli_asks_for_v2_by_option_and_prints_the_version(capsys):
+    assert main(["describe", "synthetic:tiny", "--no-signals", "--option", "version=2"]) == 0
+    out = capsys.readouterr().out
+    ds = load_dataset("synthetic:tiny", options={"version": 2})
+    assert f"generator synthetic v2, config hash {ds.meta['config_hash']}" in out
+    assert main(["describe", "synthetic:tiny", "--no-signals", "--option", "version=7"]) == 2
+    assert "error: unknown synthetic generator version 7; expected one of [1, 2]" in capsys.readouterr().err
+    assert main(["describe", "synthetic:tiny", "--option", "version"]) == 2
+    assert "error: --option 'version' is not KEY=VALUE (e.g. --option version=2)" in capsys.readouterr().err
