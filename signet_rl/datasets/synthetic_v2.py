@@ -21,9 +21,10 @@ rhythm: it reuses v1's generator) and changes what is *asked* and what is *neede
   (``query_noise``). The ``1..needed_max`` facts of highest ``z`` are needed. Nothing here consults the
   aspect weight, write recency or the walk's intent rules. A *bridge* query (relate across two domains)
   needs the two paraphrased copies of its bridge fact; its near-duplicate distractors are *misleading*.
-* **Drift.** With ``drift=True`` (v1's preference changes at mid-timeline, kept) the hidden component of
-  ``drift_domains`` domains is redrawn at mid-timeline: a policy fixed before the drift loses recall after
-  it (:func:`~signet_rl.evaluation.audit.drift_loss`).
+* **Drift.** With ``drift=True`` (v1's preference changes at mid-timeline, kept) the needs of
+  ``drift_domains`` domains (drawn per seed) turn round at mid-timeline: their columns of ``H`` change sign,
+  so what was most useful there becomes least useful. A policy fixed before the drift loses at least 0.10
+  recall after it against one that knows the new needs (:func:`~signet_rl.evaluation.audit.drift_loss`).
 * **References, not names.** A share (``unnamed_share``) of queries refers to its entity by an alias (stored
   as an ``also goes by`` fact), a role (through one of its edges), a distinctive attribute or a
   description. Test queries use a template family (``unseen``) train and validation never see.
@@ -419,7 +420,7 @@ class _GeneratorV2(_Generator):
             cols = sorted(
                 {name_idx[a] for d in self.drifted for a in V.DOMAINS[d]["aspects"] if a in name_idx}
             )
-            self.H_post[:, cols] = rng.normal(0.0, c.hidden_scale, (shape[0], len(cols)))
+            self.H_post[:, cols] = -self.H[:, cols]
 
     # -- queries ------------------------------------------------------------------------------------
 

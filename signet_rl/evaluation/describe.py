@@ -178,8 +178,9 @@ def _audit_lines(a: dict[str, Any]) -> list[str]:
     if "drift" in a:
         r = a["drift"]
         lines.append(
-            f"  drift: fixed policy recall {r['fixed_before']:.3f} before, {r['fixed_after']:.3f} after "
-            f"(loss {r['loss']:.3f}; informed {r['informed_after']:.3f})"
+            f"  drift (recall at 400 chars): a policy fixed before it {r['fixed_before']:.3f} before, "
+            f"{r['fixed_after']:.3f} after; informed {r['informed_after']:.3f} after: loss {r['loss']:.3f}"
+            "  [>= 0.10]"
         )
     lines.append("  bounds missed: " + ("; ".join(a["failed"]) if a["failed"] else "none"))
     return lines

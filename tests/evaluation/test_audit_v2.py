@@ -59,8 +59,33 @@ def test_a_scorer_told_the_hidden_component_beats_ppr(fresh):
 def test_a_policy_fixed_before_the_drift_loses_recall():
     d = generate("small", seed=103, version=2, drift=True)
     r = drift_loss(d, max_queries=80)
-    assert r["loss"] >= 0.10, r
-    assert r["informed_after"] > r["fixed_after"]
+    assert r["loss"] >= 0.10 and r["drop"] >= 0.10, r
     no_drift = r"synthetic:tiny:0 has no drift; generate it with version=2, drift=True"
     with pytest.raises(ValueError, match=no_drift):
         drift_loss(generate("tiny", seed=0, version=2))
+
+
+def test_drift_turns_the_needs_of_some_domains_round():
+    d = generate("tiny", seed=6, version=2, drift=True)
+    h = d.truth.labels["hidden"].pivot_table(index=["intent", "key"], columns="period", values="value")
+    flipped = (h["post"] == -h["pre"]) & (h["pre"] != 0)
+    assert 0 < flipped.mean() < 1 and ((h["post"] == h["pre"]) | flipped).all()
+    assert len(d.meta["drift_domains"]) == 3 and d.meta["drift_at_day"] == 15.0
+    after = d.truth.labels["queries"]["after_drift"]
+    assert after.any() and not after.all()
+
+
+def test_benchmark_audit_reads_another_seed_and_names_what_it_misses():
+    from signet_rl.evaluation.audit import benchmark_audit
+    from signet_rl.evaluation.describe import describe, format_description
+
+    d = generate("tiny", seed=9, version=2)
+    same_seed = "train_seed=9 is the audited seed; the classifiers need another one"
+    with pytest.raises(ValueError, match=same_seed):
+        benchmark_audit(d, train_seed=9)
+    a = benchmark_audit(d, max_queries=60)
+    assert a["generator_version"] == 2 and a["classifier_train_seed"] == 10
+    assert set(a["needed_auc"]) == set(ITEM_SIGNALS) and set(a["spurious_auc"]) == set(EDGE_SIGNALS)
+    assert isinstance(a["failed"], list) and 0.0 <= a["unnamed_share"] <= 1.0
+    text = format_description({**describe(d, signals=False), "audit": a})
+    assert "generator synthetic v2" in text and "walk-rule agreement" in text and "bounds missed:" in text
