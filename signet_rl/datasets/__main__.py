@@ -30,16 +30,34 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="folder holding kg/, locomo/, hipporag/ (default: $SIGNET_RL_DATA, else ./data)",
     )
-    p.add_argument("--no-signals", action="store_true", help="skip the cheap-signal AUCs")
+    p.add_argument("--no-signals", action="store_true", help="skip the cheap-signal AUCs and the audit")
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a generator option (repeatable; VALUE is JSON, else a string), e.g. --option version=2",
+    )
     args = parser.parse_args(argv)
     try:
-        dataset = load_dataset(args.name, root=args.data_root)
+        options = dict(_option(o) for o in args.option)
+        dataset = load_dataset(args.name, root=args.data_root, options=options or None)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     d = describe(dataset, signals=not args.no_signals)
     print(json.dumps(d, indent=2, default=str) if args.json else format_description(d))
     return 0
+
+
+def _option(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise ValueError(f"--option {text!r} is not KEY=VALUE (e.g. --option version=2)")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 """The synthetic benchmark: zibaldone-style agent-memory graphs with known ground truth.
 
+This is generator version 1, the default; ``generate(..., version=2)`` (dataset option ``version: 2``) builds
+version 2 (:mod:`signet_rl.datasets.synthetic_v2`), whose truth does not follow the walk's rules.
+
 ``generate("small", seed=0)`` builds one :class:`~signet_rl.datasets.base.Dataset`, deterministic by seed:
 
 * **Domains and communities.** Five unrelated domains (work, people, infrastructure, research, personal)
@@ -71,7 +74,7 @@ from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport, Truth, con
 from signet_rl.graph.confidence import LADDER
 from signet_rl.graph.model import KnowledgeGraph
 
-__all__ = ["GENERATOR_VERSION", "PRESETS", "SyntheticConfig", "generate", "make_config"]
+__all__ = ["GENERATOR_VERSION", "PRESETS", "VERSIONS", "SyntheticConfig", "generate", "make_config"]
 
 GENERATOR_VERSION = 1
 DAY = 86400.0
@@ -188,11 +191,28 @@ def make_config(preset: str = "small", **overrides: Any) -> SyntheticConfig:
     return SyntheticConfig(preset=preset, **{**PRESETS[preset], **overrides})
 
 
-def generate(preset: str = "small", seed: int = 0, **overrides: Any) -> Dataset:
+#: Generator versions ``generate`` knows; 1 stays the default (its config hash never changes).
+VERSIONS: tuple[int, ...] = (1, 2)
+
+
+def generate(preset: str = "small", seed: int = 0, version: int = 1, **overrides: Any) -> Dataset:
     """Generate the benchmark for ``preset`` (``tiny``, ``small``, ``medium``, ``xl``) and ``seed``.
 
-    The same preset, seed and overrides always give the same dataset.
+    The same preset, seed, version and overrides always give the same dataset. ``version=2`` is the
+    latent-need benchmark of :mod:`signet_rl.datasets.synthetic_v2` (dataset option ``version: 2``).
+
+    Raises:
+        ValueError: an unknown version, preset or knob, naming it.
     """
+    if isinstance(version, bool) or version not in VERSIONS:
+        raise ValueError(
+            f"unknown synthetic generator version {version!r}; expected one of {list(VERSIONS)} "
+            "(dataset option version: 2 for the latent-need benchmark)"
+        )
+    if version == 2:
+        from signet_rl.datasets.synthetic_v2 import generate_v2
+
+        return generate_v2(preset, seed=seed, **overrides)
     config = make_config(preset, **overrides)
     return _Generator(config, seed).run()
 

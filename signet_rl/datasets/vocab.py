@@ -305,3 +305,70 @@ NAME_SUFFIX: dict[str, list[str]] = {
     "concept": ["theory", "effect", "principle", "model"],
     "skill": ["technique", "drill", "practice"],
 }
+
+# ----------------------------------------------------------------------------------------------------
+# Generator version 2 (signet_rl.datasets.synthetic_v2). Version 1 never reads these.
+
+#: Bridge facts in two wordings that state the same thing (same slot values, few shared words); the
+#: first wording also seeds the near-duplicate distractors (same words, other values).
+BRIDGE_PARAPHRASES: list[tuple[str, str]] = [
+    (
+        "the quarterly review falls on the first {weekday} of {month}",
+        "in {month} the first {weekday} is kept free for going over the quarter",
+    ),
+    (
+        "uses the {color} notebook for anything about {topic}",
+        "notes on {topic} all go into a {color} cover",
+    ),
+    (
+        "the {region} trip overlaps with the {pipeline} migration",
+        "moving to {pipeline} clashes with travelling to {region}",
+    ),
+    (
+        "budget for {store} licences comes from the shared pot",
+        "{store} seats are paid from a common fund",
+    ),
+    (
+        "the {sport} club and the standup share the {num} am slot",
+        "{sport} practice collides with the daily sync at {num}",
+    ),
+]
+
+#: How a query refers to an entity through one of its edges, by dependency type: ``out`` when the
+#: entity is the edge's source (``{z}`` is the target), ``in`` when it is the target.
+ROLE_PHRASES: dict[str, dict[str, str]] = {
+    "uses": {"out": "the {etype} that relies on {z}", "in": "the {etype} that {z} relies on"},
+    "requires": {
+        "out": "the {etype} that cannot run without {z}",
+        "in": "the {etype} {z} cannot run without",
+    },
+    "blocks": {"out": "the {etype} stuck behind {z}", "in": "the {etype} holding up {z}"},
+    "owned_by": {"out": "the {etype} {z} looks after", "in": "whoever looks after {z}"},
+    "informs": {"out": "the {etype} that feeds {z}", "in": "the {etype} fed by {z}"},
+}
+
+#: Query templates of version 2 in two families: ``seen`` (train and validation queries) and ``unseen``
+#: (test queries only). ``{x}``/``{y}`` are references (a name, alias, role, attribute or description);
+#: ``{aspect}`` (only in the ``_topic`` lists) names the aspect of one needed fact.
+QUERIES_V2: dict[str, dict[str, list[str]]] = {
+    "seen": {
+        "what": ["what do I know about {x}?", "tell me about {x}", "give me the rundown on {x}"],
+        "what_topic": ["what do I know about {x}'s {aspect}?", "tell me about the {aspect} of {x}"],
+        "relate": ["how does {x} relate to {y}?", "what connects {x} and {y}?"],
+        "action": ["what should I do about {x}?", "how should I handle {x} now?"],
+        "action_topic": ["what should I do about the {aspect} of {x}?"],
+        "changed": ["what changed about {x}?", "has anything about {x} changed?"],
+        "changed_topic": ["what changed about {x}'s {aspect}?"],
+        "none": ["lol nice", "good morning", "thanks, that helped a lot", "haha ok", "sounds good"],
+    },
+    "unseen": {
+        "what": ["catch me up on {x}", "refresh my memory: {x}", "where are we with {x}"],
+        "what_topic": ["catch me up on {x}, mostly the {aspect}", "{aspect} for {x}, quickly"],
+        "relate": ["{x} and {y}: same story?", "why would {x} matter for {y}"],
+        "action": ["about to pick up {x} again, heads-up?", "before I touch {x}: pitfalls?"],
+        "action_topic": ["before I touch the {aspect} of {x}: pitfalls?"],
+        "changed": ["anything new with {x} since last time", "{x} moved on since then?"],
+        "changed_topic": ["did {x}'s {aspect} move since last time"],
+        "none": ["we shipped it!! 🎉", "brb, coffee", "wow that was fast", "great work everyone"],
+    },
+}

@@ -11,6 +11,7 @@ entry points (``describe``, the communities CLI, the report scripts) call them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,12 +21,12 @@ import pandas as pd
 from signet_rl.core.types import Query, Split
 from signet_rl.datasets.base import Dataset, Truth
 from signet_rl.graph.communities import Communities, nmi_ari
+from signet_rl.graph.confidence import LADDER
 from signet_rl.retrieval.entry import EntrySearch
 from signet_rl.retrieval.gate import SignificanceGate
 from signet_rl.retrieval.intent import INTENTS, PARAPHRASES, IntentClassifier
 
 _INTENT_INDEX = {name: i for i, name in enumerate(INTENTS)}
-
 
 
 def _auc(score: np.ndarray, label: np.ndarray) -> float:
@@ -307,3 +308,526 @@ def recovery(dataset: Dataset, communities: Communities) -> dict[str, float]:
     found = pd.Series(communities.membership, index=communities.entity_ids)
     common = found.index.intersection(planted.index)
     return nmi_ari(planted.loc[common].to_numpy(), found.loc[common].to_numpy())
+
+
+# ----------------------------------------------------------------------------------------------------
+# Synthetic benchmark v2: is anything but the latent need readable? (docs/design.md §6, issue 23)
+
+#: Oriented AUC bounds the v2 audit holds a benchmark to (each cheap signal, the classifier on all).
+SIGNAL_AUC_MAX = 0.80
+CLASSIFIER_AUC_MAX = 0.85
+WALK_AGREEMENT_MAX = 0.6
+ROOM_TO_LEARN_MIN = 0.10
+
+
+def oriented(auc: float) -> float:
+    """``max(auc, 1 - auc)``: a signal ranking the wrong way round is as informative as the right way."""
+    return auc if not np.isfinite(auc) else max(auc, 1.0 - auc)
+
+
+class _Tables:
+    """Array views of one graph that the v2 audits share (store ids -> rows, per-row signals)."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        from signet_rl.graph.arrays import GraphArrays
+
+        g = dataset.graph
+        self.graph, self.arrays = g, GraphArrays.from_graph(g)
+        att, asp, dep, mem = g.attributes, g.aspects, g.dependencies, g.memories
+        self.att_pos = {a: i for i, a in enumerate(att["id"].tolist())}
+        ent_ids = g.entities["id"].tolist()
+        self.ent_pos = {e: i for i, e in enumerate(ent_ids)}
+        asp_pos = {a: i for i, a in enumerate(asp["id"].tolist())}
+        self.att_asp = att["aspect_id"].map(asp_pos).to_numpy()
+        self.asp_ent = asp["entity_id"].map(self.ent_pos).to_numpy()
+        self.att_ent = self.asp_ent[self.att_asp]
+        self.asp_name = asp["name"].astype(str).to_numpy()
+        self.asp_weight = asp["weight"].to_numpy(dtype=np.float64)
+        # The walk's own order of an entity's aspects: by weight, descending.
+        rank = asp.assign(_e=self.asp_ent).groupby("_e")["weight"].rank(ascending=False, method="first")
+        self.asp_rank = rank.to_numpy()
+        self.att_t = att["created_at"].astype("int64").to_numpy() / 1e3
+        succ = att["superseded_by"].map(self.att_pos)
+        has = succ.notna().to_numpy()
+        self.succ_t = np.full(len(att), np.inf)
+        self.succ_t[has] = self.att_t[succ[has].astype(int).to_numpy()]
+        self.has_pred = np.zeros(len(att), dtype=bool)
+        self.has_pred[succ[has].astype(int).to_numpy()] = True
+        self.att_imp = att["importance"].to_numpy(dtype=np.float64)
+        self.att_conf = att["confidence"].to_numpy(dtype=np.float64)
+        self.att_constraint = (att["kind"] == "constraint").to_numpy()
+        self.att_len = att["content"].astype(str).str.len().to_numpy()
+        self.att_deleted = (att["status"] == "deleted").to_numpy()
+        self.att_text = (att["content"].astype(str) + " " + pd.Series(self.asp_name[self.att_asp])).tolist()
+        n_att = len(att)
+        self.att_id_rank = att["id"].rank(method="first").to_numpy() / n_att
+        self.att_row = np.arange(n_att) / n_att
+        self.asp_id_rank = asp["id"].rank(method="first").to_numpy()[self.att_asp] / max(1, len(asp))
+        per_asp = np.bincount(self.att_asp, minlength=len(asp))
+        self.att_aspect_size = per_asp[self.att_asp]
+        mem_pos = {m: i for i, m in enumerate(mem["id"].tolist())}
+        att_mem = att["memory_id"].map(mem_pos)
+        self.att_mem = att_mem.fillna(-1).astype(int).to_numpy()
+        men = g.mentions
+        mem_of = men["memory_id"].map(mem_pos).to_numpy()
+        ent_of = men["entity_id"].map(self.ent_pos).to_numpy()
+        self.mem_mentions = np.bincount(mem_of, minlength=len(mem))
+        self.mem_imp = mem["importance"].to_numpy(dtype=np.float64)
+        self.ent_mentions = np.bincount(ent_of, minlength=len(ent_ids))
+        pairs = pd.DataFrame({"m": mem_of, "e": ent_of}).drop_duplicates()
+        co = pairs.merge(pairs, on="m")
+        co = co[co["e_x"] != co["e_y"]]
+        self.comention = co.groupby(["e_x", "e_y"]).size().to_dict()
+        self.dep_src = dep["source_entity_id"].map(self.ent_pos).to_numpy()
+        self.dep_tgt = dep["target_entity_id"].map(self.ent_pos).to_numpy()
+        self.dep_t = dep["created_at"].astype("int64").to_numpy() / 1e3
+        self.dep_conf = dep["confidence"].to_numpy(dtype=np.float64)
+        self.degree = np.bincount(np.concatenate([self.dep_src, self.dep_tgt]), minlength=len(ent_ids))
+        inc = pd.concat(
+            [
+                pd.Series(np.arange(len(dep)), index=self.dep_src),
+                pd.Series(np.arange(len(dep)), index=self.dep_tgt),
+            ]
+        )
+        self.inc = {int(k): v.to_numpy() for k, v in inc.groupby(level=0)}
+        order = np.argsort(self.att_ent, kind="stable")
+        bounds = np.searchsorted(self.att_ent[order], np.arange(len(ent_ids) + 1))
+        self.ent_atts = [order[bounds[i] : bounds[i + 1]] for i in range(len(ent_ids))]
+        self.tokens: dict[int, set[str]] = {}
+
+    def words(self, a: int) -> set[str]:
+        if a not in self.tokens:
+            self.tokens[a] = set(_WORDS.findall(self.att_text[a].lower()))
+        return self.tokens[a]
+
+
+_WORDS = re.compile(r"[a-z0-9]{3,}")
+
+ITEM_SIGNALS: tuple[str, ...] = (
+    "importance", "recency", "aspect_weight", "aspect_rank", "confidence", "constraint", "content_length",
+    "hop", "edge_confidence", "owner_degree", "owner_mentions", "memory_importance", "memory_mentions",
+    "has_earlier_version", "aspect_size", "lexical_overlap", "id_order", "row_order", "aspect_id_order",
+    "walk_rank", "walk_first_path",
+)  # fmt: skip
+EDGE_SIGNALS: tuple[str, ...] = (
+    "confidence", "strength", "reason_prior", "aspect_id_null", "created", "comentions", "common_neighbours",
+    "source_degree", "target_degree", "same_type", "type_code", "id_order", "row_order",
+)  # fmt: skip
+
+
+def _walks(dataset: Dataset, tables: _Tables, queries: Sequence[Query]) -> dict[str, list[list[str]]]:
+    """Per query: the attribute ids of each path of the non-learned walk from the gold focus entities with
+    the gold intent, in the walk's own order (its deterministic first choice first)."""
+    from signet_rl.traversal.config import TraversalConfig
+    from signet_rl.traversal.walk import Traverser
+
+    focus = dataset.truth.labels["queries"].set_index("query_id")
+    trav = Traverser(tables.arrays, tables.graph, TraversalConfig(max_depth=2))
+    out = {}
+    for q in queries:
+        entries = [e for e in (focus.at[q.id, "x"], focus.at[q.id, "y"]) if isinstance(e, str)]
+        walk = trav.walk(entries, str(dataset.truth[q.id].intent), q.timestamp)
+        out[q.id] = [list(p.attributes) for p in walk.paths]
+    return out
+
+
+def _audit_queries(dataset: Dataset, max_queries: int, seed: int) -> list[Query]:
+    qs = [q for q in dataset.queries if dataset.truth[q.id].needed]
+    if len(qs) > max_queries:
+        rng = np.random.default_rng(seed)
+        qs = [qs[i] for i in sorted(rng.choice(len(qs), max_queries, replace=False).tolist())]
+    return qs
+
+
+def item_signals(dataset: Dataset, max_queries: int = 400, seed: int = 0) -> pd.DataFrame:
+    """One row per (query, candidate attribute) with every cheap signal and structural pattern, and
+    ``needed`` (the label).
+
+    Candidates are the attributes current at the query time (created by then, not superseded by then) of
+    the gold focus entities and of every entity one dependency away (any edge visible then). Signals are
+    :data:`ITEM_SIGNALS`: stored fields, time, graph structure, lexical overlap with the query, the store's
+    id and row order, and the non-learned walk's order (``walk_rank``: the index of the first walk path
+    holding the attribute; ``walk_first_path``: whether the walk's first path holds it).
+
+    Raises:
+        ValueError: a dataset without focus labels (only the synthetic benchmark has them).
+    """
+    if "queries" not in dataset.truth.labels:
+        raise ValueError(f"{dataset.name}: item signals need the synthetic benchmark's focus labels")
+    tb = _Tables(dataset)
+    focus = dataset.truth.labels["queries"].set_index("query_id")
+    qs = _audit_queries(dataset, max_queries, seed)
+    walks = _walks(dataset, tb, qs)
+    frames = []
+    for q in qs:
+        t = q.timestamp.timestamp()  # type: ignore[union-attr]
+        gold = [tb.ent_pos[e] for e in (focus.at[q.id, "x"], focus.at[q.id, "y"]) if isinstance(e, str)]
+        hop = {e: (0, 1.0) for e in gold}
+        for x in gold:
+            for d in tb.inc.get(x, np.zeros(0, dtype=int)).tolist():
+                if tb.dep_t[d] > t:
+                    continue
+                o = int(tb.dep_tgt[d] if tb.dep_src[d] == x else tb.dep_src[d])
+                if o not in hop or (hop[o][0] == 1 and tb.dep_conf[d] > hop[o][1]):
+                    hop[o] = (1, float(tb.dep_conf[d])) if o not in gold else hop[o]
+        ents = list(hop)
+        cands = np.concatenate([tb.ent_atts[e] for e in ents]) if ents else np.zeros(0, dtype=int)
+        cands = cands[(tb.att_t[cands] <= t) & (tb.succ_t[cands] > t) & ~tb.att_deleted[cands]]
+        if not len(cands):
+            continue
+        needed = {tb.att_pos[a] for a in dataset.truth[q.id].needed}
+        rank: dict[int, int] = {}
+        for i, attrs in enumerate(walks[q.id]):
+            for a in attrs:
+                rank.setdefault(tb.att_pos[a], i)
+        first = {tb.att_pos[a] for a in (walks[q.id][0] if walks[q.id] else [])}
+        qw = set(_WORDS.findall(q.text.lower()))
+        owner = tb.att_ent[cands]
+        frames.append(
+            pd.DataFrame(
+                {
+                    "query_id": q.id,
+                    "importance": tb.att_imp[cands],
+                    "recency": tb.att_t[cands] - t,
+                    "aspect_weight": tb.asp_weight[tb.att_asp[cands]],
+                    "aspect_rank": tb.asp_rank[tb.att_asp[cands]],
+                    "confidence": tb.att_conf[cands],
+                    "constraint": tb.att_constraint[cands].astype(float),
+                    "content_length": tb.att_len[cands],
+                    "hop": [hop[e][0] for e in owner.tolist()],
+                    "edge_confidence": [hop[e][1] for e in owner.tolist()],
+                    "owner_degree": tb.degree[owner],
+                    "owner_mentions": tb.ent_mentions[owner],
+                    "memory_importance": np.where(
+                        tb.att_mem[cands] >= 0, tb.mem_imp[tb.att_mem[cands]], np.nan
+                    ),
+                    "memory_mentions": np.where(
+                        tb.att_mem[cands] >= 0, tb.mem_mentions[tb.att_mem[cands]], 0
+                    ),
+                    "has_earlier_version": tb.has_pred[cands].astype(float),
+                    "aspect_size": tb.att_aspect_size[cands],
+                    "lexical_overlap": [len(qw & tb.words(a)) for a in cands.tolist()],
+                    "id_order": tb.att_id_rank[cands],
+                    "row_order": tb.att_row[cands],
+                    "aspect_id_order": tb.asp_id_rank[cands],
+                    "walk_rank": [rank.get(a, 10_000) for a in cands.tolist()],
+                    "walk_first_path": [float(a in first) for a in cands.tolist()],
+                    "needed": [a in needed for a in cands.tolist()],
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def edge_signals(dataset: Dataset) -> pd.DataFrame:
+    """One row per dependency with every cheap signal of :data:`EDGE_SIGNALS` and ``spurious`` (the label)."""
+    labels = dataset.truth.labels.get("dependencies")
+    if labels is None or "spurious" not in labels:
+        raise ValueError(f"{dataset.name}: edge signals need planted spurious-edge labels")
+    tb = _Tables(dataset)
+    dep = tb.graph.dependencies
+    spur = labels.set_index("dependency_id")["spurious"].reindex(dep["id"]).to_numpy(dtype=bool)
+    nbrs: list[set[int]] = [set() for _ in range(len(tb.degree))]
+    for s, t in zip(tb.dep_src.tolist(), tb.dep_tgt.tolist(), strict=True):
+        nbrs[s].add(t)
+        nbrs[t].add(s)
+    prior = {r.value: r.prior for r in LADDER}
+    etype = tb.graph.entities["entity_type"].to_numpy()
+    n = len(dep)
+    return pd.DataFrame(
+        {
+            "confidence": tb.dep_conf,
+            "strength": dep["strength"].to_numpy(dtype=np.float64),
+            "reason_prior": dep["reason"].map(prior).to_numpy(dtype=np.float64),
+            "aspect_id_null": dep["aspect_id"].isna().to_numpy(dtype=float),
+            "created": tb.dep_t,
+            "comentions": [tb.comention.get((s, t), 0) for s, t in zip(tb.dep_src, tb.dep_tgt, strict=True)],
+            "common_neighbours": [
+                len(nbrs[s] & nbrs[t]) for s, t in zip(tb.dep_src.tolist(), tb.dep_tgt.tolist(), strict=True)
+            ],
+            "source_degree": tb.degree[tb.dep_src],
+            "target_degree": tb.degree[tb.dep_tgt],
+            "same_type": (etype[tb.dep_src] == etype[tb.dep_tgt]).astype(float),
+            "type_code": dep["dependency_type"].astype("category").cat.codes.to_numpy(),
+            "id_order": dep["id"].rank(method="first").to_numpy() / n,
+            "row_order": np.arange(n) / n,
+            "spurious": spur,
+        }
+    )
+
+
+def _signal_aucs(frame: pd.DataFrame, names: Sequence[str], label: str) -> dict[str, float]:
+    y = frame[label].to_numpy(dtype=bool)
+    return {k: round(_auc(frame[k].to_numpy(dtype=np.float64), y), 4) for k in names}
+
+
+def _classifier_auc(train: pd.DataFrame, test: pd.DataFrame, names: Sequence[str], label: str) -> float:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    clf = HistGradientBoostingClassifier(max_iter=200, learning_rate=0.1, random_state=0)
+    clf.fit(train[list(names)].to_numpy(dtype=np.float64), train[label].to_numpy(dtype=bool))
+    p = clf.predict_proba(test[list(names)].to_numpy(dtype=np.float64))[:, 1]
+    return round(_auc(p, test[label].to_numpy(dtype=bool)), 4)
+
+
+def walk_agreement(dataset: Dataset, max_queries: int = 400, seed: int = 0) -> float:
+    """The share of needed items that the non-learned walk's deterministic first choice picks, with the
+    gold focus entities and the gold intent given: needed attributes on the walk's first path, over all
+    needed attributes, pooled over queries (v1 writes its truth with the walk's rules; v2 must not)."""
+    tb = _Tables(dataset)
+    qs = _audit_queries(dataset, max_queries, seed)
+    walks = _walks(dataset, tb, qs)
+    hit = total = 0
+    for q in qs:
+        needed = set(dataset.truth[q.id].needed)
+        first = set(walks[q.id][0]) if walks[q.id] else set()
+        hit += len(needed & first)
+        total += len(needed)
+    return round(hit / total, 4) if total else float("nan")
+
+
+class HiddenScorer:
+    """A path scorer told the v2 benchmark's hidden component (evaluation only: it reads the labels).
+
+    A path scores the mean, over its attributes, of ``H[intent, aspect name] + K[intent, fact class]``
+    (``labels["hidden"]``; the intent is the path's walk strategy, i.e. the predicted one), minus the hop
+    penalty per dependency hop; a path without attributes scores below every path with some. A *changed*
+    query needs only facts that replaced an earlier version (the graph says which), so on a *changed* path
+    every other fact counts 10 lower. ``period``
+    fixes the table (``pre`` or ``post`` the drift); by default each query gets the one of its time.
+    """
+
+    name = "hidden"
+
+    def __init__(self, dataset: Dataset, period: str | None = None) -> None:
+        hidden = dataset.truth.labels.get("hidden")
+        if hidden is None:
+            raise ValueError(f"{dataset.name} has no hidden component (only synthetic v2 has one)")
+        self.period = period
+        self.table = {(r.period, r.intent, r.key): float(r.value) for r in hidden.itertuples()}
+        self.has_post = (hidden["period"] == "post").any()
+        drift_day = dataset.meta.get("drift_at_day")
+        t0 = pd.Timestamp(dataset.meta["config"]["start"]).timestamp()
+        self.drift_t = np.inf if drift_day is None else t0 + float(drift_day) * 86400.0
+        self.hop_penalty = float(dataset.meta["config"]["hop_penalty"])
+        cats = dataset.truth.labels["attributes"].set_index("attribute_id")["category"]
+        att = dataset.graph.attributes.set_index("id")
+        asp = dataset.graph.aspects.set_index("id")["name"]
+        cls = np.where(
+            cats.reindex(att.index).to_numpy() == "principle",
+            "principle",
+            np.where(
+                cats.reindex(att.index).isin(["link", "spurious_statement"]).to_numpy(),
+                "statement",
+                np.where(att["kind"].to_numpy() == "constraint", "constraint", "attribute"),
+            ),
+        )
+        succ = att["superseded_by"].dropna()
+        #: Attributes that replaced an earlier version: a *changed* query needs only these.
+        self.changed = set(succ.astype(str).tolist())
+        self.keys = {
+            a: (f"aspect:{n}", f"class:{c}")
+            for a, n, c in zip(att.index, att["aspect_id"].map(asp).astype(str), cls, strict=True)
+        }
+
+    def prepare(self, graph: Any, arrays: Any) -> None:
+        return None
+
+    def score(self, query: Query, paths: Sequence[Any], context: Any) -> np.ndarray:
+        t = query.timestamp.timestamp() if query.timestamp is not None else 0.0
+        period = self.period or ("post" if self.has_post and t >= self.drift_t else "pre")
+        out = np.empty(len(paths), dtype=np.float64)
+        for i, p in enumerate(paths):
+            vals = [
+                self.table.get((period, p.strategy, ka), 0.0)
+                + self.table.get((period, p.strategy, kc), 0.0)
+                - (10.0 if p.strategy == "changed" and a not in self.changed else 0.0)
+                for a, (ka, kc) in ((a, self.keys[a]) for a in p.attributes)
+            ]
+            out[i] = (np.mean(vals) if vals else -100.0) - self.hop_penalty * len(p.dependencies)
+        return out
+
+    def update(self, feedback: Any) -> None:
+        return None
+
+
+def _gold_retriever_class() -> type:
+    """The desire-path retriever with the gold focus entities and gold intent in place of entry search and
+    the intent classifier (evaluation only): what is left to a scorer is ranking the walk's candidates."""
+    from signet_rl.pipeline.desire import Candidates, DesirePathRetriever
+
+    class GoldEntryRetriever(DesirePathRetriever):
+        def __init__(self, dataset: Dataset, scorer: Any) -> None:
+            super().__init__(scorer, config={"max_depth": 2})
+            self.truth = dataset.truth
+            self.focus = dataset.truth.labels["queries"].set_index("query_id")
+
+        def candidates(self, query: Query) -> Candidates | None:
+            intent = str(self.truth[query.id].intent)
+            entries = [
+                e for e in (self.focus.at[query.id, "x"], self.focus.at[query.id, "y"]) if isinstance(e, str)
+            ]
+            if intent == "none" or not entries:
+                return None
+            state = self._state(query.graph_id)
+            ctx = self.context(query, entries)
+            walk = state.traverser.walk(entries, intent, query.timestamp, relevance=ctx.relevance)
+            return Candidates(intent, entries, walk, ctx)
+
+    return GoldEntryRetriever
+
+
+def room_to_learn(
+    dataset: Dataset,
+    budget_chars: int = 400,
+    splits: Sequence[str] = ("train", "validation", "test"),
+    max_queries: int | None = 300,
+) -> dict[str, float]:
+    """nDCG@10 and needed-recall at ``budget_chars`` of the desire-path retriever with PPR and with the
+    :class:`HiddenScorer`, both given the gold focus entities and gold intent (same walk, same budget, so
+    only the scorer differs): how much a scorer that learned the hidden component could gain over PPR.
+    Pooled over ``splits`` (the hidden component is the same in every split), at most ``max_queries`` each."""
+    from signet_rl.evaluation.harness import evaluate
+
+    gold = _gold_retriever_class()
+    retrievers = {"ppr": gold(dataset, "ppr"), "hidden": gold(dataset, HiddenScorer(dataset))}
+    frames = []
+    for s in splits:
+        res = evaluate(
+            dataset,
+            retrievers,
+            split=s,
+            budget_chars=budget_chars,
+            ks=(10,),
+            max_queries=max_queries,
+            n_boot=10,
+        )
+        frames.append(res.rows)
+    rows = pd.concat(frames)
+    rows = rows[rows["intent"] != "none"]
+    m = rows.groupby("retriever")[["ndcg@10", "needed_recall"]].mean()
+    return {
+        "ppr_ndcg@10": round(float(m.at["ppr", "ndcg@10"]), 4),
+        "hidden_ndcg@10": round(float(m.at["hidden", "ndcg@10"]), 4),
+        "gain_ndcg@10": round(float(m.at["hidden", "ndcg@10"] - m.at["ppr", "ndcg@10"]), 4),
+        "ppr_recall": round(float(m.at["ppr", "needed_recall"]), 4),
+        "hidden_recall": round(float(m.at["hidden", "needed_recall"]), 4),
+        "queries": int(rows["query_id"].nunique()),
+    }
+
+
+def drift_loss(dataset: Dataset, budget_chars: int = 400, max_queries: int | None = None) -> dict[str, float]:
+    """What a policy fixed before the drift loses: needed-recall at ``budget_chars`` of the
+    :class:`HiddenScorer` frozen at the pre-drift table (``fixed``; gold focus and intent, as in
+    :func:`room_to_learn`) and of the one that knows the post-drift table (``informed``).
+
+    ``loss`` is ``informed_after - fixed_after``: on the same post-drift queries, same walk and budget,
+    what holding on to the pre-drift needs costs. ``drop`` is ``fixed_before - fixed_after``, the fixed
+    policy's fall from its own pre-drift recall (later queries are also harder, so it overstates the drift's
+    share; ``loss`` does not).
+
+    Raises:
+        ValueError: a dataset without a drift (``drift=True`` of synthetic v2).
+    """
+    from signet_rl.evaluation.harness import evaluate
+
+    if dataset.meta.get("drift_at_day") is None:
+        raise ValueError(f"{dataset.name} has no drift; generate it with version=2, drift=True")
+    gold = _gold_retriever_class()
+    retrievers = {
+        "fixed": gold(dataset, HiddenScorer(dataset, period="pre")),
+        "informed": gold(dataset, HiddenScorer(dataset)),
+    }
+    rows = pd.concat(
+        [
+            evaluate(
+                dataset,
+                retrievers,
+                split=s,
+                budget_chars=budget_chars,
+                ks=(10,),
+                max_queries=max_queries,
+                n_boot=10,
+            ).rows
+            for s in ("train", "validation", "test")
+        ]
+    )
+    rows = rows[rows["intent"] != "none"]
+    after = dataset.truth.labels["queries"].set_index("query_id")["after_drift"]
+    rows = rows.assign(after=rows["query_id"].map(after).astype(bool))
+    m = rows.groupby(["retriever", "after"])["needed_recall"].mean()
+    out = {
+        "fixed_before": float(m[("fixed", False)]),
+        "fixed_after": float(m[("fixed", True)]),
+        "informed_after": float(m[("informed", True)]),
+    }
+    out["loss"] = out["informed_after"] - out["fixed_after"]
+    out["drop"] = out["fixed_before"] - out["fixed_after"]
+    return {k: round(v, 4) for k, v in out.items()}
+
+
+def benchmark_audit(
+    dataset: Dataset, max_queries: int = 400, train_seed: int | None = None
+) -> dict[str, Any]:
+    """Every v2 audit of a generated benchmark, as ``describe`` prints it.
+
+    The classifiers (scikit-learn's ``HistGradientBoostingClassifier`` on all item signals, and on all edge
+    signals) are trained on the same config generated with ``train_seed`` (default: this seed + 1) and
+    tested here, so a figure is never read on the seed a classifier saw.
+
+    Returns:
+        ``needed_auc`` and ``spurious_auc`` (each signal's AUC; ``max_*`` the largest oriented one, bound
+        :data:`SIGNAL_AUC_MAX`), ``needed_classifier_auc`` and ``spurious_classifier_auc`` (bound
+        :data:`CLASSIFIER_AUC_MAX`), ``walk_agreement`` (bound :data:`WALK_AGREEMENT_MAX`), ``room_to_learn``
+        (:func:`room_to_learn`; the gain's bound :data:`ROOM_TO_LEARN_MIN`, v2 only), ``unnamed_share`` (of
+        queries with a focus entity, the share that do not name it; v2 only), ``drift`` (v2 with a drift),
+        and ``failed``: the bounds this dataset misses.
+    """
+    from signet_rl.datasets.synthetic import generate
+
+    meta = dataset.meta
+    if meta.get("generator") != "synthetic":
+        raise ValueError(f"{dataset.name}: the benchmark audit needs a generated (synthetic) dataset")
+    config = dict(meta["config"])
+    version = int(config.pop("generator_version"))
+    preset = config.pop("preset")
+    seed = int(meta["seed"])
+    train_seed = seed + 1 if train_seed is None else train_seed
+    if train_seed == seed:
+        raise ValueError(f"train_seed={train_seed} is the audited seed; the classifiers need another one")
+    train = generate(preset, seed=train_seed, version=version, **config)
+    items, items_train = item_signals(dataset, max_queries), item_signals(train, max_queries)
+    edges, edges_train = edge_signals(dataset), edge_signals(train)
+    out: dict[str, Any] = {"generator_version": version, "seed": seed, "classifier_train_seed": train_seed}
+    out["needed_auc"] = _signal_aucs(items, ITEM_SIGNALS, "needed")
+    out["spurious_auc"] = _signal_aucs(edges, EDGE_SIGNALS, "spurious")
+    out["max_needed_auc"] = max(oriented(v) for v in out["needed_auc"].values())
+    out["max_spurious_auc"] = max(oriented(v) for v in out["spurious_auc"].values())
+    out["needed_classifier_auc"] = _classifier_auc(items_train, items, ITEM_SIGNALS, "needed")
+    out["spurious_classifier_auc"] = _classifier_auc(edges_train, edges, EDGE_SIGNALS, "spurious")
+    out["walk_agreement"] = walk_agreement(dataset, max_queries)
+    failed = [
+        f"{k} {out[k]:.3f} > {bound}"
+        for k, bound in (
+            ("max_needed_auc", SIGNAL_AUC_MAX),
+            ("max_spurious_auc", SIGNAL_AUC_MAX),
+            ("needed_classifier_auc", CLASSIFIER_AUC_MAX),
+            ("spurious_classifier_auc", CLASSIFIER_AUC_MAX),
+        )
+        if oriented(out[k]) > bound
+    ]
+    if out["walk_agreement"] >= WALK_AGREEMENT_MAX:
+        failed.append(f"walk_agreement {out['walk_agreement']:.3f} >= {WALK_AGREEMENT_MAX}")
+    if version >= 2:
+        focus = dataset.truth.labels["queries"]
+        ref = focus["reference"].dropna()
+        out["unnamed_share"] = round(float((ref != "name").mean()), 4) if len(ref) else float("nan")
+        out["room_to_learn"] = room_to_learn(dataset)
+        if out["room_to_learn"]["gain_ndcg@10"] < ROOM_TO_LEARN_MIN:
+            failed.append(
+                f"room_to_learn gain {out['room_to_learn']['gain_ndcg@10']:.3f} < {ROOM_TO_LEARN_MIN}"
+            )
+        if meta.get("drift_at_day") is not None:
+            out["drift"] = drift_loss(dataset)
+    out["failed"] = failed
+    return out

@@ -73,13 +73,17 @@ def describe(dataset: Dataset, signals: bool = True) -> dict[str, Any]:
 
         out["config_hash"] = dataset.meta["config_hash"]
         out["config"] = dataset.meta["config"]
+        out["generator_version"] = int(dataset.meta["config"].get("generator_version", 1))
         out["query_mix"] = dict(describe_mix(dataset))
         if signals:
+            from signet_rl.evaluation.audit import benchmark_audit
+
             auc = signal_auc(dataset)
             out["signal_auc"] = auc
             out["too_easy_signals"] = [
                 k for k, v in auc.items() if k != "spurious_edge_confidence" and v >= 0.9
             ]
+            out["audit"] = benchmark_audit(dataset)
     return out
 
 
@@ -98,7 +102,7 @@ def format_description(d: dict[str, Any]) -> str:
     """The text ``python -m signet_rl.datasets describe`` prints."""
     lines = [f"dataset {d['name']}" + (f"  ({d['graphs']} graphs)" if d["graphs"] > 1 else "")]
     if "config_hash" in d:
-        lines.append(f"generator config hash {d['config_hash']}")
+        lines.append(f"generator synthetic v{d.get('generator_version', 1)}, config hash {d['config_hash']}")
     for key in (
         "entities",
         "aspects",
@@ -137,6 +141,8 @@ def format_description(d: dict[str, Any]) -> str:
             lines.append(f"  {k:<32} {v:>10.3f}")
         if d["too_easy_signals"]:
             lines.append(f"  WARNING: {', '.join(d['too_easy_signals'])} alone nearly solve the task")
+    if "audit" in d:
+        lines += _audit_lines(d["audit"])
     m = d["malformed"]
     lines.append(f"malformed rows: {m['malformed_total']:,}")
     for problem, n in m["malformed_by_problem"].items():
@@ -144,3 +150,37 @@ def format_description(d: dict[str, Any]) -> str:
     for ex in m["malformed_examples"][:5]:
         lines.append(f"  e.g. {ex['file']} {ex['row']}: {ex['problem']} ({ex['action']})")
     return "\n".join(lines)
+
+
+def _audit_lines(a: dict[str, Any]) -> list[str]:
+    """The benchmark audit (``evaluation.audit.benchmark_audit``) as text."""
+    lines = [
+        f"benchmark audit (seed {a['seed']}; classifiers trained on seed {a['classifier_train_seed']}; "
+        "AUCs: 0.5 = no signal, bounds in brackets):"
+    ]
+    for title, key in (("is this item needed", "needed_auc"), ("is this edge spurious", "spurious_auc")):
+        lines.append(f"  {title}: AUC of each signal alone [max(auc, 1 - auc) <= 0.80]")
+        for k, v in a[key].items():
+            lines.append(f"    {k:<32} {v:>8.3f}")
+    lines.append(f"  {'needed: gradient boosting on all':<36} {a['needed_classifier_auc']:>8.3f}  [<= 0.85]")
+    lines.append(
+        f"  {'spurious: gradient boosting on all':<36} {a['spurious_classifier_auc']:>8.3f}  [<= 0.85]"
+    )
+    lines.append(f"  {'walk-rule agreement':<36} {a['walk_agreement']:>8.3f}  [< 0.6]")
+    if "unnamed_share" in a:
+        lines.append(f"  {'queries not naming their entity':<36} {a['unnamed_share']:>8.3f}  [>= 0.4]")
+    if "room_to_learn" in a:
+        r = a["room_to_learn"]
+        lines.append(
+            f"  room to learn (nDCG@10 at 400 chars, gold entries): hidden {r['hidden_ndcg@10']:.3f} vs ppr "
+            f"{r['ppr_ndcg@10']:.3f}, gain {r['gain_ndcg@10']:.3f}  [>= 0.10]"
+        )
+    if "drift" in a:
+        r = a["drift"]
+        lines.append(
+            f"  drift (recall at 400 chars): a policy fixed before it {r['fixed_before']:.3f} before, "
+            f"{r['fixed_after']:.3f} after; informed {r['informed_after']:.3f} after: loss {r['loss']:.3f}"
+            "  [>= 0.10]"
+        )
+    lines.append("  bounds missed: " + ("; ".join(a["failed"]) if a["failed"] else "none"))
+    return lines

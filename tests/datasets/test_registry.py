@@ -44,7 +44,7 @@ def test_describe_cli_prints_counts_and_hash(capsys):
     assert main(["describe", "synthetic:tiny", "--no-signals"]) == 0
     out = capsys.readouterr().out
     ds = load_dataset("synthetic:tiny")
-    assert f"generator config hash {ds.meta['config_hash']}" in out
+    assert f"generator synthetic v1, config hash {ds.meta['config_hash']}" in out
     lines = {line.rsplit(None, 1)[0].strip(): line.rsplit(None, 1)[1] for line in out.splitlines()
              if line and not line.startswith(" ") and len(line.split()) >= 2}
     assert lines["entities"] == "60"
@@ -103,3 +103,14 @@ def test_describe_a_signet_store(tmp_path, capsys):
 def test_options_of_another_datasets_config_are_named_with_the_way_out(spec, options, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         load_dataset(spec, options=options)
+
+
+def test_describe_cli_asks_for_v2_by_option_and_prints_the_version(capsys):
+    assert main(["describe", "synthetic:tiny", "--no-signals", "--option", "version=2"]) == 0
+    out = capsys.readouterr().out
+    ds = load_dataset("synthetic:tiny", options={"version": 2})
+    assert f"generator synthetic v2, config hash {ds.meta['config_hash']}" in out
+    assert main(["describe", "synthetic:tiny", "--no-signals", "--option", "version=7"]) == 2
+    assert "error: unknown synthetic generator version 7; expected one of [1, 2]" in capsys.readouterr().err
+    assert main(["describe", "synthetic:tiny", "--option", "version"]) == 2
+    assert "error: --option 'version' is not KEY=VALUE (e.g. --option version=2)" in capsys.readouterr().err
