@@ -671,6 +671,7 @@ class BanditTrainer:
             os.unlink(link)
             os.link(path, link)
             os.replace(link, self.run_dir / PREVIOUS_CHECKPOINT)
+            FsPath(link).unlink(missing_ok=True)  # rename is a no-op when both names link one file already
         with atomic_writer(path) as fh:
             pickle.dump(self._state(), fh, protocol=pickle.HIGHEST_PROTOCOL)
         self.log.write(self.run_dir / "feedback.parquet")
