@@ -8,7 +8,8 @@ command-line overrides, and the names of the files the run writes. Opening a fol
 * takes an **exclusive lock** (``fcntl.flock`` on :data:`LOCK` inside it); a second training on the same
   folder fails at once, naming the pid that holds it. The lock goes when the process ends, killed or not;
 * refuses a folder that holds files but **no marker** (it is not a folder this trainer created: nothing is
-  written into it, nothing is deleted);
+  written into it, nothing is deleted), unless every file in it is one the run writes (a run folder of a
+  version without markers: it is adopted, and the checkpoint's own checks guard its resume);
 * refuses a marker whose **fingerprint** differs from this run's, naming every differing key and both values
   (resuming a seed-0 checkpoint under ``seed=1`` would give results that match neither);
 * with ``fresh=True`` removes **only the run's own files** (the names the task declares, e.g.
@@ -126,6 +127,13 @@ def _json_safe(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+def _all_run_files(names: Sequence[str], files: Sequence[str]) -> bool:
+    """Whether every one of ``names`` is a run file (or a temporary file of one): a folder a run of a
+    signet_rl version without run markers wrote, holding nothing else."""
+    patterns = [*files, *(f".{p}.*.tmp" for p in files)]
+    return all(any(fnmatch.fnmatchcase(n, p) for p in patterns) for n in names)
+
+
 class RunFolder:
     """An open, locked run folder (see the module docstring); use :meth:`open`, then :meth:`close` (or a
     ``with`` block).
@@ -178,7 +186,7 @@ class RunFolder:
         marker = folder / MARKER
         if folder.is_dir() and not marker.exists():
             others = sorted(p.name for p in folder.iterdir() if p.name != LOCK)
-            if others:
+            if others and not _all_run_files(others, files):  # a run folder older than markers is adopted
                 what = "fresh=true would delete them" if fresh else "the run would write into them"
                 shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
                 raise RunFolderError(

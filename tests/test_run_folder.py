@@ -325,3 +325,14 @@ def test_a_truncated_checkpoint_names_the_file_and_the_ways_out(tmp_path):
     os.replace(prev, path)  # the second way out: the run resumes from interaction 3 and ends
     assert train(_cfg(f"run_dir={folder}")) == 1.0
     assert (folder / "artifacts" / "final_metrics.json").exists()
+
+
+def test_a_run_folder_from_before_markers_is_adopted_and_resumes(tmp_path):
+    """A folder holding only what a run writes (checkpoint, feedback log) is a run of a version without
+    markers: it resumes (the checkpoint's own checks guard it) instead of being refused."""
+    folder = tmp_path / "run"
+    train(_cfg(f"run_dir={folder}", "stop_after=4"))
+    (folder / MARKER).unlink()
+    (folder / LOCK).unlink()
+    assert train(_cfg(f"run_dir={folder}")) == 1.0
+    assert (folder / MARKER).exists() and (folder / "artifacts" / "final_metrics.json").exists()
