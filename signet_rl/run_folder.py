@@ -200,9 +200,9 @@ class RunFolder:
             if previous is not None and not fresh:
                 diff = fingerprint_diff(previous.get("fingerprint", {}), fp)
                 if diff:
-                    shown, more = diff[:6], len(diff) - 6
-                    was = ", ".join(f"{k}={_show(a)}" for k, a, _ in shown)
-                    asks = ", ".join(f"{k}={_show(b)}" for k, _, b in shown)
+                    listed, more = diff[:6], len(diff) - 6
+                    was = ", ".join(f"{k}={_show(a)}" for k, a, _ in listed)
+                    asks = ", ".join(f"{k}={_show(b)}" for k, _, b in listed)
                     if more > 0:
                         was, asks = f"{was} (and {more} more keys)", f"{asks} (and {more} more keys)"
                     raise RunFolderError(

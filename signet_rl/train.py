@@ -87,6 +87,7 @@ RESULTS_NEUTRAL = (
 class TrainingInterrupted(KeyboardInterrupt):
     """Ctrl-C during training; ``str()`` says where the checkpoint is and the command that resumes."""
 
+
 TEST_METRICS = ("needed_recall", "precision", "f1", "ndcg@10", "mrr", "tokens", "zero_injection")
 
 
@@ -98,6 +99,7 @@ def seed_everything(seed: int) -> None:
 
 def traversal_config(cfg: DictConfig) -> dict[str, Any]:
     """The dataset's ``traversal`` block with the non-null ``traversal.*`` overrides on top."""
+
     def plain(node: Any) -> Any:
         return OmegaConf.to_container(node, resolve=True) if node is not None else {}
 
@@ -195,9 +197,7 @@ def check_seed(cfg: DictConfig) -> int:
     seed = cfg.get("seed")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
         spec = cfg.dataset.get("spec") if cfg.get("dataset") is not None else None
-        raise ValueError(
-            f"seed={seed!r} (dataset {spec}) is not an integer in [0, 2**32); pass e.g. seed=0"
-        )
+        raise ValueError(f"seed={seed!r} (dataset {spec}) is not an integer in [0, 2**32); pass e.g. seed=0")
     return seed
 
 
@@ -331,12 +331,17 @@ def _train_bandit(
     try:
         with _StopOnSigint() as sigint:
             curve = trainer.run(
-                stop_after=None if stop_after is None else int(stop_after), stop_requested=lambda: sigint.requested
+                stop_after=None if stop_after is None else int(stop_after),
+                stop_requested=lambda: sigint.requested,
             )
     except KeyboardInterrupt:  # a second Ctrl-C, mid-interaction: the last periodic checkpoint stands
         if tracker is not None:
             tracker.finish("KILLED")
-        done = f"the last checkpoint in {out}" if (out / CHECKPOINT).exists() else "the start (no checkpoint yet)"
+        done = (
+            f"the last checkpoint in {out}"
+            if (out / CHECKPOINT).exists()
+            else "the start (no checkpoint yet)"
+        )
         raise TrainingInterrupted(f"interrupted; rerunning resumes from {done}:\n  {resume}") from None
     total = len(trainer.schedule())
     if sigint.requested and trainer.step < total:
@@ -349,7 +354,10 @@ def _train_bandit(
     if trainer.step < total:  # stopped early on purpose (stop_after): resume later
         if tracker is not None:
             tracker.finish("KILLED")
-        print(f"stopped after {trainer.step} interactions; rerun the same command to resume from {out}:\n  {resume}")
+        print(
+            f"stopped after {trainer.step} interactions; rerun the same command to resume from {out}:"
+            f"\n  {resume}"
+        )
         return math.nan
 
     # The final comparison on test queries, frozen policy, same budget, same queries.

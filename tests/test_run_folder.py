@@ -124,7 +124,8 @@ def test_a_second_training_on_a_folder_in_use_fails_at_once_naming_the_pid(tmp_p
     folder = tmp_path / "run"
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from signet_rl.run_folder import RunFolder; "
-         "f = RunFolder.open(sys.argv[1], {}, ['checkpoint.pkl']); print('locked', flush=True); time.sleep(120)",
+         "f = RunFolder.open(sys.argv[1], {}, ['checkpoint.pkl']); print('locked', flush=True); "
+         "time.sleep(120)",
          str(folder)],
         env=_env(), stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -161,7 +162,7 @@ def test_concurrent_checkpoints_never_collide_on_a_temp_name(tmp_path):
         try:
             for _ in range(15):
                 t.checkpoint()
-        except BaseException as err:  # noqa: BLE001 - collected and asserted on below
+        except BaseException as err:  # collected and asserted on below
             errors.append(err)
 
     threads = [threading.Thread(target=write, args=(t,)) for t in trainers]
@@ -262,8 +263,9 @@ def test_kg_run_folder_with_15_long_overrides_is_short(tmp_path):
     data = tmp_path / "data"
     folder = data / "kg" / "tiny"
     folder.mkdir(parents=True)
-    for name, text in (("graph", KG_GRAPH), ("train", "a\tr1\tb\nd\tr1\tc\nc\tr1\te\n"), ("dev", "b\tr1\te\n"),
-                       ("test", "a\tr2\td\n")):  # fmt: skip
+    splits = {"graph": KG_GRAPH, "train": "a\tr1\tb\nd\tr1\tc\nc\tr1\te\n", "dev": "b\tr1\te\n",
+              "test": "a\tr2\td\n"}  # fmt: skip
+    for name, text in splits.items():
         (folder / f"{name}.txt").write_text(text)
     assert len(KG_LONG) == 15 and sum(len(o) + 1 for o in KG_LONG) > 500
     cmd = [
@@ -289,7 +291,10 @@ def test_kg_run_folder_with_15_long_overrides_is_short(tmp_path):
         (["scorer=gnn", "scorer.lr=-1"], "GNNPathScorer: lr must be positive, got -1"),
         (["+task.no_such_knob=1"], "BanditConfig: unknown keys ['no_such_knob']"),
         (["traversal.max_depth=-2"], "max_depth"),
-        (["seed=-1"], "seed=-1 (dataset kg:no_such_folder) is not an integer in [0, 2**32); pass e.g. seed=0"),
+        (
+            ["seed=-1"],
+            "seed=-1 (dataset kg:no_such_folder) is not an integer in [0, 2**32); pass e.g. seed=0",
+        ),
     ],
 )
 def test_config_errors_are_raised_before_the_dataset_loads(tmp_path, overrides, message):
@@ -303,7 +308,8 @@ def test_config_errors_are_raised_before_the_dataset_loads(tmp_path, overrides, 
 def test_negative_seeds_name_the_seed_and_the_spec():
     with pytest.raises(ValueError, match=re.escape("seed=-1 (dataset synthetic:tiny:0) is not an integer")):
         train(_cfg("seed=-1"))
-    message = "dataset spec 'synthetic:tiny:-3': seed -3 is negative; seeds are integers >= 0, e.g. synthetic:tiny:0"
+    message = "dataset spec 'synthetic:tiny:-3': seed -3 is negative; seeds are integers >= 0, e.g. "
+    message += "synthetic:tiny:0"
     with pytest.raises(ValueError, match=re.escape(message)):
         parse_spec("synthetic:tiny:-3")
 

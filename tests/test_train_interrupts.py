@@ -26,9 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 TOTAL = 24
 RUN = [
     "dataset.spec=synthetic:tiny:0", "scorer=gnn", "scorer.hidden=8", "scorer.n_heads=4",
-    f"task.max_interactions={TOTAL}", "task.eval_every=12", "task.checkpoint_every=3", "task.max_val_queries=4",
-    "task.max_test_queries=6", "baselines=[]", "ceiling=false", "bootstrap=10", "progress=false",
-    "mlflow.enabled=false", "threads=1",
+    f"task.max_interactions={TOTAL}", "task.eval_every=12", "task.checkpoint_every=3",
+    "task.max_val_queries=4", "task.max_test_queries=6", "baselines=[]", "ceiling=false", "bootstrap=10",
+    "progress=false", "mlflow.enabled=false", "threads=1",
 ]  # fmt: skip
 
 

@@ -684,15 +684,15 @@ class BanditTrainer:
                 state = pickle.load(fh)  # our own checkpoint file
         except (EOFError, pickle.UnpicklingError, ValueError, AttributeError, ImportError, IndexError) as err:
             prev = path.parent / PREVIOUS_CHECKPOINT
-            way = (
-                f", or resume from the previous checkpoint: mv {prev} {path}" if prev.exists() else ""
-            )
+            way = f", or resume from the previous checkpoint: mv {prev} {path}" if prev.exists() else ""
             raise ValueError(
                 f"checkpoint {path} is unreadable (truncated or corrupt: {type(err).__name__}: {err}); "
                 f"rerun with fresh=true to start over{way}"
             ) from err
         if not isinstance(state, dict) or "step" not in state:
-            raise ValueError(f"checkpoint {path} is not a bandit checkpoint; rerun with fresh=true to start over")
+            raise ValueError(
+                f"checkpoint {path} is not a bandit checkpoint; rerun with fresh=true to start over"
+            )
         return state
 
     def resume(self) -> bool:

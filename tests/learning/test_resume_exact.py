@@ -39,9 +39,10 @@ def _tiny():
 
 def _trainer(run_dir, scorer: str, reinforcement: bool, **over) -> BanditTrainer:
     kwargs = {"hidden": 8, "n_heads": 4} if scorer == "gnn" else {}
+    config = BanditConfig(**{**CFG, "reinforcement": reinforcement, **over})
     return BanditTrainer(
-        _tiny(), make_scorer(scorer, **kwargs), BanditConfig(**{**CFG, "reinforcement": reinforcement, **over}),
-        traversal={"max_depth": 2}, seed=3, run_dir=run_dir, progress=False,
+        _tiny(), make_scorer(scorer, **kwargs), config, traversal={"max_depth": 2}, seed=3, run_dir=run_dir,
+        progress=False,
     )  # fmt: skip
 
 
@@ -56,8 +57,19 @@ def _outcome(t: BanditTrainer) -> dict[str, object]:
     rows = test.rows.drop(columns=[c for c in test.rows.columns if c.endswith("_ms") or "latency" in c])
     return {
         "curve": [timeless(r) for r in t.curve],
-        "history": [(h.step, h.query_id, h.mean_rating, h.true_value, h.oracle_value, h.explorer_shown,
-                     h.explorer_hits, h.candidates) for h in t.history],  # fmt: skip
+        "history": [
+            (
+                h.step,
+                h.query_id,
+                h.mean_rating,
+                h.true_value,
+                h.oracle_value,
+                h.explorer_shown,
+                h.explorer_hits,
+                h.candidates,
+            )
+            for h in t.history
+        ],
         "log": [(r.step, r.query_id, r.shown, r.ratings, r.pscores, r.candidate_scores) for r in t.log],
         "running": timeless(t.running_metrics()),
         "ope": t.ope(n_boot=20),
@@ -123,6 +135,8 @@ def test_resume_from_any_stop_point_is_exact(tmp_path_factory, stop, checkpoint_
         first.checkpoint()
     again = _trainer(folder, "gnn", True, exploration=exploration)
     again.run()
-    expected_from = stop if checkpoint_at_stop else (stop // CFG["checkpoint_every"]) * CFG["checkpoint_every"]
+    expected_from = (
+        stop if checkpoint_at_stop else (stop // CFG["checkpoint_every"]) * CFG["checkpoint_every"]
+    )
     assert (again.resumed_from or 0) == expected_from
     _same(_uninterrupted(exploration), _outcome(again))
