@@ -275,6 +275,13 @@ def train_bandit(cfg: DictConfig) -> float:
     )  # fmt: skip
     try:
         return _train_bandit(cfg, t0, seed, traversal, config, scorer, folder)
+    except TrainingInterrupted:
+        raise
+    except KeyboardInterrupt:  # while the dataset loads, or during the final evaluation
+        there = "the last checkpoint" if (out / CHECKPOINT).exists() else "the start (no checkpoint yet)"
+        raise TrainingInterrupted(
+            f"interrupted; rerunning resumes from {there} in {out}:\n  {resume_command(cfg, out)}"
+        ) from None
     finally:
         folder.close()
 
@@ -442,7 +449,7 @@ def main(cfg: DictConfig) -> float:
     except TrainingInterrupted as stop:
         print(str(stop), file=sys.stderr, flush=True)
     except KeyboardInterrupt:
-        print("interrupted before training started; nothing to resume", file=sys.stderr, flush=True)
+        print("interrupted before the run folder was opened: nothing written", file=sys.stderr, flush=True)
     sys.exit(130)
 
 
