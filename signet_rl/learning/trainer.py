@@ -502,7 +502,9 @@ class BanditTrainer:
     def run(
         self, stop_after: int | None = None, stop_requested: Callable[[], bool] | None = None
     ) -> list[dict[str, float]]:
-        """Run (or resume) the loop; returns the learning curve (one row per evaluation).
+        """Run (or resume) the loop; returns the learning curve (one row per evaluation). A ``run_dir``
+        given as a path is opened as a :class:`~signet_rl.run_folder.RunFolder` (locked, marked with
+        :meth:`fingerprint`) for the run.
 
         Args:
             stop_after: stop once this many schedule positions are done, without a checkpoint there
@@ -510,42 +512,45 @@ class BanditTrainer:
             stop_requested: polled between interactions; when it returns True the loop checkpoints the
                 interactions done so far and returns (Ctrl-C in ``signet_rl.train``), to be resumed later.
         """
+        if self.run_dir is None or self.folder is not None:
+            return self._loop(stop_after, stop_requested)
+        with RunFolder.open(self.run_dir, self.fingerprint(), RUN_FILES) as self.folder:
+            try:
+                return self._loop(stop_after, stop_requested)
+            finally:
+                self.folder = None
+
+    def _loop(
+        self, stop_after: int | None, stop_requested: Callable[[], bool] | None
+    ) -> list[dict[str, float]]:
         from tqdm.auto import tqdm
 
-        opened = None
-        if self.run_dir is not None and self.folder is None:
-            opened = self.folder = RunFolder.open(self.run_dir, self.fingerprint(), RUN_FILES)
-        try:
-            self.resume()
-            plan = self.schedule()
-            cfg = self.config
-            bar = tqdm(total=len(plan), initial=self.step, disable=not self.progress, desc="bandit", unit="q")
-            while self.step < len(plan):
-                if stop_after is not None and self.step >= stop_after:
-                    break
-                if stop_requested is not None and stop_requested():
-                    self.checkpoint()
-                    break
-                query, position = plan[self.step]
-                inter = self.interact(query, position)
-                if inter is not None:
-                    self.history.append(inter)
-                self.step += 1
-                bar.update(1)
-                if cfg.eval_every and self.step % cfg.eval_every == 0:
-                    self._record_eval()
-                if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
-                    self.checkpoint()
-            bar.close()
-            if self.step >= len(plan):
-                self._flush()
-                if not self.curve or self.curve[-1]["interactions"] != self.step:
-                    self._record_eval()
+        self.resume()
+        plan = self.schedule()
+        cfg = self.config
+        bar = tqdm(total=len(plan), initial=self.step, disable=not self.progress, desc="bandit", unit="q")
+        while self.step < len(plan):
+            if stop_after is not None and self.step >= stop_after:
+                break
+            if stop_requested is not None and stop_requested():
                 self.checkpoint()
-        finally:
-            if opened is not None:
-                opened.close()
-                self.folder = None
+                break
+            query, position = plan[self.step]
+            inter = self.interact(query, position)
+            if inter is not None:
+                self.history.append(inter)
+            self.step += 1
+            bar.update(1)
+            if cfg.eval_every and self.step % cfg.eval_every == 0:
+                self._record_eval()
+            if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
+                self.checkpoint()
+        bar.close()
+        if self.step >= len(plan):
+            self._flush()
+            if not self.curve or self.curve[-1]["interactions"] != self.step:
+                self._record_eval()
+            self.checkpoint()
         return self.curve
 
     def fingerprint(self) -> dict[str, Any]:
