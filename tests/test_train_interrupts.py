@@ -54,7 +54,7 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, float]:
 def _start_and_wait_for_a_checkpoint(folder: Path) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "signet_rl.train", *RUN, f"run_dir={folder}"],
-        cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=folder.parent, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 240
     while not (folder / CHECKPOINT).exists():
@@ -78,7 +78,7 @@ def test_sigkill_after_the_first_checkpoint_then_rerun_equals_the_uninterrupted_
     assert 3 <= _step(folder) < TOTAL and not (folder / "artifacts").exists()  # it died mid-run
     again = subprocess.run(
         [sys.executable, "-m", "signet_rl.train", *RUN, f"run_dir={folder}"],
-        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert again.returncode == 0, again.stderr[-3000:]
     assert _final(folder) == uninterrupted
