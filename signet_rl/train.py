@@ -10,9 +10,16 @@ metric, ``cfg.optimized_metric``; never a test one). ``task=bandit`` (the defaul
     python -m signet_rl.train -m traversal.max_branching=2,4,8 traversal.max_depth=2,3
     python -m signet_rl.train task=kg dataset=kg dataset.spec=kg:kinship dataset.path_length=2
 
-A run keeps its checkpoint in ``run_dir`` (by default derived from the command-line overrides, so the same
-command finds it again): rerunning a killed command resumes where its last checkpoint stopped, and the
-resumed run ends with the same metrics as an uninterrupted one. ``fresh=true`` starts over.
+A run keeps its checkpoint in ``run_dir``. By default that is ``runs/<task>/<scorer>-<dataset spec>-<hash>``,
+the hash a short one of the sorted command-line overrides that change results (:func:`run_dir`), so the same
+command finds its folder again however many overrides it has; the overrides are saved in the folder's run
+marker. Rerunning a killed or interrupted command resumes where its last checkpoint stopped, and the
+resumed run ends with the same metrics as an uninterrupted one, bit for bit. The folder is locked while a
+run trains in it, and rerunning it with a different value of anything that changes results (seed, scorer
+and its hyperparameters, dataset, traversal, task) is refused, naming the key and both values
+(:mod:`signet_rl.core.run_folder`). ``fresh=true`` starts over, deleting only the previous run's own files, and
+only in a folder holding a run marker. Ctrl-C checkpoints after the current interaction and prints the
+command that resumes (exit status 130).
 
 The bandit run logs to MLflow: the flattened config; over interactions the running mean rating, cumulative
 regret against the oracle slate, explorer share and hit rate, validation recall / precision / F1 / nDCG (per
@@ -28,7 +35,10 @@ import json
 import logging
 import math
 import random
-import shutil
+import shlex
+import signal
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -36,18 +46,48 @@ from typing import Any
 import hydra
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
+from signet_rl.core.run_folder import RunFolder, run_name
 from signet_rl.datasets import load_dataset
 from signet_rl.evaluation.harness import evaluate, validation_callback
 from signet_rl.evaluation.oracle import OracleScorer
-from signet_rl.learning.trainer import CHECKPOINT, BanditConfig, BanditTrainer, learning_curve_png
+from signet_rl.learning.trainer import (
+    CHECKPOINT,
+    RUN_FILES,
+    BanditConfig,
+    BanditTrainer,
+    learning_curve_png,
+)
 from signet_rl.pipeline.desire import DesirePathRetriever
 from signet_rl.retrieval.flat import UNCAPPED, flat_variant
 from signet_rl.scorers import make_scorer
 from signet_rl.tracking import project_root
+from signet_rl.traversal.config import TraversalConfig
 
-__all__ = ["build_scorer", "main", "train", "train_bandit", "traversal_config"]
+__all__ = [
+    "RESULTS_NEUTRAL",
+    "TrainingInterrupted",
+    "build_scorer",
+    "fingerprint",
+    "main",
+    "resume_command",
+    "run_dir",
+    "train",
+    "train_bandit",
+    "traversal_config",
+]
+
+#: Config keys (and key prefixes, ending in ``.``) that do not change a run's results: left out of the
+#: fingerprint a run folder is checked against, and of the hash that names it.
+RESULTS_NEUTRAL = (
+    "fresh", "stop_after", "progress", "run_dir", "threads", "mlflow.", "hydra.", "dataset.data_root",
+)  # fmt: skip
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during training; ``str()`` says where the checkpoint is and the command that resumes."""
+
 
 TEST_METRICS = ("needed_recall", "precision", "f1", "ndcg@10", "mrr", "tokens", "zero_injection")
 
@@ -60,6 +100,7 @@ def seed_everything(seed: int) -> None:
 
 def traversal_config(cfg: DictConfig) -> dict[str, Any]:
     """The dataset's ``traversal`` block with the non-null ``traversal.*`` overrides on top."""
+
     def plain(node: Any) -> Any:
         return OmegaConf.to_container(node, resolve=True) if node is not None else {}
 
@@ -78,16 +119,101 @@ def build_scorer(cfg: DictConfig) -> Any:
     return make_scorer(str(name), **node)
 
 
+def _neutral(key: str) -> bool:
+    return any(key == k or (k.endswith(".") and key.startswith(k)) for k in RESULTS_NEUTRAL)
+
+
+def fingerprint(cfg: DictConfig) -> dict[str, Any]:
+    """Every config value that changes results, flattened to ``dotted.key -> value`` (resolved): the whole
+    config but :data:`RESULTS_NEUTRAL`. A run folder refuses a command whose fingerprint differs."""
+    plain = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(plain, dict)
+    for key in [k for k in plain if _neutral(str(k))]:
+        plain.pop(key)  # never resolved: run_dir may hold ${hydra:...}, which needs a Hydra app
+    resolved = OmegaConf.to_container(OmegaConf.create(plain), resolve=True)
+    out: dict[str, Any] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict) and node:
+            for k, v in node.items():
+                walk(v, f"{prefix}{k}.")
+        else:
+            key = prefix[:-1]
+            if not _neutral(key):
+                out[key] = node
+
+    walk(resolved, "")
+    return dict(sorted(out.items()))
+
+
+def _hydra_overrides() -> list[str] | None:
+    """The command line's overrides under ``@hydra.main`` (None outside a Hydra app)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if not HydraConfig.initialized():
+            return None
+        return [str(o) for o in HydraConfig.get().overrides.task]
+    except (ImportError, ValueError):
+        return None
+
+
+def _override_key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
 def run_dir(cfg: DictConfig) -> Path:
-    path = Path(str(cfg.run_dir))
-    return path if path.is_absolute() else project_root() / path
+    """The run folder of ``cfg``: ``cfg.run_dir`` when set (relative to where the command started), else
+    ``runs/<task>/<scorer>-<dataset spec>-<hash>`` (no scorer part for ``task=kg``), the hash over the sorted
+    command-line overrides that change results (every override but :data:`RESULTS_NEUTRAL`; outside a Hydra
+    app, over the :func:`fingerprint`). Short whatever the overrides, and the same for the same command."""
+    given = cfg.get("run_dir")
+    if given not in (None, ""):
+        path = Path(str(given))
+        return path if path.is_absolute() else project_root() / path
+    task = str(cfg.task.get("name", "bandit"))
+    overrides = _hydra_overrides()
+    if overrides is None:
+        items = [f"{k}={json.dumps(v, sort_keys=True, default=str)}" for k, v in fingerprint(cfg).items()]
+    else:
+        items = [o.lstrip("+") if not o.startswith("~") else o for o in overrides]
+        items = [o for o in items if not _neutral(_override_key(o))]
+    prefix = [] if task == "kg" else [str(cfg.scorer.get("name", ""))]
+    prefix.append(str(cfg.dataset.get("spec", "")))
+    return project_root() / "runs" / task / run_name(prefix, items)
+
+
+def resume_command(cfg: DictConfig, folder: Path) -> str:
+    """The command that resumes this run: the same overrides less ``fresh`` and ``stop_after`` (outside a
+    Hydra app: ``run_dir`` pointed at ``folder``)."""
+    overrides = _hydra_overrides()
+    if overrides is None:
+        overrides = [f"run_dir={folder}"]
+    kept = [o for o in overrides if _override_key(o) not in ("fresh", "stop_after")]
+    return " ".join(["python -m signet_rl.train", *(shlex.quote(o) for o in kept)])
+
+
+def check_seed(cfg: DictConfig) -> int:
+    """``cfg.seed`` as an int in [0, 2**32); else a ValueError naming it and the dataset spec."""
+    seed = cfg.get("seed")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        spec = cfg.dataset.get("spec") if cfg.get("dataset") is not None else None
+        raise ValueError(f"seed={seed!r} (dataset {spec}) is not an integer in [0, 2**32); pass e.g. seed=0")
+    return seed
 
 
 def train(cfg: DictConfig) -> float:
-    """Train, evaluate and log the run ``cfg`` describes; returns ``cfg.optimized_metric`` (validation)."""
+    """Train, evaluate and log the run ``cfg`` describes; returns ``cfg.optimized_metric`` (validation).
+
+    Raises:
+        TrainingInterrupted: Ctrl-C (the bandit task checkpoints first; the message says how to resume).
+    """
     if str(cfg.task.get("name", "bandit")) == "kg":
         from signet_rl.tasks.kg import train_kg
 
+        cfg = cfg.copy()
+        with open_dict(cfg):
+            cfg.run_dir = str(run_dir(cfg))  # the task reads a concrete folder
         return float(train_kg(cfg))
     return train_bandit(cfg)
 
@@ -102,17 +228,75 @@ def _sweep_dir() -> str | None:
     return str(hc.sweep.dir) if str(hc.mode) == "RunMode.MULTIRUN" else None
 
 
+class _StopOnSigint:
+    """While active (main thread only), the first Ctrl-C asks the loop to stop after the current interaction
+    and checkpoint; a second one raises :class:`KeyboardInterrupt` at once."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: Any = None
+
+    def __enter__(self) -> _StopOnSigint:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.requested = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        print("\nCtrl-C: checkpointing after this interaction (press Ctrl-C again to stop at once)",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+
 def train_bandit(cfg: DictConfig) -> float:
-    """The bandit loop (see :mod:`signet_rl.learning.trainer`) with evaluation, MLflow and artifacts."""
+    """The bandit loop (see :mod:`signet_rl.learning.trainer`) with evaluation, MLflow and artifacts.
+
+    Every config error is raised before the dataset loads or the run folder is touched."""
     t0 = time.perf_counter()
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG
-    seed = int(cfg.seed)
+    seed = check_seed(cfg)
+    traversal = traversal_config(cfg)
+    TraversalConfig.from_dict(traversal)  # validates
+    task = {str(k): v for k, v in dict(OmegaConf.to_container(cfg.task, resolve=True)).items()}  # type: ignore[arg-type]
+    task.pop("name", None)
+    config = BanditConfig.from_dict(task)
     seed_everything(seed)
+    scorer = build_scorer(cfg)
+    seed_everything(seed)  # the dataset loads from a freshly seeded state, as it always has
     torch.set_num_threads(int(cfg.get("threads") or torch.get_num_threads()))
     out = run_dir(cfg)
-    if cfg.get("fresh") and out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
+    folder = RunFolder.open(
+        out, fingerprint(cfg), RUN_FILES, fresh=bool(cfg.get("fresh")),
+        overrides=_hydra_overrides() or [], command=resume_command(cfg, out),
+    )  # fmt: skip
+    try:
+        return _train_bandit(cfg, t0, seed, traversal, config, scorer, folder)
+    except TrainingInterrupted:
+        raise
+    except KeyboardInterrupt:  # while the dataset loads, or during the final evaluation
+        there = "the last checkpoint" if (out / CHECKPOINT).exists() else "the start (no checkpoint yet)"
+        raise TrainingInterrupted(
+            f"interrupted; rerunning resumes from {there} in {out}:\n  {resume_command(cfg, out)}"
+        ) from None
+    finally:
+        folder.close()
+
+
+def _train_bandit(
+    cfg: DictConfig,
+    t0: float,
+    seed: int,
+    traversal: dict[str, Any],
+    config: BanditConfig,
+    scorer: Any,
+    folder: RunFolder,
+) -> float:
+    out = folder.path
     options = cfg.dataset.get("options")
     options = OmegaConf.to_container(options, resolve=True) if options is not None else None
     dataset = load_dataset(cfg.dataset.spec, root=cfg.dataset.get("data_root"), options=options)  # type: ignore[arg-type]
@@ -126,11 +310,6 @@ def train_bandit(cfg: DictConfig) -> float:
         )
     if not dataset.queries:
         raise ValueError(f"dataset {dataset.name!r} has no queries; the bandit loop needs rated queries")
-    traversal = traversal_config(cfg)
-    task = {str(k): v for k, v in dict(OmegaConf.to_container(cfg.task, resolve=True)).items()}  # type: ignore[arg-type]
-    task.pop("name", None)
-    config = BanditConfig.from_dict(task)
-    scorer = build_scorer(cfg)
 
     tracker = None
     mlcfg = cfg.get("mlflow") or {}
@@ -152,16 +331,42 @@ def train_bandit(cfg: DictConfig) -> float:
             tracker.log_metrics(metrics, step)
 
     trainer = BanditTrainer(
-        dataset, scorer, config, traversal=traversal, seed=seed, run_dir=out, encoder=str(cfg.encoder),
+        dataset, scorer, config, traversal=traversal, seed=seed, run_dir=folder, encoder=str(cfg.encoder),
         validate=validation_callback(dataset, config.budget_chars, config.max_val_queries, seed),
         on_eval=on_eval, progress=bool(cfg.get("progress", True)),
     )  # fmt: skip
     stop_after = cfg.get("stop_after")
-    curve = trainer.run(stop_after=None if stop_after is None else int(stop_after))
-    if trainer.step < len(trainer.schedule()):  # stopped early on purpose (stop_after): resume later
+    resume = resume_command(cfg, out)
+    try:
+        with _StopOnSigint() as sigint:
+            curve = trainer.run(
+                stop_after=None if stop_after is None else int(stop_after),
+                stop_requested=lambda: sigint.requested,
+            )
+    except KeyboardInterrupt:  # a second Ctrl-C, mid-interaction: the last periodic checkpoint stands
         if tracker is not None:
             tracker.finish("KILLED")
-        print(f"stopped after {trainer.step} interactions; rerun the same command to resume from {out}")
+        done = (
+            f"the last checkpoint in {out}"
+            if (out / CHECKPOINT).exists()
+            else "the start (no checkpoint yet)"
+        )
+        raise TrainingInterrupted(f"interrupted; rerunning resumes from {done}:\n  {resume}") from None
+    total = len(trainer.schedule())
+    if sigint.requested and trainer.step < total:
+        if tracker is not None:
+            tracker.finish("KILLED")
+        raise TrainingInterrupted(
+            f"interrupted after {trainer.step} of {total} interactions; checkpoint written to "
+            f"{out / CHECKPOINT}. Resume with:\n  {resume}"
+        )
+    if trainer.step < total:  # stopped early on purpose (stop_after): resume later
+        if tracker is not None:
+            tracker.finish("KILLED")
+        print(
+            f"stopped after {trainer.step} interactions; rerun the same command to resume from {out}:"
+            f"\n  {resume}"
+        )
         return math.nan
 
     # The final comparison on test queries, frozen policy, same budget, same queries.
@@ -243,8 +448,15 @@ def _flat_validation(trainer: BanditTrainer, flat: Any) -> dict[str, float]:
 
 @hydra.main(config_path="../conf", config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> float:
-    """Hydra entry point; returns ``cfg.optimized_metric`` (validation) for sweepers."""
-    return train(cfg)
+    """Hydra entry point; returns ``cfg.optimized_metric`` (validation) for sweepers. Ctrl-C prints where
+    the run stopped and how to resume (no traceback) and exits with status 130."""
+    try:
+        return train(cfg)
+    except TrainingInterrupted as stop:
+        print(str(stop), file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        print("interrupted before the run folder was opened: nothing written", file=sys.stderr, flush=True)
+    sys.exit(130)
 
 
 if __name__ == "__main__":

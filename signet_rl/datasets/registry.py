@@ -61,6 +61,11 @@ def parse_spec(spec: str) -> DatasetSpec:
             raise ValueError(f"dataset spec {spec!r} names no preset, e.g. synthetic:small")
         if seed and not seed.lstrip("-").isdigit():
             raise ValueError(f"dataset spec {spec!r}: seed {seed!r} is not an integer")
+        if seed.startswith("-"):
+            raise ValueError(
+                f"dataset spec {spec!r}: seed {seed} is negative; seeds are integers >= 0, "
+                f"e.g. synthetic:{preset}:0"
+            )
         return DatasetSpec("synthetic", preset, int(seed) if seed else None)
     if kind in ("kg", "signet"):
         if not rest:

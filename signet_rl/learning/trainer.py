@@ -24,10 +24,12 @@ beside the flat baseline and the non-learned scorers, at the same budget. Valida
 update a weight or a statistic. Ground truth is read by the rater and the evaluator only (and for the
 regret metric: the best slate the candidates allowed, computed from noiseless ratings and never fed back).
 
-The loop checkpoints every ``checkpoint_every`` interactions (scorer, edge statistics, every random stream,
-quota, metrics, the feedback log) and a restarted run resumes from the last checkpoint: the interactions it
-replays draw the same numbers, so an interrupted-and-resumed run ends with the same metrics as an
-uninterrupted one.
+The loop checkpoints every ``checkpoint_every`` interactions (scorer with its optimizer and the state it
+derived from history, edge statistics, every random stream: the loop's, the rater's, torch's, numpy's and
+Python's global ones; quota, metrics, the feedback log) and a restarted run resumes from the last
+checkpoint: the interactions it replays draw the same numbers, so an interrupted-and-resumed run ends with
+the same metrics as an uninterrupted one, bit for bit. The run folder is opened through
+:class:`~signet_rl.core.run_folder.RunFolder` (a lock, a run marker with the run's fingerprint).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ import copy
 import math
 import os
 import pickle
+import random
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,6 +50,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from signet_rl.core.run_folder import RunFolder, atomic_writer
 from signet_rl.core.types import Query
 from signet_rl.datasets.base import Dataset
 from signet_rl.learning.exploration import ExplorerQuota, select_slate, speculative_candidates
@@ -57,9 +62,14 @@ from signet_rl.rating.rater import SimulatedRater
 from signet_rl.scorers.base import Feedback, PathScorer
 from signet_rl.traversal.path import Path
 
-__all__ = ["BanditConfig", "BanditTrainer", "Interaction", "session_of"]
+__all__ = ["CHECKPOINT", "PREVIOUS_CHECKPOINT", "RUN_FILES", "BanditConfig", "BanditTrainer", "Interaction",
+           "session_of"]  # fmt: skip
 
 CHECKPOINT = "checkpoint.pkl"
+#: The checkpoint before the last one, kept so a damaged ``checkpoint.pkl`` is not the end of a run.
+PREVIOUS_CHECKPOINT = "checkpoint.prev.pkl"
+#: What a bandit run writes in its run folder (``fresh=true`` removes these and nothing else).
+RUN_FILES = (CHECKPOINT, PREVIOUS_CHECKPOINT, "feedback.parquet", "artifacts", "mlflow_run_id")
 
 
 @dataclass
@@ -192,7 +202,9 @@ class BanditTrainer:
         config: the loop's knobs.
         traversal: bounded-traversal overrides (a dataset config's ``traversal`` block).
         seed: seeds every random stream of the loop (exploration, rater, torch).
-        run_dir: where checkpoints, the feedback log and artifacts go (None: no checkpoints).
+        run_dir: where checkpoints, the feedback log and artifacts go (None: no checkpoints): a folder,
+            locked and marked with :meth:`fingerprint` while :meth:`run` runs, or a
+            :class:`~signet_rl.core.run_folder.RunFolder` the caller opened (and closes).
         encoder: entry search and relevance encoder.
         validate: evaluation, handed in by the entry point: called with a frozen copy of the policy (a
             retriever) every ``eval_every`` interactions, returns the validation metrics that go on the
@@ -208,7 +220,7 @@ class BanditTrainer:
         config: BanditConfig | None = None,
         traversal: Mapping[str, Any] | None = None,
         seed: int = 0,
-        run_dir: str | os.PathLike[str] | None = None,
+        run_dir: str | os.PathLike[str] | RunFolder | None = None,
         encoder: str = "hashing",
         validate: Callable[[DesirePathRetriever], dict[str, float]] | None = None,
         on_eval: Callable[[int, dict[str, float]], None] | None = None,
@@ -218,6 +230,9 @@ class BanditTrainer:
         self.scorer = scorer
         self.config = config or BanditConfig()
         self.seed = seed
+        self.folder = run_dir if isinstance(run_dir, RunFolder) else None
+        if isinstance(run_dir, RunFolder):
+            run_dir = run_dir.path
         self.run_dir = FsPath(run_dir) if run_dir is not None else None
         self.validate = validate
         self.on_eval = on_eval
@@ -461,13 +476,30 @@ class BanditTrainer:
             out = out[: self.config.max_interactions]
         return out
 
-    def run(self, stop_after: int | None = None) -> list[dict[str, float]]:
-        """Run (or resume) the loop; returns the learning curve (one row per evaluation).
+    def run(
+        self, stop_after: int | None = None, stop_requested: Callable[[], bool] | None = None
+    ) -> list[dict[str, float]]:
+        """Run (or resume) the loop; returns the learning curve (one row per evaluation). A ``run_dir``
+        given as a path is opened as a :class:`~signet_rl.core.run_folder.RunFolder` (locked, marked with
+        :meth:`fingerprint`) for the run.
 
         Args:
-            stop_after: stop once this many schedule positions are done (simulates a kill after the last
-                checkpoint: the test of resumption); None runs to the end.
+            stop_after: stop once this many schedule positions are done, without a checkpoint there
+                (simulates a kill after the last checkpoint: the test of resumption); None runs to the end.
+            stop_requested: polled between interactions; when it returns True the loop checkpoints the
+                interactions done so far and returns (Ctrl-C in ``signet_rl.train``), to be resumed later.
         """
+        if self.run_dir is None or self.folder is not None:
+            return self._loop(stop_after, stop_requested)
+        with RunFolder.open(self.run_dir, self.fingerprint(), RUN_FILES) as self.folder:
+            try:
+                return self._loop(stop_after, stop_requested)
+            finally:
+                self.folder = None
+
+    def _loop(
+        self, stop_after: int | None, stop_requested: Callable[[], bool] | None
+    ) -> list[dict[str, float]]:
         from tqdm.auto import tqdm
 
         self.resume()
@@ -476,6 +508,9 @@ class BanditTrainer:
         bar = tqdm(total=len(plan), initial=self.step, disable=not self.progress, desc="bandit", unit="q")
         while self.step < len(plan):
             if stop_after is not None and self.step >= stop_after:
+                break
+            if stop_requested is not None and stop_requested():
+                self.checkpoint()
                 break
             query, position = plan[self.step]
             inter = self.interact(query, position)
@@ -494,6 +529,19 @@ class BanditTrainer:
                 self._record_eval()
             self.checkpoint()
         return self.curve
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Everything that changes this loop's results, ``key -> value`` (the run marker compares it): the
+        dataset, the scorer and its constructor arguments, the seed, every loop knob and the traversal."""
+        out: dict[str, Any] = {"dataset": self.dataset.name, "scorer": self.scorer.name, "seed": self.seed}
+        for k, v in sorted((getattr(self.scorer, "config", None) or {}).items()):
+            out[f"scorer.{k}"] = v
+        for k in sorted(self.config.__dataclass_fields__):
+            out[f"task.{k}"] = getattr(self.config, k)
+        for k, v in sorted(self.traversal.items()):
+            out[f"traversal.{k}"] = v
+        out["encoder"] = self.encoder
+        return out
 
     def _record_eval(self) -> None:
         self._flush()
@@ -562,13 +610,24 @@ class BanditTrainer:
     # -- checkpoints ---------------------------------------------------------------------------------
 
     def _state(self) -> dict[str, Any]:
+        graph_state = getattr(self.scorer, "graph_state_dict", None)
+        scorer_graphs = {}
+        if graph_state is not None:  # what the scorer derived from history per graph (GNN edge features)
+            for gid in self.dataset.graphs:
+                blob = graph_state(self.retriever._state(gid).arrays)
+                if blob is not None:
+                    scorer_graphs[gid] = blob
         return {
             "step": self.step,
+            "seed": self.seed,
             "scorer": self.scorer.state_dict() if hasattr(self.scorer, "state_dict") else None,
+            "scorer_graphs": scorer_graphs,
             "stats": {gid: s.state_dict() for gid, s in self.stats.items()},
             "rng": self.rng.bit_generator.state,
             "rater_rng": self.rater.rng.bit_generator.state,
             "torch_rng": torch.get_rng_state(),
+            "numpy_global_rng": np.random.get_state(),
+            "python_rng": random.getstate(),
             "quota": copy.deepcopy(self.quota),
             "history": self.history,
             "curve": self.curve,
@@ -582,47 +641,81 @@ class BanditTrainer:
         }
 
     def checkpoint(self) -> FsPath | None:
-        """Write the loop's whole state to ``run_dir/checkpoint.pkl`` atomically (temp file, rename)."""
+        """Write the loop's whole state to ``run_dir/checkpoint.pkl`` atomically (a uniquely named temporary
+        file, then ``os.replace``); the checkpoint it replaces stays as ``checkpoint.prev.pkl``."""
         if self.run_dir is None:
             return None
         self.run_dir.mkdir(parents=True, exist_ok=True)
         path = self.run_dir / CHECKPOINT
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "wb") as fh:
+        if path.exists():  # keep the previous checkpoint (a hard link: a checkpoint.pkl always exists)
+            fd, link = tempfile.mkstemp(prefix=f".{PREVIOUS_CHECKPOINT}.", suffix=".tmp", dir=self.run_dir)
+            os.close(fd)
+            os.unlink(link)
+            os.link(path, link)
+            os.replace(link, self.run_dir / PREVIOUS_CHECKPOINT)
+            FsPath(link).unlink(missing_ok=True)  # rename is a no-op when both names link one file already
+        with atomic_writer(path) as fh:
             pickle.dump(self._state(), fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
         self.log.write(self.run_dir / "feedback.parquet")
         return path
+
+    def _load_checkpoint(self, path: FsPath) -> dict[str, Any]:
+        """The state pickled in ``path``; a damaged file is named with the ways out."""
+        try:
+            with open(path, "rb") as fh:
+                state = pickle.load(fh)  # our own checkpoint file
+        except (EOFError, pickle.UnpicklingError, ValueError, AttributeError, ImportError, IndexError) as err:
+            prev = path.parent / PREVIOUS_CHECKPOINT
+            way = f", or resume from the previous checkpoint: mv {prev} {path}" if prev.exists() else ""
+            raise ValueError(
+                f"checkpoint {path} is unreadable (truncated or corrupt: {type(err).__name__}: {err}); "
+                f"rerun with fresh=true to start over{way}"
+            ) from err
+        if not isinstance(state, dict) or "step" not in state:
+            raise ValueError(
+                f"checkpoint {path} is not a bandit checkpoint; rerun with fresh=true to start over"
+            )
+        return state
 
     def resume(self) -> bool:
         """Load ``run_dir/checkpoint.pkl`` when there is one; True when the loop resumed.
 
         Raises:
-            ValueError: a checkpoint written with another dataset, scorer, loop config or traversal.
+            ValueError: an unreadable checkpoint, or one written with another dataset, scorer, seed, loop
+                config or traversal (naming the key and both values).
         """
         if self.run_dir is None or not (self.run_dir / CHECKPOINT).exists():
             return False
         path = self.run_dir / CHECKPOINT
-        with open(path, "rb") as fh:
-            state = pickle.load(fh)  # our own checkpoint file
+        state = self._load_checkpoint(path)
         for key, mine in (
             ("dataset", self.dataset.name),
             ("scorer_name", self.scorer.name),
+            ("seed", self.seed),
             ("config", self.config),
             ("traversal", self.traversal),
         ):
-            if state[key] != mine:
+            if key in state and state[key] != mine:
                 raise ValueError(
                     f"checkpoint {path} is incompatible: it was written with {key}="
-                    f"{state[key]!r}, this run has {mine!r}; use another run_dir"
+                    f"{state[key]!r}, this run has {mine!r}; use another run_dir or fresh=true"
                 )
         if state["scorer"] is not None:
             self.scorer.load_state_dict(state["scorer"])  # type: ignore[attr-defined]
         for gid, s in state["stats"].items():
             self.stats[gid].load_state_dict(s)
+        load_graph = getattr(self.scorer, "load_graph_state_dict", None)
+        for gid, blob in state.get("scorer_graphs", {}).items():
+            if load_graph is not None:
+                graph_state = self.retriever._state(gid)
+                load_graph(graph_state.graph, graph_state.arrays, blob)
         self.rng.bit_generator.state = state["rng"]
         self.rater.rng.bit_generator.state = state["rater_rng"]
         torch.set_rng_state(state["torch_rng"])
+        if "numpy_global_rng" in state:
+            np.random.set_state(state["numpy_global_rng"])
+        if "python_rng" in state:
+            random.setstate(state["python_rng"])
         self.quota = state["quota"]
         self.history = state["history"]
         self.curve = state["curve"]

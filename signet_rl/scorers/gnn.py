@@ -515,6 +515,36 @@ class GNNPathScorer:
         else:
             self._graphs.pop(id(arrays), None)
 
+    def graph_state_dict(self, arrays: GraphArrays) -> dict[str, Tensor] | None:
+        """What this scorer derived from history for the graph ``arrays`` views: the edge features, whose
+        desire-path columns are a snapshot of ``edge_stats`` taken when the graph's state was built (the
+        first use after :meth:`attach_edge_stats` or :meth:`invalidate`; they are not refreshed as the
+        statistics learn). None when the graph has no state yet. A checkpoint needs it: a resumed scorer
+        would otherwise snapshot the statistics at the resume point, and score differently from one that
+        never stopped."""
+        state = self._graphs.get(id(arrays))
+        if state is None or state.arrays is not arrays:
+            return None
+        return {"edge_numeric": state.edge_numeric.clone()}
+
+    def load_graph_state_dict(
+        self, graph: KnowledgeGraph, arrays: GraphArrays, blob: Mapping[str, Tensor]
+    ) -> None:
+        """Restore a :meth:`graph_state_dict` for the graph ``arrays`` views (building its state first).
+
+        Raises:
+            ValueError: edge features of another shape (another graph).
+        """
+        state = self._state(graph, arrays)
+        numeric = blob["edge_numeric"]
+        if tuple(numeric.shape) != tuple(state.edge_numeric.shape):
+            raise ValueError(
+                f"graph state has edge features of shape {tuple(numeric.shape)}, this graph "
+                f"{tuple(state.edge_numeric.shape)}"
+            )
+        state.edge_numeric = numeric.clone()
+        state.cache = None
+
     def node_states(self, graph: KnowledgeGraph, arrays: GraphArrays) -> Tensor:
         """Every entity's node state ``[N, H]`` under the current parameters (cached; a full pass when
         stale)."""

@@ -58,6 +58,7 @@ class PriorScorer:
             raise ValueError(f"half_life_days must be positive or None, got {half_life_days!r}")
         self.half_life_days = half_life_days
         self.relevance = relevance
+        self.config: dict[str, Any] = {"half_life_days": half_life_days, "relevance": relevance}
         self._graphs: dict[int, tuple[GraphArrays, _Lookups]] = {}
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
@@ -105,6 +106,7 @@ class PPRScorer:
         if not 0.0 < damping < 1.0:
             raise ValueError(f"damping must be in (0, 1), got {damping!r}")
         self.damping = damping
+        self.config: dict[str, Any] = {"damping": damping}
         self._graphs: dict[int, ig.Graph] = {}
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
@@ -152,6 +154,7 @@ class RandomScorer:
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
+        self.config: dict[str, Any] = {"seed": seed}
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         return None

@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 
+from signet_rl.core.run_folder import RunFolderError
 from signet_rl.datasets import load_dataset
 from signet_rl.evaluation.harness import evaluate, validation_callback
 from signet_rl.learning.trainer import BanditConfig, BanditTrainer, session_of
@@ -55,8 +56,17 @@ def test_interrupted_and_resumed_run_ends_with_the_same_curve(tiny, tmp_path):
 def test_checkpoint_of_another_config_is_refused(tiny, tmp_path):
     _trainer(tiny, tmp_path / "run").run(stop_after=7)
     other = _trainer(tiny, tmp_path / "run", slate_size=3)
-    with pytest.raises(ValueError, match=r"checkpoint .* is incompatible: it was written with config="):
+    with pytest.raises(
+        RunFolderError,
+        match=re.escape(
+            f"run folder {tmp_path / 'run'} was trained with task.slate_size=2; this command asks "
+            "task.slate_size=3: use another run_dir or fresh=true"
+        ),
+    ):
         other.run()
+    # the checkpoint itself is checked too (a folder whose marker was replaced, or resume() called alone)
+    with pytest.raises(ValueError, match=r"checkpoint .* is incompatible: it was written with config="):
+        other.resume()
 
 
 def test_explorer_quota_and_metrics(tiny, tmp_path):
