@@ -69,6 +69,7 @@ import numpy.typing as npt
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
+from signet_rl.core.checks import check_range
 from signet_rl.core.types import Query
 from signet_rl.envs.common import (
     CandidatePipeline,
@@ -149,12 +150,7 @@ class PathBanditEnv(gym.Env[dict[str, Any], Any]):
         self._init_args: dict[str, Any] = {k: v for k, v in locals().items() if k != "self"}
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
-        if (
-            isinstance(invalid_penalty, bool)
-            or not isinstance(invalid_penalty, int | float)
-            or invalid_penalty < 0
-        ):
-            raise ValueError(f"invalid_penalty must be a number >= 0, got {invalid_penalty!r}")
+        check_range("invalid_penalty", invalid_penalty, 0)
         self.pipeline = CandidatePipeline.shared(dataset, traversal, encoder)
         self.config = self.pipeline.config
         n = self.config.max_paths

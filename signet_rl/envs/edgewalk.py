@@ -78,6 +78,7 @@ import numpy.typing as npt
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
+from signet_rl.core.checks import check_integer, check_range
 from signet_rl.core.types import Query, Unit
 from signet_rl.envs.common import CandidatePipeline, DatasetLike, QuerySchedule, action_index
 from signet_rl.graph.arrays import GraphArrays
@@ -289,11 +290,9 @@ class EdgeWalkEnv(gym.Env[dict[str, Any], Any]):
         seed: int | None = None,
     ) -> None:
         self._init_args: dict[str, Any] = {k: v for k, v in locals().items() if k != "self"}
-        if isinstance(path_budget, bool) or not isinstance(path_budget, int) or path_budget < 1:
-            raise ValueError(f"path_budget must be an integer >= 1, got {path_budget!r}")
-        for name, value in (("step_cost", step_cost), ("invalid_penalty", invalid_penalty)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-                raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+        check_integer("path_budget", path_budget, 1)
+        check_range("step_cost", step_cost, 0)
+        check_range("invalid_penalty", invalid_penalty, 0)
         self.pipeline = CandidatePipeline.shared(dataset, traversal, encoder)
         self.config = self.pipeline.config
         self.split = split

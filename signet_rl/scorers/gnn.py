@@ -73,6 +73,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from signet_rl.core.checks import check_integer, check_range
 from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.confidence import LADDER
@@ -435,16 +436,12 @@ class GNNPathScorer:
             ("edge_type_buckets", edge_type_buckets, len(KNOWN_DEPENDENCY_TYPES) + 1),
             ("community_buckets", community_buckets, 1),
         ):  # fmt: skip
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{who}: {arg} must be an integer >= {low}, got {value!r}")
+            check_integer(arg, value, low, owner=who)
         if uncertainty not in ("bootstrap", "none"):
             raise ValueError(f"{who}: uncertainty must be 'bootstrap' or 'none', got {uncertainty!r}")
-        if not (isinstance(lr, int | float) and lr > 0):
-            raise ValueError(f"{who}: lr must be positive, got {lr!r}")
-        if not (isinstance(weight_decay, int | float) and weight_decay >= 0):
-            raise ValueError(f"{who}: weight_decay must be >= 0, got {weight_decay!r}")
-        if not (isinstance(max_importance_weight, int | float) and max_importance_weight >= 1):
-            raise ValueError(f"{who}: max_importance_weight must be >= 1, got {max_importance_weight!r}")
+        check_range("lr", lr, 0, lo_open=True, owner=who)
+        check_range("weight_decay", weight_decay, 0, owner=who)
+        check_range("max_importance_weight", max_importance_weight, 1, owner=who)
         self.config: dict[str, Any] = {
             "hidden": hidden, "layers": layers, "n_heads": n_heads, "uncertainty": uncertainty, "lr": lr,
             "weight_decay": weight_decay, "steps_per_update": steps_per_update,

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from signet_rl.core.checks import check_range
 from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
@@ -89,14 +90,10 @@ class LinUCBScorer:
         edge_stats: EdgeStats | None = None,
     ) -> None:
         who = "LinUCBScorer"
-        for arg, value, ok, allowed in (
-            ("alpha", alpha, lambda v: v >= 0, ">= 0"),
-            ("lam", lam, lambda v: v > 0, "> 0"),
-            ("sigma", sigma, lambda v: v >= 0, ">= 0"),
-            ("max_importance_weight", max_importance_weight, lambda v: v >= 1, ">= 1"),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not ok(value):
-                raise ValueError(f"{who}: {arg} must be a number {allowed}, got {value!r}")
+        check_range("alpha", alpha, 0, owner=who)
+        check_range("lam", lam, 0, lo_open=True, owner=who)
+        check_range("sigma", sigma, 0, owner=who)
+        check_range("max_importance_weight", max_importance_weight, 1, owner=who)
         self.alpha = float(alpha)
         self.lam = float(lam)
         self.sigma = float(sigma)

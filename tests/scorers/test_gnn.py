@@ -198,9 +198,9 @@ def test_registry_and_pipeline():
             {"uncertainty": "dropout"},
             "GNNPathScorer: uncertainty must be 'bootstrap' or 'none', got 'dropout'",
         ),
-        ({"lr": 0}, "GNNPathScorer: lr must be positive, got 0"),
-        ({"weight_decay": -0.1}, "GNNPathScorer: weight_decay must be >= 0, got -0.1"),
-        ({"max_importance_weight": 0.5}, "GNNPathScorer: max_importance_weight must be >= 1, got 0.5"),
+        ({"lr": 0}, "GNNPathScorer: lr must be a number > 0, got 0"),
+        ({"weight_decay": -0.1}, "GNNPathScorer: weight_decay must be a number >= 0, got -0.1"),
+        ({"max_importance_weight": 0.5}, "GNNPathScorer: max_importance_weight must be a number >= 1, got 0.5"),
         ({"encoder": "word2vec"}, "unknown encoder 'word2vec'; known encoders: hashing, minilm"),
     ],
 )
