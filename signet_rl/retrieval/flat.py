@@ -66,6 +66,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from signet_rl.core.checks import check_integer, check_probability
 from signet_rl.core.types import Query, Unit, fit_budget
 from signet_rl.datasets.base import Dataset
 from signet_rl.graph.model import KnowledgeGraph
@@ -195,10 +196,8 @@ class FlatRetriever:
             raise ValueError("a flat retriever needs at least one leg: keyword is None and vector is False")
         if fusion not in ("linear", "rrf"):
             raise ValueError(f"fusion must be 'linear' or 'rrf', got {fusion!r}")
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"alpha must be in [0, 1], got {alpha}")
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+        check_probability("alpha", alpha)
+        check_integer("top_k", top_k, 1)
         for label, value in (("min_score", min_score), ("importance_min", importance_min)):
             if not math.isfinite(value):
                 raise ValueError(f"{label} must be a finite number, got {value}")
