@@ -72,17 +72,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode
 
 from signet_rl.core.checks import check_integer, check_range
 from signet_rl.core.types import Query, Unit
-from signet_rl.envs.common import CandidatePipeline, DatasetLike, QuerySchedule, action_index
+from signet_rl.envs.common import CandidatePipeline, DatasetLike, QueryEpisodeEnv, action_index
 from signet_rl.graph.arrays import GraphArrays
-from signet_rl.rating.view import RatingView
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.path import Hop, Path
 
@@ -245,7 +242,7 @@ class _Episode:
     done: bool = False
 
 
-class EdgeWalkEnv(gym.Env[dict[str, Any], Any]):
+class EdgeWalkEnv(QueryEpisodeEnv):
     """Sequential edge steps under branching, depth and path budgets (see the module docstring).
 
     Args:
@@ -268,10 +265,7 @@ class EdgeWalkEnv(gym.Env[dict[str, Any], Any]):
         ValueError: a bad argument (naming it and the allowed values), or an unknown dataset spec.
     """
 
-    metadata: dict[str, Any] = {  # noqa: RUF012 - gymnasium declares it an instance attribute
-        "render_modes": [],
-        "autoreset_mode": AutoresetMode.SAME_STEP,
-    }
+    env_name = "EdgeWalk"
 
     def __init__(
         self,
@@ -295,14 +289,12 @@ class EdgeWalkEnv(gym.Env[dict[str, Any], Any]):
         check_range("invalid_penalty", invalid_penalty, 0)
         self.pipeline = CandidatePipeline.shared(dataset, traversal, encoder)
         self.config = self.pipeline.config
-        self.split = split
         self.path_budget = path_budget
         self.step_cost = float(step_cost)
         self.invalid_penalty = float(invalid_penalty)
         self.strict = bool(strict)
         self.include_empty = bool(include_empty)
-        self.schedule = QuerySchedule(self.pipeline.queries(split), order, split, self.pipeline.dataset.name)
-        self.rating = RatingView(self.pipeline.dataset, noise_rate, rating_prob)
+        self._episodes(split, order, noise_rate, rating_prob)
         b = self.config.max_branching
         self.n_branch = b
         #: The action index of STOP_PATH.
@@ -347,18 +339,7 @@ class EdgeWalkEnv(gym.Env[dict[str, Any], Any]):
         Raises:
             ValueError: an unknown ``options`` key or query id; no usable query in the split.
         """
-        super().reset(seed=seed)
-        if seed is not None:
-            self.schedule.position = 0
-            self.rating.seed(int(self.np_random.integers(2**63)))
-        if options:
-            unknown = sorted(set(options) - {"query_id"})
-            if unknown:
-                raise ValueError(f"EdgeWalk.reset: unknown options {unknown}; known: ['query_id']")
-        if options and "query_id" in options:
-            query = self.pipeline.query(str(options["query_id"]))
-        else:
-            query = self.schedule.next(self.np_random, self._usable)
+        query = self._next_query(seed, options)
         self._qp = qp = self._query(query)
         start = qp.entries[0] if qp.entries else -1
         self._ep = _Episode(query.id, start, nodes=[start] if start >= 0 else [])
@@ -690,30 +671,12 @@ class EdgeWalkEnv(gym.Env[dict[str, Any], Any]):
         builder = self.pipeline.state(query.graph_id).builder
         return [builder.construct(p, at=query.timestamp) for p in self.stopped_paths()]
 
-    def episode_queries(self) -> list[Query]:
-        """The queries of this environment's split that episodes are drawn from (every one with
-        ``include_empty``; else those with candidates), in split order."""
-        return [q for q in self.schedule.queries if self._usable(q)]
+    # -- pickling (QueryEpisodeEnv): the walk's state; the per-query caches are rebuilt -----------------
 
-    # -- pickling: configuration, RNG streams and the episode, not the caches ---------------------------
+    def _episode_state(self) -> dict[str, Any]:
+        return {"episode": self._ep}
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {
-            "init": self._init_args | {"seed": None},
-            "np_random": None if self._np_random is None else self._np_random.bit_generator.state,
-            "rater": self.rating.get_state(),
-            "position": self.schedule.position,
-            "episode": self._ep,
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(**state["init"])  # type: ignore[misc]
-        if state["np_random"] is not None:
-            rng = np.random.default_rng()
-            rng.bit_generator.state = state["np_random"]
-            self._np_random = rng
-        self.rating.set_state(state["rater"])
-        self.schedule.position = state["position"]
+    def _restore_episode(self, state: dict[str, Any]) -> None:
         self._ep = state["episode"]
         if self._ep is not None:
             self._qp = self._query(self.pipeline.query(self._ep.query_id))
