@@ -81,7 +81,8 @@ from signet_rl.core.types import Query, Unit
 from signet_rl.envs.common import CandidatePipeline, DatasetLike, QueryEpisodeEnv, action_index
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.traversal.config import TraversalConfig
-from signet_rl.traversal.path import Hop, Path
+from signet_rl.traversal.path import Path
+from signet_rl.traversal.walk import csr_hops
 
 __all__ = ["EDGE_FEATURES", "NODE_FEATURES", "WALK_FEATURES", "EdgeWalkEnv"]
 
@@ -649,14 +650,7 @@ class EdgeWalkEnv(QueryEpisodeEnv):
         a = qp.pre.arrays
         out = []
         for nodes, slots, aspect, attrs, _ in ep.stops:
-            hops = [Hop.entity(str(a.entity_ids[nodes[0]]))]
-            for k, s in enumerate(slots):
-                hops.append(Hop.dependency(str(a.edge_ids[a.dep_edge[s]]), int(a.dep_direction[s])))
-                hops.append(Hop.entity(str(a.entity_ids[nodes[k + 1]])))
-            if aspect >= 0 and attrs:
-                hops.append(Hop.aspect(str(a.aspect_ids[aspect])))
-                hops.extend(Hop.attribute(str(a.attribute_ids[t])) for t in attrs)
-            out.append(Path(tuple(hops), strategy="edgewalk"))
+            out.append(Path(tuple(csr_hops(a, nodes, slots, aspect, attrs)), strategy="edgewalk"))
         return out
 
     def stopped_ratings(self) -> list[int]:
