@@ -88,6 +88,7 @@ from signet_rl.scorers.features import (
     EdgeStats,
     PathBatch,
     PathFeaturizer,
+    PerGraphFeaturizers,
     QueryFeaturizer,
 )
 from signet_rl.traversal.path import Path
@@ -372,7 +373,7 @@ class GNNPathNet(nn.Module):
 
 
 @register("gnn")
-class GNNPathScorer:
+class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
     """A GNN policy over candidate paths, learned from ratings (see the module docstring).
 
     Args:
@@ -458,9 +459,8 @@ class GNNPathScorer:
         self.time_features = time_features
         self.hand_features = hand_features
         self.layers = layers
-        self.edge_stats = edge_stats
-        self._edge_stats_of: dict[int, EdgeStats] = {}
         self.query_featurizer = QueryFeaturizer(encoder, classifier)
+        self._init_graph_states(edge_stats)
         self.encoder = self.query_featurizer.encoder
         text_dim = self.query_featurizer.embedding_dim
         query_dim = text_dim + len(INTENTS) + (len(TIME_FEATURES) if time_features else 0)
@@ -478,44 +478,22 @@ class GNNPathScorer:
         self.generator = torch.Generator().manual_seed(seed)
         self.updates = 0
         self._version = 0  # bumped on every parameter change; node-state caches compare against it
-        self._graphs: dict[int, _GraphState] = {}
 
     # -- graph state --------------------------------------------------------------------------------
 
-    def attach_edge_stats(self, arrays: GraphArrays, stats: EdgeStats) -> None:
-        """Use ``stats`` as the desire-path statistics of the graph ``arrays`` views (one per graph in a
-        multi-graph dataset; the constructor's ``edge_stats`` serves graphs with none attached)."""
-        self._edge_stats_of[id(arrays)] = stats
-        self.invalidate(arrays)
-
-    def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
-        """Build the graph's tensors and featurizer (done lazily on first use otherwise)."""
-        self._state(graph, arrays)
-
-    def _state(self, graph: KnowledgeGraph, arrays: GraphArrays) -> _GraphState:
-        state = self._graphs.get(id(arrays))
-        if state is None or state.arrays is not arrays:
-            stats = self._edge_stats_of.get(id(arrays), self.edge_stats)
-            featurizer = PathFeaturizer(graph, arrays, self.encoder, stats)
-            c = self.config
-            state = _GraphState(
-                graph, arrays, featurizer, c["type_buckets"], c["edge_type_buckets"], c["community_buckets"]
-            )
-            self._graphs[id(arrays)] = state
-        return state
-
-    def invalidate(self, arrays: GraphArrays | None = None) -> None:
-        """Forget the tensors and cached node states of ``arrays`` (of every graph when None); they are
-        rebuilt on next use. Call it after ``edge_stats`` change."""
-        if arrays is None:
-            self._graphs.clear()
-        else:
-            self._graphs.pop(id(arrays), None)
+    def _build_graph_state(
+        self, graph: KnowledgeGraph, arrays: GraphArrays, featurizer: PathFeaturizer
+    ) -> _GraphState:
+        """A graph's tensors and node-state cache around its featurizer (:class:`PerGraphFeaturizers`)."""
+        c = self.config
+        return _GraphState(
+            graph, arrays, featurizer, c["type_buckets"], c["edge_type_buckets"], c["community_buckets"]
+        )
 
     def node_states(self, graph: KnowledgeGraph, arrays: GraphArrays) -> Tensor:
         """Every entity's node state ``[N, H]`` under the current parameters (cached; a full pass when
         stale)."""
-        state = self._state(graph, arrays)
+        state = self._graph_state(graph, arrays)
         if state.cache is None or state.cache_version != self._version:
             with torch.no_grad():
                 x = self.net.node_inputs(state.nodes)
@@ -631,7 +609,7 @@ class GNNPathScorer:
         return self.net.head(hops, mask, x.query, x.hand)
 
     def _outputs(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> Tensor:
-        state = self._state(context.graph, context.arrays)
+        state = self._graph_state(context.graph, context.arrays)
         with torch.no_grad():
             return self._run(state, self._inputs(state, [(query, paths, context)], train=False))
 
@@ -687,7 +665,7 @@ class GNNPathScorer:
         groups = []
         for items in by_graph.values():
             ctx = items[0][2]
-            state = self._state(ctx.graph, ctx.arrays)
+            state = self._graph_state(ctx.graph, ctx.arrays)
             target = torch.tensor([r for it in items for r in it[3]], dtype=torch.float32)
             weight = torch.tensor([w for it in items for w in it[4]], dtype=torch.float32)
             k = self.net.heads.out_features

@@ -34,7 +34,10 @@ def test_defaults_match_the_design():
         ({"max_depth": -1}, r"^TraversalConfig.max_depth must be an integer in \[0, 10\], got -1"),
         ({"max_depth": 11}, r"^TraversalConfig.max_depth must be an integer in \[0, 10\], got 11"),
         ({"min_path_length": -2}, r"^TraversalConfig.min_path_length must be an integer >= 0"),
-        ({"constraint_budget_chars": -5}, r"^TraversalConfig.constraint_budget_chars must be an integer >= 0"),
+        (
+            {"constraint_budget_chars": -5},
+            r"^TraversalConfig.constraint_budget_chars must be an integer >= 0",
+        ),
         ({"max_branching": 2.5}, r"^TraversalConfig.max_branching must be an integer >= 1, got 2.5$"),
         ({"max_aspects": 0}, r"^TraversalConfig.max_aspects must be an integer >= 1"),
     ],
