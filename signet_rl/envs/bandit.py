@@ -174,15 +174,8 @@ class PathBanditEnv(QueryEpisodeEnv):
 
     # -- gymnasium API ---------------------------------------------------------------------------------
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """Start an episode: the next query of the schedule, or ``options["query_id"]``.
-
-        Raises:
-            ValueError: an unknown ``options`` key or query id; no usable query in the split.
-        """
-        query = self._next_query(seed, options)
+    def _begin(self, query: Query) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Start the episode of ``query`` (:meth:`QueryEpisodeEnv.reset`): its candidates, shown."""
         self._query_id = query.id
         self._done = False
         shown = self._data(self._query_id)

@@ -327,9 +327,10 @@ class QueryEpisodeEnv(gym.Env[dict[str, Any], Any]):
     """The scaffolding of an environment whose episode asks one query of a split (PathBandit, EdgeWalk).
 
     A subclass records its constructor arguments in ``_init_args`` (``{k: v for k, v in locals().items()
-    if k != "self"}``, first thing in ``__init__``), builds :attr:`pipeline`, calls :meth:`_episodes`, starts
-    :meth:`reset` with :meth:`_next_query`, and says which queries it can serve (:meth:`_usable`) and what of
-    an episode a pickle keeps (:meth:`_episode_state`, :meth:`_restore_episode`).
+    if k != "self"}``, first thing in ``__init__``), builds :attr:`pipeline`, calls :meth:`_episodes`,
+    and says how an episode starts (:meth:`_begin`, called by :meth:`reset` with the chosen query), which
+    queries it can serve (:meth:`_usable`) and what of an episode a pickle keeps (:meth:`_episode_state`,
+    :meth:`_restore_episode`).
 
     Pickling keeps the configuration, the RNG streams (the environment's and the rater's), the schedule's
     position and the episode, not the caches: an unpickled environment rebuilds them (sharing the process's
@@ -357,9 +358,12 @@ class QueryEpisodeEnv(gym.Env[dict[str, Any], Any]):
         self.schedule = QuerySchedule(self.pipeline.queries(split), order, split, self.pipeline.dataset.name)
         self.rating = RatingView(self.pipeline.dataset, noise_rate, rating_prob)
 
-    def _next_query(self, seed: int | None, options: dict[str, Any] | None) -> Query:
-        """Seed (a seeded reset also restarts the sequential order and reseeds the rater) and pick the
-        episode's query: ``options["query_id"]``, else the schedule's next usable one.
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Start an episode: the next query of the schedule, or ``options["query_id"]``.
+
+        A seeded reset also restarts the sequential order and reseeds the rater.
 
         Raises:
             ValueError: an unknown ``options`` key or query id; no usable query in the split.
@@ -373,8 +377,14 @@ class QueryEpisodeEnv(gym.Env[dict[str, Any], Any]):
         if unknown:
             raise ValueError(f"{self.env_name}.reset: unknown options {unknown}; known: ['query_id']")
         if "query_id" in options:
-            return self.pipeline.query(str(options["query_id"]))
-        return self.schedule.next(self.np_random, self._usable)
+            query = self.pipeline.query(str(options["query_id"]))
+        else:
+            query = self.schedule.next(self.np_random, self._usable)
+        return self._begin(query)
+
+    def _begin(self, query: Query) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Start the episode that asks ``query``: its first observation and info."""
+        raise NotImplementedError
 
     def _usable(self, query: Query) -> bool:
         """Whether an episode may ask ``query`` (one with no candidate only with ``include_empty``)."""

@@ -332,15 +332,8 @@ class EdgeWalkEnv(QueryEpisodeEnv):
 
     # -- gymnasium API ---------------------------------------------------------------------------------
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """Start an episode: the next query of the schedule, or ``options["query_id"]``.
-
-        Raises:
-            ValueError: an unknown ``options`` key or query id; no usable query in the split.
-        """
-        query = self._next_query(seed, options)
+    def _begin(self, query: Query) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Start the episode of ``query`` (:meth:`QueryEpisodeEnv.reset`): the walker on its first entry."""
         self._qp = qp = self._query(query)
         start = qp.entries[0] if qp.entries else -1
         self._ep = _Episode(query.id, start, nodes=[start] if start >= 0 else [])
