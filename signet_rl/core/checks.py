@@ -16,7 +16,7 @@ every range.
 from __future__ import annotations
 
 import numbers
-from typing import SupportsFloat, SupportsInt, cast
+from typing import Literal, SupportsFloat, SupportsInt, cast, overload
 
 import numpy as np
 
@@ -38,6 +38,7 @@ def describe_range(
     return ""
 
 
+@overload
 def check_range(
     name: str,
     value: object,
@@ -47,8 +48,38 @@ def check_range(
     integer: bool = False,
     lo_open: bool = False,
     hi_open: bool = False,
+    optional: Literal[False] = False,
     owner: str | None = None,
-) -> float:
+) -> float: ...
+
+
+@overload
+def check_range(
+    name: str,
+    value: object,
+    lo: Bound | None = None,
+    hi: Bound | None = None,
+    *,
+    integer: bool = False,
+    lo_open: bool = False,
+    hi_open: bool = False,
+    optional: bool,
+    owner: str | None = None,
+) -> float | None: ...
+
+
+def check_range(
+    name: str,
+    value: object,
+    lo: Bound | None = None,
+    hi: Bound | None = None,
+    *,
+    integer: bool = False,
+    lo_open: bool = False,
+    hi_open: bool = False,
+    optional: bool = False,
+    owner: str | None = None,
+) -> float | None:
     """``value`` as a ``float`` (an ``int`` with ``integer``) once it is a number within ``[lo, hi]``.
 
     Args:
@@ -56,12 +87,15 @@ def check_range(
         value: what was passed.
         lo, hi: the bounds (None: unbounded on that side), inclusive unless ``lo_open`` / ``hi_open``.
         integer: require an integer (Python or numpy) instead of any real number.
+        optional: None is allowed too (and returned as None).
         owner: prefixes the message (``"<owner>: "``), e.g. the class the argument belongs to.
 
     Raises:
         ValueError: a bool, not a number (not an integer with ``integer``), NaN, or outside the range,
             naming the argument, the allowed values and what was passed.
     """
+    if optional and value is None:
+        return None
     kind = (numbers.Integral, np.integer) if integer else (numbers.Real, np.integer, np.floating)
     ok = not isinstance(value, bool | np.bool_) and isinstance(value, kind)
     if ok:
@@ -75,7 +109,8 @@ def check_range(
         allowed = describe_range(lo, hi, lo_open=lo_open, hi_open=hi_open)
         what = "an integer" if integer else "a number"
         prefix = f"{owner}: " if owner else ""
-        raise ValueError(f"{prefix}{name} must be {what}{' ' + allowed if allowed else ''}, got {value!r}")
+        allowed = f"{what} {allowed}" if allowed else what
+        raise ValueError(f"{prefix}{name} must be {allowed}{' or None' if optional else ''}, got {value!r}")
     number = cast(SupportsFloat, value)
     return int(cast(SupportsInt, number)) if integer else float(number)
 

@@ -66,7 +66,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from signet_rl.core.checks import check_integer, check_probability
+from signet_rl.core.checks import check_integer, check_probability, check_range
 from signet_rl.core.types import Query, Unit, fit_budget
 from signet_rl.datasets.base import Dataset
 from signet_rl.graph.model import KnowledgeGraph
@@ -122,11 +122,6 @@ def _timestamp_ns(ts: Any) -> int:
     if t.tzinfo is None:
         t = t.tz_localize("UTC")
     return int(t.value)
-
-
-def _positive_or_none(label: str, value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{label} must be None or a positive integer, got {value!r}")
 
 
 class FlatRetriever:
@@ -211,11 +206,9 @@ class FlatRetriever:
             ("limit", limit),
             ("truncate_chars", truncate_chars),
         ):
-            _positive_or_none(label, v)
-        if rrf_k < 0:
-            raise ValueError(f"rrf_k must be >= 0, got {rrf_k}")
-        if dedup_window < 0:
-            raise ValueError(f"dedup_window must be >= 0, got {dedup_window}")
+            check_range(label, v, 1, integer=True, optional=True)
+        check_range("rrf_k", rrf_k, 0)
+        check_range("dedup_window", dedup_window, 0)
         self.name = name
         self.keyword: KeywordLeg | None = keyword
         self.vector = bool(vector)

@@ -631,8 +631,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
     ) -> np.ndarray:
         """``n`` Thompson draws of the scores, ``[n, len(paths)]``: draw ``i`` is the output of bootstrap
         head ``rng.integers(n_heads)``. With ``uncertainty="none"`` every draw is :meth:`score`."""
-        if n < 1:
-            raise ValueError(f"GNNPathScorer.sample_scores: n must be >= 1, got {n!r}")
+        check_integer("n", n, 1, owner="GNNPathScorer.sample_scores")
         if not paths:
             return np.zeros((n, 0))
         out = self._outputs(query, paths, context).double().numpy()

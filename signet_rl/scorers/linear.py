@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from signet_rl.core.checks import check_range
+from signet_rl.core.checks import check_integer, check_range
 from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
@@ -175,8 +175,7 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
     ) -> np.ndarray:
         """``n`` Thompson draws :math:`x^\\top\\theta_s`, :math:`\\theta_s \\sim N(\\hat\\theta,
         \\sigma^2 A^{-1})`: ``[n, len(paths)]``."""
-        if n < 1:
-            raise ValueError(f"LinUCBScorer.sample_scores: n must be >= 1, got {n!r}")
+        check_integer("n", n, 1, owner="LinUCBScorer.sample_scores")
         if not paths:
             return np.zeros((n, 0))
         x = self.design(query, paths, context)

@@ -55,8 +55,7 @@ class PriorScorer:
     name = "prior"
 
     def __init__(self, half_life_days: float | None = 90.0, relevance: bool = True) -> None:
-        if half_life_days is not None and not half_life_days > 0:
-            raise ValueError(f"half_life_days must be positive or None, got {half_life_days!r}")
+        check_range("half_life_days", half_life_days, 0, lo_open=True, optional=True)
         self.half_life_days = half_life_days
         self.relevance = relevance
         self._graphs: dict[int, tuple[GraphArrays, _Lookups]] = {}

@@ -46,3 +46,11 @@ def test_good_values_come_back_as_python_numbers():
     assert check_integer("seed", 2**63 - 1, 0) == 2**63 - 1  # no float round trip
     assert check_probability("p", 1) == 1.0
     assert check_range("x", 5, hi=5) == 5.0
+
+
+def test_optional_lets_none_through_and_says_so():
+    assert check_range("limit", None, 1, integer=True, optional=True) is None
+    with pytest.raises(ValueError, match=r"^limit must be an integer >= 1 or None, got 0$"):
+        check_range("limit", 0, 1, integer=True, optional=True)
+    with pytest.raises(ValueError, match=r"^limit must be an integer >= 1, got None$"):
+        check_range("limit", None, 1, integer=True)
