@@ -16,7 +16,7 @@ every range.
 from __future__ import annotations
 
 import numbers
-from typing import Literal, SupportsFloat, SupportsInt, cast, overload
+from typing import SupportsFloat, SupportsInt, cast
 
 import numpy as np
 
@@ -38,36 +38,6 @@ def describe_range(
     return ""
 
 
-@overload
-def check_range(
-    name: str,
-    value: object,
-    lo: Bound | None = None,
-    hi: Bound | None = None,
-    *,
-    integer: bool = False,
-    lo_open: bool = False,
-    hi_open: bool = False,
-    optional: Literal[False] = False,
-    owner: str | None = None,
-) -> float: ...
-
-
-@overload
-def check_range(
-    name: str,
-    value: object,
-    lo: Bound | None = None,
-    hi: Bound | None = None,
-    *,
-    integer: bool = False,
-    lo_open: bool = False,
-    hi_open: bool = False,
-    optional: bool,
-    owner: str | None = None,
-) -> float | None: ...
-
-
 def check_range(
     name: str,
     value: object,
@@ -87,7 +57,7 @@ def check_range(
         value: what was passed.
         lo, hi: the bounds (None: unbounded on that side), inclusive unless ``lo_open`` / ``hi_open``.
         integer: require an integer (Python or numpy) instead of any real number.
-        optional: None is allowed too (and returned as None).
+        optional: None is allowed too (and returned); the message says so.
         owner: prefixes the message (``"<owner>: "``), e.g. the class the argument belongs to.
 
     Raises:
@@ -96,6 +66,21 @@ def check_range(
     """
     if optional and value is None:
         return None
+    return _number(name, value, lo, hi, integer, lo_open, hi_open, optional, owner)
+
+
+def _number(
+    name: str,
+    value: object,
+    lo: Bound | None,
+    hi: Bound | None,
+    integer: bool,
+    lo_open: bool,
+    hi_open: bool,
+    or_none: bool,
+    owner: str | None,
+) -> float:
+    """:func:`check_range` of a value that must be a number (``or_none``: the message allows None)."""
     kind = (numbers.Integral, np.integer) if integer else (numbers.Real, np.integer, np.floating)
     ok = not isinstance(value, bool | np.bool_) and isinstance(value, kind)
     if ok:
@@ -106,11 +91,10 @@ def check_range(
         if hi is not None:
             ok = ok and (v < hi if hi_open else v <= hi)
     if not ok:
-        allowed = describe_range(lo, hi, lo_open=lo_open, hi_open=hi_open)
-        what = "an integer" if integer else "a number"
+        bounds = describe_range(lo, hi, lo_open=lo_open, hi_open=hi_open)
+        allowed = ("an integer" if integer else "a number") + (f" {bounds}" if bounds else "")
         prefix = f"{owner}: " if owner else ""
-        allowed = f"{what} {allowed}" if allowed else what
-        raise ValueError(f"{prefix}{name} must be {allowed}{' or None' if optional else ''}, got {value!r}")
+        raise ValueError(f"{prefix}{name} must be {allowed}{' or None' if or_none else ''}, got {value!r}")
     number = cast(SupportsFloat, value)
     return int(cast(SupportsInt, number)) if integer else float(number)
 
@@ -119,9 +103,9 @@ def check_integer(
     name: str, value: object, lo: int | None = None, hi: int | None = None, *, owner: str | None = None
 ) -> int:
     """``value`` as an ``int`` once it is an integer in ``[lo, hi]`` (:func:`check_range`, ``integer``)."""
-    return int(check_range(name, value, lo, hi, integer=True, owner=owner))
+    return int(_number(name, value, lo, hi, True, False, False, False, owner))
 
 
 def check_probability(name: str, value: object, *, owner: str | None = None) -> float:
     """``value`` as a ``float`` once it is a number in ``[0, 1]`` (:func:`check_range`)."""
-    return check_range(name, value, 0, 1, owner=owner)
+    return _number(name, value, 0, 1, False, False, False, False, owner)
