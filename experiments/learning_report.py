@@ -1,7 +1,8 @@
 """The learned scorers against flat retrieval and the non-learned scorers: the issue-6 results, resumably.
 
-Every run is one ``signet_rl.train`` job (composed from ``conf/train.yaml`` with the overrides below) in its
-own folder under ``runs/report/<name>``. A finished run leaves ``artifacts/final_metrics.json`` and is skipped
+Every run is one ``signet_rl.train`` job, a recipe ``conf/experiment/learning/<recipe>.yaml`` at one seed
+(``python -m signet_rl.train +experiment=learning/<recipe> seed=<seed>``), in its own folder under
+``runs/report/<name>``. A finished run leaves ``artifacts/final_metrics.json`` and is skipped
 next time; an interrupted one resumes from its checkpoint. So the script can run across several sittings and
 picks up where it stopped; ``--groups`` runs a subset. It then writes its section into ``docs/results.md``
 (markers ``learning:start``/``learning:end``) from whatever runs have finished.
@@ -31,62 +32,36 @@ START, END = "<!-- learning:start -->", "<!-- learning:end -->"
 SEEDS = (0, 1, 2)
 METRICS = ("needed_recall", "precision", "f1", "ndcg@10", "recall@5", "recall@10", "silenced", "answered")
 
-# Runs on synthetic:medium are one pass over its training queries; evaluation subsets keep a run to minutes.
-MEDIUM = [
-    "dataset.spec=synthetic:medium:0",
-    "task.epochs=1",
-    "task.eval_every=150",
-    "task.max_val_queries=150",
-]
-
-
+# The equal tuning budget: three values of each scorer's main knob (its default among them).
 TUNING = (("gnn", "lr", ("0.001", "0.003", "0.01")), ("linucb", "alpha", ("0.25", "1.0", "4.0")),
           ("prior", "half_life_days", ("30", "90", "365")))  # fmt: skip
+ABLATIONS = ("no_reinforcement", "no_explorer", "no_edge_features", "no_communities", "no_time_features")
+
+#: Every reported recipe, ``conf/experiment/learning/<recipe>.yaml``, with its group (``--groups``) and the
+#: seeds it runs at: run ``<recipe>-s<seed>`` for several seeds, ``<recipe>`` for seed 0 alone. Each file
+#: names the docs/results.md table and rows it produced.
+RECIPES: dict[str, tuple[str, tuple[int, ...]]] = {
+    "medium-gnn": ("main", SEEDS),
+    "medium-linucb": ("main", SEEDS),
+    **{f"medium-gnn-{ablation}": ("ablation", (0,)) for ablation in ABLATIONS},
+    "tight-gnn": ("tight", SEEDS),  # a budget that binds: here scorers differ on recall, not only order
+    "tight-linucb": ("tight", SEEDS),
+    **{f"tune-{scorer}-{knob}-{v}": ("tuning", (0,)) for scorer, knob, values in TUNING for v in values},
+    "drift-gnn": ("drift", (0,)),
+    "locomo-gnn": ("locomo", SEEDS),
+    "locomo-linucb": ("locomo", SEEDS),
+    "musique-gnn": ("musique", SEEDS),
+    "musique-linucb": ("musique", SEEDS),
+}
 
 
 def runs() -> dict[str, tuple[str, list[str]]]:
-    """name -> (group, overrides)."""
+    """name -> (group, overrides): a recipe's config at one seed."""
     out: dict[str, tuple[str, list[str]]] = {}
-    for scorer in ("gnn", "linucb"):
-        for seed in SEEDS:
-            out[f"medium-{scorer}-s{seed}"] = ("main", [*MEDIUM, f"scorer={scorer}", f"seed={seed}"])
-    ablations = {
-        "no_reinforcement": ["task.reinforcement=false"],
-        "no_explorer": ["task.explorer_per_session=0"],
-        "no_edge_features": ["+scorer.edge_features=false"],
-        "no_communities": ["+scorer.communities=false"],
-        "no_time_features": ["+scorer.time_features=false"],
-    }
-    for name, over in ablations.items():
-        out[f"medium-gnn-{name}"] = ("ablation", [*MEDIUM, "scorer=gnn", "seed=0", *over])
-    for scorer in ("gnn", "linucb"):  # a budget that binds: here scorers differ on recall, not only order
-        for seed in SEEDS:
-            out[f"tight-{scorer}-s{seed}"] = (
-                "tight",
-                [*MEDIUM, f"scorer={scorer}", f"seed={seed}", "task.budget_chars=400"],
-            )
-    # The same tuning budget for every scorer: three values of its main knob (the default among them), at the
-    # binding 400-character budget, seed 0, chosen on validation.
-    tight0 = [*MEDIUM, "seed=0", "task.budget_chars=400"]
-    for scorer, knob, values in TUNING:
-        for value in values:
-            over = [*tight0, f"scorer={scorer}", f"+scorer.{knob}={value}"]
-            out[f"tune-{scorer}-{knob}-{value}"] = ("tuning", over)
-    out["drift-gnn"] = ("drift", [*MEDIUM, "scorer=gnn", "seed=0", "dataset.options.drift=true"])
-    for scorer in ("gnn", "linucb"):
-        for seed in SEEDS:
-            out[f"locomo-{scorer}-s{seed}"] = (
-                "locomo",
-                ["dataset=locomo", f"scorer={scorer}", f"seed={seed}", f"dataset.learning_split.fold={seed}",
-                 "task.epochs=1", "task.eval_every=200", "task.max_val_queries=100",
-                 "task.max_test_queries=300",
-                 "baselines=[prior,ppr]"],
-            )  # fmt: skip
-            out[f"musique-{scorer}-s{seed}"] = (
-                "musique",
-                ["dataset=musique", f"scorer={scorer}", f"seed={seed}", f"dataset.learning_split.fold={seed}",
-                 "task.epochs=3", "task.eval_every=60", "task.session_size=10"],
-            )  # fmt: skip
+    for recipe, (group, seeds) in RECIPES.items():
+        for seed in seeds:
+            name = f"{recipe}-s{seed}" if len(seeds) > 1 else recipe
+            out[name] = (group, [f"+experiment=learning/{recipe}", f"seed={seed}"])
     return out
 
 

@@ -68,6 +68,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from signet_rl.core.checks import check_probability
 from signet_rl.core.types import Query, Split
 from signet_rl.datasets import vocab as V
 from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport, Truth, config_hash
@@ -142,6 +143,9 @@ class SyntheticConfig:
                 f"weights over {INTENTS} summing to 1",
             ),
         ]
+        for name, ok, allowed in checks:
+            if not ok:
+                raise ValueError(f"synthetic config: {name}={getattr(self, name)!r} must be {allowed}")
         for name in (
             "constraint_rate",
             "p_same_community",
@@ -156,10 +160,7 @@ class SyntheticConfig:
             "multi_hop_share",
             "bridge_share",
         ):
-            checks.append((name, 0.0 <= getattr(self, name) <= 1.0, "in [0, 1]"))
-        for name, ok, allowed in checks:
-            if not ok:
-                raise ValueError(f"synthetic config: {name}={getattr(self, name)!r} must be {allowed}")
+            check_probability(name, getattr(self, name), owner="synthetic config")
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

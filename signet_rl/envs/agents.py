@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
+from signet_rl.core.checks import check_integer
 from signet_rl.envs.edgewalk import EDGE_FEATURES, NODE_FEATURES
 from signet_rl.scorers.features import PATH_FEATURES
 
@@ -117,8 +118,7 @@ class PriorAgent:
 
 def episode_returns(env: gym.Env[Any, Any], agent: Agent, episodes: int, seed: int | None = 0) -> list[float]:
     """The return of each of ``episodes`` episodes (the first reset seeded with ``seed``)."""
-    if episodes < 1:
-        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    check_integer("episodes", episodes, 1)
     agent.reset(seed)
     out = []
     for e in range(episodes):

@@ -63,20 +63,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode
 
+from signet_rl.core.checks import check_range
 from signet_rl.core.types import Query
-from signet_rl.envs.common import (
-    CandidatePipeline,
-    DatasetLike,
-    QuerySchedule,
-    action_index,
-)
-from signet_rl.rating.view import RatingView
+from signet_rl.envs.common import CandidatePipeline, DatasetLike, QueryEpisodeEnv, action_index
 from signet_rl.scorers.features import PathFeaturizer
 from signet_rl.traversal.config import TraversalConfig
 
@@ -99,7 +92,7 @@ class _Shown:
     intent: str
 
 
-class PathBanditEnv(gym.Env[dict[str, Any], Any]):
+class PathBanditEnv(QueryEpisodeEnv):
     """One query per episode; the action shows one path (or a slate). See the module docstring.
 
     Args:
@@ -124,10 +117,7 @@ class PathBanditEnv(gym.Env[dict[str, Any], Any]):
             (the registry's message).
     """
 
-    metadata: dict[str, Any] = {  # noqa: RUF012 - gymnasium declares it an instance attribute
-        "render_modes": [],
-        "autoreset_mode": AutoresetMode.SAME_STEP,
-    }
+    env_name = "PathBandit"
 
     def __init__(
         self,
@@ -149,26 +139,19 @@ class PathBanditEnv(gym.Env[dict[str, Any], Any]):
         self._init_args: dict[str, Any] = {k: v for k, v in locals().items() if k != "self"}
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
-        if (
-            isinstance(invalid_penalty, bool)
-            or not isinstance(invalid_penalty, int | float)
-            or invalid_penalty < 0
-        ):
-            raise ValueError(f"invalid_penalty must be a number >= 0, got {invalid_penalty!r}")
+        check_range("invalid_penalty", invalid_penalty, 0)
         self.pipeline = CandidatePipeline.shared(dataset, traversal, encoder)
         self.config = self.pipeline.config
         n = self.config.max_paths
         if isinstance(slate_size, bool) or not isinstance(slate_size, int) or not 1 <= slate_size <= n:
             raise ValueError(f"slate_size must be an integer in [1, {n}] (max_paths), got {slate_size!r}")
-        self.split = split
         self.slate_size = slate_size
         self.reward_mode = reward
         self.include_empty = bool(include_empty)
         self.invalid_penalty = float(invalid_penalty)
         self.strict = bool(strict)
         self.oracle = bool(oracle)
-        self.schedule = QuerySchedule(self.pipeline.queries(split), order, split, self.pipeline.dataset.name)
-        self.rating = RatingView(self.pipeline.dataset, noise_rate, rating_prob)
+        self._episodes(split, order, noise_rate, rating_prob)
         self._featurizers: dict[str, PathFeaturizer] = {}
         graph_id = next(iter(self.pipeline.dataset.graphs))
         self.feature_names: tuple[str, ...] = (*self._featurizer(graph_id).names, "walk_rank")
@@ -191,26 +174,8 @@ class PathBanditEnv(gym.Env[dict[str, Any], Any]):
 
     # -- gymnasium API ---------------------------------------------------------------------------------
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """Start an episode: the next query of the schedule, or ``options["query_id"]``.
-
-        Raises:
-            ValueError: an unknown ``options`` key or query id; no usable query in the split.
-        """
-        super().reset(seed=seed)
-        if seed is not None:
-            self.schedule.position = 0
-            self.rating.seed(int(self.np_random.integers(2**63)))
-        options = dict(options or {})
-        unknown = sorted(set(options) - {"query_id"})
-        if unknown:
-            raise ValueError(f"PathBandit.reset: unknown options {unknown}; known: ['query_id']")
-        if "query_id" in options:
-            query = self.pipeline.query(str(options["query_id"]))
-        else:
-            query = self.schedule.next(self.np_random, self._usable)
+    def _begin(self, query: Query) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Start the episode of ``query`` (:meth:`QueryEpisodeEnv.reset`): its candidates, shown."""
         self._query_id = query.id
         self._done = False
         shown = self._data(self._query_id)
@@ -337,29 +302,10 @@ class PathBanditEnv(gym.Env[dict[str, Any], Any]):
         arr = np.asarray(action)
         return str(arr.tolist()) if arr.ndim else repr(action)
 
-    def episode_queries(self) -> list[Query]:
-        """The queries of this environment's split that episodes are drawn from (every one with
-        ``include_empty``; else those with candidates), in split order."""
-        return [q for q in self.schedule.queries if self._usable(q)]
+    # -- pickling (QueryEpisodeEnv): the query and whether it was answered ------------------------------
 
-    # -- pickling: configuration, RNG streams and the episode, not the caches ---------------------------
+    def _episode_state(self) -> dict[str, Any]:
+        return {"query_id": self._query_id, "done": self._done}
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {
-            "init": self._init_args | {"seed": None},
-            "np_random": None if self._np_random is None else self._np_random.bit_generator.state,
-            "rater": self.rating.get_state(),
-            "position": self.schedule.position,
-            "query_id": self._query_id,
-            "done": self._done,
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(**state["init"])  # type: ignore[misc]
-        if state["np_random"] is not None:
-            rng = np.random.default_rng()
-            rng.bit_generator.state = state["np_random"]
-            self._np_random = rng
-        self.rating.set_state(state["rater"])
-        self.schedule.position = state["position"]
+    def _restore_episode(self, state: dict[str, Any]) -> None:
         self._query_id, self._done = state["query_id"], state["done"]

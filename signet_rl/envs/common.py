@@ -1,12 +1,13 @@
 """What the Gymnasium environments share: datasets from specs, the desire-path candidate pipeline, the query
-schedule, the rater's view of a constructed memory, and action checks.
+schedule, the episode scaffolding of a one-query-per-episode environment (:class:`QueryEpisodeEnv`), and
+action checks.
 
 :class:`CandidatePipeline` is :class:`~signet_rl.pipeline.desire.DesirePathRetriever` up to its candidates:
 the *predicted* intent (rule classifier), the *searched* entry entities, and the bounded walk of the intent's
-strategy. It never reads ground truth; only :class:`~signet_rl.rating.view.RatingView` (the simulated rater's side) does. One
-pipeline is built per ``(dataset, traversal config, encoder, entry search settings)`` per process and shared
-by every environment that asks for it (:meth:`CandidatePipeline.shared`), so a vector of eight
-environments in one process indexes the graph once.
+strategy. It never reads ground truth; only :class:`~signet_rl.rating.view.RatingView` (the simulated
+rater's side) does. One pipeline is built per ``(dataset, traversal config, encoder, entry search
+settings)`` per process and shared by every environment that asks for it (:meth:`CandidatePipeline.shared`),
+so a vector of eight environments in one process indexes the graph once.
 
     >>> pipe = CandidatePipeline.shared("synthetic:tiny")  # doctest: +SKIP
     >>> cands = pipe.candidates(pipe.dataset.split("train")[0])  # doctest: +SKIP
@@ -21,13 +22,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
+from gymnasium.vector import AutoresetMode
 
 from signet_rl.core.types import SPLITS, Query
 from signet_rl.datasets.base import Dataset
 from signet_rl.datasets.registry import load_dataset
 from signet_rl.pipeline.desire import DesirePathRetriever
+from signet_rl.rating.view import RatingView
 from signet_rl.scorers.base import ScoringContext
 from signet_rl.scorers.features import QueryFeaturizer
 from signet_rl.traversal.config import TraversalConfig
@@ -39,6 +43,7 @@ __all__ = [
     "CandidatePipeline",
     "Candidates",
     "DatasetLike",
+    "QueryEpisodeEnv",
     "QuerySchedule",
     "action_index",
     "dataset_key",
@@ -316,3 +321,105 @@ def action_index(action: Any, n: int, who: str) -> int:
     if not 0 <= i < n:
         raise ValueError(f"{who}: action {i} is outside the action space Discrete({n})")
     return i
+
+
+class QueryEpisodeEnv(gym.Env[dict[str, Any], Any]):
+    """The scaffolding of an environment whose episode asks one query of a split (PathBandit, EdgeWalk).
+
+    A subclass records its constructor arguments in ``_init_args`` (``{k: v for k, v in locals().items()
+    if k != "self"}``, first thing in ``__init__``), builds :attr:`pipeline`, calls :meth:`_episodes`,
+    and says how an episode starts (:meth:`_begin`, called by :meth:`reset` with the chosen query), which
+    queries it can serve (:meth:`_usable`) and what of an episode a pickle keeps (:meth:`_episode_state`,
+    :meth:`_restore_episode`).
+
+    Pickling keeps the configuration, the RNG streams (the environment's and the rater's), the schedule's
+    position and the episode, not the caches: an unpickled environment rebuilds them (sharing the process's
+    pipeline) and continues exactly where the pickled one stood.
+    """
+
+    metadata: dict[str, Any] = {  # noqa: RUF012 - gymnasium declares it an instance attribute
+        "render_modes": [],
+        "autoreset_mode": AutoresetMode.SAME_STEP,
+    }
+    #: The name error messages start with (``PathBandit``, ``EdgeWalk``).
+    env_name = "QueryEpisodeEnv"
+
+    _init_args: dict[str, Any]
+    pipeline: CandidatePipeline
+    include_empty: bool
+
+    def _episodes(self, split: str, order: str, noise_rate: float, rating_prob: float) -> None:
+        """Set :attr:`split`, the query :attr:`schedule` over it and the rater's view :attr:`rating`.
+
+        Raises:
+            ValueError: an unknown split or order, an empty split, or a bad rater probability.
+        """
+        self.split = split
+        self.schedule = QuerySchedule(self.pipeline.queries(split), order, split, self.pipeline.dataset.name)
+        self.rating = RatingView(self.pipeline.dataset, noise_rate, rating_prob)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Start an episode: the next query of the schedule, or ``options["query_id"]``.
+
+        A seeded reset also restarts the sequential order and reseeds the rater.
+
+        Raises:
+            ValueError: an unknown ``options`` key or query id; no usable query in the split.
+        """
+        super().reset(seed=seed)
+        if seed is not None:
+            self.schedule.position = 0
+            self.rating.seed(int(self.np_random.integers(2**63)))
+        options = dict(options or {})
+        unknown = sorted(set(options) - {"query_id"})
+        if unknown:
+            raise ValueError(f"{self.env_name}.reset: unknown options {unknown}; known: ['query_id']")
+        if "query_id" in options:
+            query = self.pipeline.query(str(options["query_id"]))
+        else:
+            query = self.schedule.next(self.np_random, self._usable)
+        return self._begin(query)
+
+    def _begin(self, query: Query) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Start the episode that asks ``query``: its first observation and info."""
+        raise NotImplementedError
+
+    def _usable(self, query: Query) -> bool:
+        """Whether an episode may ask ``query`` (one with no candidate only with ``include_empty``)."""
+        raise NotImplementedError
+
+    def episode_queries(self) -> list[Query]:
+        """The queries of this environment's split that episodes are drawn from (every one with
+        ``include_empty``; else those with candidates), in split order."""
+        return [q for q in self.schedule.queries if self._usable(q)]
+
+    # -- pickling: configuration, RNG streams and the episode, not the caches ---------------------------
+
+    def _episode_state(self) -> dict[str, Any]:
+        """What of the current episode a pickle keeps (plain values)."""
+        raise NotImplementedError
+
+    def _restore_episode(self, state: dict[str, Any]) -> None:
+        """Take back what :meth:`_episode_state` kept (the environment is freshly constructed)."""
+        raise NotImplementedError
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "init": self._init_args | {"seed": None},
+            "np_random": None if self._np_random is None else self._np_random.bit_generator.state,
+            "rater": self.rating.get_state(),
+            "position": self.schedule.position,
+            **self._episode_state(),
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state["init"])  # type: ignore[misc]
+        if state["np_random"] is not None:
+            rng = np.random.default_rng()
+            rng.bit_generator.state = state["np_random"]
+            self._np_random = rng
+        self.rating.set_state(state["rater"])
+        self.schedule.position = state["position"]
+        self._restore_episode(state)

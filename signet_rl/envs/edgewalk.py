@@ -72,18 +72,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode
 
+from signet_rl.core.checks import check_integer, check_range
 from signet_rl.core.types import Query, Unit
-from signet_rl.envs.common import CandidatePipeline, DatasetLike, QuerySchedule, action_index
+from signet_rl.envs.common import CandidatePipeline, DatasetLike, QueryEpisodeEnv, action_index
 from signet_rl.graph.arrays import GraphArrays
-from signet_rl.rating.view import RatingView
 from signet_rl.traversal.config import TraversalConfig
-from signet_rl.traversal.path import Hop, Path
+from signet_rl.traversal.path import Path
+from signet_rl.traversal.walk import csr_hops
 
 __all__ = ["EDGE_FEATURES", "NODE_FEATURES", "WALK_FEATURES", "EdgeWalkEnv"]
 
@@ -244,7 +243,7 @@ class _Episode:
     done: bool = False
 
 
-class EdgeWalkEnv(gym.Env[dict[str, Any], Any]):
+class EdgeWalkEnv(QueryEpisodeEnv):
     """Sequential edge steps under branching, depth and path budgets (see the module docstring).
 
     Args:
@@ -267,10 +266,7 @@ class EdgeWalkEnv(gym.Env[dict[str, Any], Any]):
         ValueError: a bad argument (naming it and the allowed values), or an unknown dataset spec.
     """
 
-    metadata: dict[str, Any] = {  # noqa: RUF012 - gymnasium declares it an instance attribute
-        "render_modes": [],
-        "autoreset_mode": AutoresetMode.SAME_STEP,
-    }
+    env_name = "EdgeWalk"
 
     def __init__(
         self,
@@ -289,21 +285,17 @@ class EdgeWalkEnv(gym.Env[dict[str, Any], Any]):
         seed: int | None = None,
     ) -> None:
         self._init_args: dict[str, Any] = {k: v for k, v in locals().items() if k != "self"}
-        if isinstance(path_budget, bool) or not isinstance(path_budget, int) or path_budget < 1:
-            raise ValueError(f"path_budget must be an integer >= 1, got {path_budget!r}")
-        for name, value in (("step_cost", step_cost), ("invalid_penalty", invalid_penalty)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-                raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+        check_integer("path_budget", path_budget, 1)
+        check_range("step_cost", step_cost, 0)
+        check_range("invalid_penalty", invalid_penalty, 0)
         self.pipeline = CandidatePipeline.shared(dataset, traversal, encoder)
         self.config = self.pipeline.config
-        self.split = split
         self.path_budget = path_budget
         self.step_cost = float(step_cost)
         self.invalid_penalty = float(invalid_penalty)
         self.strict = bool(strict)
         self.include_empty = bool(include_empty)
-        self.schedule = QuerySchedule(self.pipeline.queries(split), order, split, self.pipeline.dataset.name)
-        self.rating = RatingView(self.pipeline.dataset, noise_rate, rating_prob)
+        self._episodes(split, order, noise_rate, rating_prob)
         b = self.config.max_branching
         self.n_branch = b
         #: The action index of STOP_PATH.
@@ -340,26 +332,8 @@ class EdgeWalkEnv(gym.Env[dict[str, Any], Any]):
 
     # -- gymnasium API ---------------------------------------------------------------------------------
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """Start an episode: the next query of the schedule, or ``options["query_id"]``.
-
-        Raises:
-            ValueError: an unknown ``options`` key or query id; no usable query in the split.
-        """
-        super().reset(seed=seed)
-        if seed is not None:
-            self.schedule.position = 0
-            self.rating.seed(int(self.np_random.integers(2**63)))
-        if options:
-            unknown = sorted(set(options) - {"query_id"})
-            if unknown:
-                raise ValueError(f"EdgeWalk.reset: unknown options {unknown}; known: ['query_id']")
-        if options and "query_id" in options:
-            query = self.pipeline.query(str(options["query_id"]))
-        else:
-            query = self.schedule.next(self.np_random, self._usable)
+    def _begin(self, query: Query) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Start the episode of ``query`` (:meth:`QueryEpisodeEnv.reset`): the walker on its first entry."""
         self._qp = qp = self._query(query)
         start = qp.entries[0] if qp.entries else -1
         self._ep = _Episode(query.id, start, nodes=[start] if start >= 0 else [])
@@ -669,14 +643,7 @@ class EdgeWalkEnv(gym.Env[dict[str, Any], Any]):
         a = qp.pre.arrays
         out = []
         for nodes, slots, aspect, attrs, _ in ep.stops:
-            hops = [Hop.entity(str(a.entity_ids[nodes[0]]))]
-            for k, s in enumerate(slots):
-                hops.append(Hop.dependency(str(a.edge_ids[a.dep_edge[s]]), int(a.dep_direction[s])))
-                hops.append(Hop.entity(str(a.entity_ids[nodes[k + 1]])))
-            if aspect >= 0 and attrs:
-                hops.append(Hop.aspect(str(a.aspect_ids[aspect])))
-                hops.extend(Hop.attribute(str(a.attribute_ids[t])) for t in attrs)
-            out.append(Path(tuple(hops), strategy="edgewalk"))
+            out.append(Path(tuple(csr_hops(a, nodes, slots, aspect, attrs)), strategy="edgewalk"))
         return out
 
     def stopped_ratings(self) -> list[int]:
@@ -691,30 +658,12 @@ class EdgeWalkEnv(gym.Env[dict[str, Any], Any]):
         builder = self.pipeline.state(query.graph_id).builder
         return [builder.construct(p, at=query.timestamp) for p in self.stopped_paths()]
 
-    def episode_queries(self) -> list[Query]:
-        """The queries of this environment's split that episodes are drawn from (every one with
-        ``include_empty``; else those with candidates), in split order."""
-        return [q for q in self.schedule.queries if self._usable(q)]
+    # -- pickling (QueryEpisodeEnv): the walk's state; the per-query caches are rebuilt -----------------
 
-    # -- pickling: configuration, RNG streams and the episode, not the caches ---------------------------
+    def _episode_state(self) -> dict[str, Any]:
+        return {"episode": self._ep}
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {
-            "init": self._init_args | {"seed": None},
-            "np_random": None if self._np_random is None else self._np_random.bit_generator.state,
-            "rater": self.rating.get_state(),
-            "position": self.schedule.position,
-            "episode": self._ep,
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(**state["init"])  # type: ignore[misc]
-        if state["np_random"] is not None:
-            rng = np.random.default_rng()
-            rng.bit_generator.state = state["np_random"]
-            self._np_random = rng
-        self.rating.set_state(state["rater"])
-        self.schedule.position = state["position"]
+    def _restore_episode(self, state: dict[str, Any]) -> None:
         self._ep = state["episode"]
         if self._ep is not None:
             self._qp = self._query(self.pipeline.query(self._ep.query_id))

@@ -39,6 +39,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from signet_rl.core.checks import check_range
 from signet_rl.core.types import CHARS_PER_TOKEN, DEFAULT_BUDGET_CHARS, Query, Unit, fit_budget
 from signet_rl.datasets.base import Dataset
 from signet_rl.evaluation import metrics as M
@@ -119,8 +120,7 @@ def select_queries(
     if not queries:
         raise ValueError(f"split {split!r} of dataset {dataset.name!r} has no queries")
     if max_queries is not None:
-        if isinstance(max_queries, bool) or not isinstance(max_queries, int | np.integer) or max_queries < 1:
-            raise ValueError(f"max_queries must be a positive integer or None, got {max_queries!r}")
+        check_range("max_queries", max_queries, 1, integer=True, optional=True)
         if max_queries < len(queries):
             keep = np.sort(np.random.default_rng(seed).choice(len(queries), size=max_queries, replace=False))
             queries = [queries[i] for i in keep]

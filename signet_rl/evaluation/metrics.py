@@ -34,6 +34,8 @@ from collections.abc import Collection, Iterable, Sequence
 
 import numpy as np
 
+from signet_rl.core.checks import check_integer, check_range
+
 __all__ = [
     "bootstrap_ci",
     "dedupe",
@@ -127,8 +129,7 @@ def zero_injection(num_units: int) -> bool:
 
 
 def _check_k(k: int) -> None:
-    if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+    check_integer("k", k, 1)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -141,10 +142,8 @@ def _finite(values: Iterable[float]) -> np.ndarray:
 
 
 def _check_bootstrap(n_boot: int, alpha: float) -> None:
-    if not isinstance(n_boot, int | np.integer) or n_boot < 1:
-        raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    check_integer("n_boot", n_boot, 1)
+    check_range("alpha", alpha, 0, 1, lo_open=True, hi_open=True)
 
 
 def _percentile_ci(values: np.ndarray, n_boot: int, alpha: float, seed: int) -> tuple[float, float]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from signet_rl.core.checks import check_integer, check_probability
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
 
@@ -63,10 +64,8 @@ def impact(
         KeyError: ``entity_id`` is not an entity (named).
         ValueError: ``min_confidence`` outside [0, 1] or ``max_depth`` below 1.
     """
-    if not 0.0 <= min_confidence <= 1.0:
-        raise ValueError(f"min_confidence must be in [0, 1], got {min_confidence!r}")
-    if max_depth < 1:
-        raise ValueError(f"max_depth must be at least 1, got {max_depth!r}")
+    check_probability("min_confidence", min_confidence)
+    check_integer("max_depth", max_depth, 1)
     ga = _arrays(graph)
     try:
         start = ga.entity_index[entity_id]

@@ -61,6 +61,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from signet_rl.core.checks import check_integer, check_probability
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.learning.reinforcement import EdgeStats, path_edges
 from signet_rl.traversal.path import Path
@@ -127,15 +128,11 @@ def _check_scores(scores: npt.ArrayLike) -> FloatArray:
 
 
 def _check_k(k: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
-        raise ValueError(f"k must be an integer >= 0, got {k!r}")
-    return int(k)
+    return check_integer("k", k, 0)
 
 
 def _check_epsilon(epsilon: float) -> float:
-    if not 0.0 <= epsilon <= 1.0:
-        raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
-    return float(epsilon)
+    return check_probability("epsilon", epsilon)
 
 
 def _check_temperature(temperature: float) -> float:
@@ -433,18 +430,8 @@ class ExplorerQuota:
     _used: dict[str, int] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_per_session, bool) or not isinstance(self.max_per_session, int):
-            raise ValueError(f"max_per_session must be an integer >= 0, got {self.max_per_session!r}")
-        if self.max_per_session < 0:
-            raise ValueError(f"max_per_session must be an integer >= 0, got {self.max_per_session!r}")
-        if (
-            isinstance(self.per_session, bool)
-            or not isinstance(self.per_session, int)
-            or not 0 <= self.per_session <= self.max_per_session
-        ):
-            raise ValueError(
-                f"per_session must be an integer in [0, {self.max_per_session}], got {self.per_session!r}"
-            )
+        check_integer("max_per_session", self.max_per_session, 0)
+        check_integer("per_session", self.per_session, 0, self.max_per_session)
 
     def used(self, session_id: str) -> int:
         """Explorer slots ``session_id`` has filled so far."""
@@ -460,8 +447,7 @@ class ExplorerQuota:
         Raises:
             ValueError: ``n`` negative, or more than :meth:`available`.
         """
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ValueError(f"n must be an integer >= 0, got {n!r}")
+        check_integer("n", n, 0)
         left = self.available(session_id)
         if n > left:
             raise ValueError(f"session {session_id!r} has {left} explorer slot(s) left, asked for {n}")

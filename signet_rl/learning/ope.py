@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from signet_rl.core.checks import check_integer, check_range
 from signet_rl.learning.exploration import Strategy, inclusion_probabilities
 from signet_rl.learning.feedback_log import FeedbackRecord
 
@@ -184,10 +185,8 @@ def _bootstrap(
     seed: int | np.random.Generator | None,
 ) -> OPEEstimate:
     """``reduce(sums [B, c], n) -> [B]`` on the full data and on ``n_boot`` resamples of its rows."""
-    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 1:
-        raise ValueError(f"n_boot must be an integer >= 1, got {n_boot!r}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    check_integer("n_boot", n_boot, 1)
+    check_range("alpha", alpha, 0, 1, lo_open=True, hi_open=True)
     n = len(columns)
     if n == 0:
         raise ValueError("no logged interactions to estimate from")

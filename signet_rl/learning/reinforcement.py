@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from signet_rl.core.checks import check_integer, check_probability, check_range
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.traversal.path import Path
 from signet_rl.traversal.walk import EdgeWeight
@@ -127,13 +128,11 @@ class EdgeStats:
         cool: float = 0.01,
         init: float = 1.0,
     ) -> None:
-        if isinstance(num_edges, bool) or not isinstance(num_edges, int | np.integer) or num_edges < 0:
-            raise ValueError(f"num_edges must be an integer >= 0, got {num_edges!r}")
+        check_integer("num_edges", num_edges, 0)
         intents = tuple(intents)
         if not intents or len(set(intents)) != len(intents) or not all(isinstance(i, str) for i in intents):
             raise ValueError(f"intents must be distinct strings, at least one, got {intents!r}")
-        if isinstance(time_buckets, bool) or not isinstance(time_buckets, int) or not 1 <= time_buckets <= 24:
-            raise ValueError(f"time_buckets must be an integer in [1, 24], got {time_buckets!r}")
+        check_integer("time_buckets", time_buckets, 1, 24)
         if not (math.isfinite(lr) and lr > 0):
             raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
         if not (math.isfinite(floor) and floor > 0):
@@ -142,8 +141,7 @@ class EdgeStats:
             raise ValueError(f"ceiling must be a finite number >= floor ({floor!r}), got {ceiling!r}")
         if not floor <= init <= ceiling:
             raise ValueError(f"init must be in [floor, ceiling] = [{floor!r}, {ceiling!r}], got {init!r}")
-        if not 0.0 <= cool <= 1.0:
-            raise ValueError(f"cool must be in [0, 1], got {cool!r}")
+        check_probability("cool", cool)
         self.num_edges = int(num_edges)
         self.intents = intents
         self.time_buckets = time_buckets
@@ -173,11 +171,7 @@ class EdgeStats:
         return self._intent[intent]
 
     def _bucket(self, bucket: int) -> int:
-        if isinstance(bucket, bool) or not isinstance(bucket, int | np.integer):
-            raise ValueError(f"bucket must be an integer in [0, {self.time_buckets - 1}], got {bucket!r}")
-        if not 0 <= bucket < self.time_buckets:
-            raise ValueError(f"bucket must be an integer in [0, {self.time_buckets - 1}], got {bucket!r}")
-        return int(bucket)
+        return check_integer("bucket", bucket, 0, self.time_buckets - 1)
 
     def _edges(self, edge_idx: npt.ArrayLike) -> IntArray:
         e = np.asarray(edge_idx)
@@ -227,10 +221,7 @@ class EdgeStats:
         Raises:
             ValueError: a rating outside ``[-1, 1]`` or NaN, an unknown intent, a bad bucket or edge index.
         """
-        if isinstance(rating, bool) or not isinstance(rating, int | float | np.integer | np.floating):
-            raise ValueError(f"rating must be a number in [-1, 1], got {rating!r}")
-        if not -1.0 <= float(rating) <= 1.0:  # False for NaN
-            raise ValueError(f"rating must be a number in [-1, 1], got {rating!r}")
+        check_range("rating", rating, -1, 1)
         i, b = self._intent_index(intent), self._bucket(bucket)
         e = np.unique(self._edges(edge_idx))
         factor = np.float32(math.exp(self.lr * float(rating)))
@@ -262,8 +253,7 @@ class EdgeStats:
 
     def decay(self, steps: int = 1) -> None:
         """Let ``steps`` steps pass with nothing walked: ``w <- init + (1 - cool)^steps (w - init)``."""
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-            raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
+        check_integer("steps", steps, 0)
         self._relax(slice(None), steps)
         self.step += steps
 

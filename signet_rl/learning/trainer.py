@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from signet_rl.core.checks import check_integer
 from signet_rl.core.run_folder import RunFolder, atomic_writer
 from signet_rl.core.types import Query
 from signet_rl.datasets.base import Dataset
@@ -126,16 +127,10 @@ class BanditConfig:
     ope_window: int = 500
 
     def __post_init__(self) -> None:
-        if self.slate_size < 1:
-            raise ValueError(f"slate_size must be >= 1, got {self.slate_size}")
-        if not 0 <= self.explorer_per_session <= 2:
-            raise ValueError(f"explorer_per_session must be in [0, 2], got {self.explorer_per_session}")
-        if self.update_every < 1:
-            raise ValueError(f"update_every must be >= 1, got {self.update_every}")
-        if self.epochs < 1:
-            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
-        if self.session_size < 1:
-            raise ValueError(f"session_size must be >= 1, got {self.session_size}")
+        check_integer("slate_size", self.slate_size, 1)
+        check_integer("explorer_per_session", self.explorer_per_session, 0, 2)
+        for name in ("update_every", "epochs", "session_size"):
+            check_integer(name, getattr(self, name), 1)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> BanditConfig:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from signet_rl.core.checks import check_integer, check_probability
 from signet_rl.core.types import DEFAULT_BUDGET_CHARS, Query, Unit
 from signet_rl.datasets.base import Dataset
 from signet_rl.graph.arrays import GraphArrays
@@ -94,10 +95,8 @@ class DesirePathRetriever:
         entry_ratio: float = 0.8,
         name: str | None = None,
     ) -> None:
-        if entry_k < 1:
-            raise ValueError(f"entry_k must be >= 1, got {entry_k}")
-        if not 0.0 <= entry_ratio <= 1.0:
-            raise ValueError(f"entry_ratio must be in [0, 1], got {entry_ratio}")
+        check_integer("entry_k", entry_k, 1)
+        check_probability("entry_ratio", entry_ratio)
         self.scorer = make_scorer(scorer) if isinstance(scorer, str) else scorer
         if config is None or isinstance(config, TraversalConfig):
             self.config = config or TraversalConfig()

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from signet_rl.core.checks import check_probability
 from signet_rl.core.types import Query
 from signet_rl.datasets.base import Dataset
 from signet_rl.rating.items import ItemResolver
@@ -40,9 +41,8 @@ class RatingView:
     BLOCK = 1024
 
     def __init__(self, dataset: Dataset, noise_rate: float = 0.05, rating_prob: float = 0.8) -> None:
-        for name, value in (("noise_rate", noise_rate), ("rating_prob", rating_prob)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+        check_probability("noise_rate", noise_rate)
+        check_probability("rating_prob", rating_prob)
         self.dataset = dataset
         self.noise_rate = float(noise_rate)
         self.rating_prob = float(rating_prob)

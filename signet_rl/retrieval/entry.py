@@ -70,6 +70,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from signet_rl.core.checks import check_integer
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph, to_timestamp
 from signet_rl.retrieval.indexes import BM25Index, VectorIndex
@@ -367,8 +368,7 @@ class EntrySearch:
         Raises:
             ValueError: ``k`` < 1 or an unparseable ``timestamp``.
         """
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
+        check_integer("k", k, 1)
         s = self.scores(text, timestamp)
         cand = np.flatnonzero(s > 0)
         if len(cand) > k:

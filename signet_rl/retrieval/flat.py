@@ -68,6 +68,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from signet_rl.core.checks import check_integer, check_probability, check_range
 from signet_rl.core.types import Query, Unit, fit_budget
 from signet_rl.datasets.base import Dataset
 from signet_rl.graph.model import KnowledgeGraph
@@ -123,11 +124,6 @@ def _timestamp_ns(ts: Any) -> int:
     if t.tzinfo is None:
         t = t.tz_localize("UTC")
     return int(t.value)
-
-
-def _positive_or_none(label: str, value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{label} must be None or a positive integer, got {value!r}")
 
 
 class FlatRetriever:
@@ -197,10 +193,8 @@ class FlatRetriever:
             raise ValueError("a flat retriever needs at least one leg: keyword is None and vector is False")
         if fusion not in ("linear", "rrf"):
             raise ValueError(f"fusion must be 'linear' or 'rrf', got {fusion!r}")
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"alpha must be in [0, 1], got {alpha}")
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+        check_probability("alpha", alpha)
+        check_integer("top_k", top_k, 1)
         for label, value in (("min_score", min_score), ("importance_min", importance_min)):
             if not math.isfinite(value):
                 raise ValueError(f"{label} must be a finite number, got {value}")
@@ -214,11 +208,9 @@ class FlatRetriever:
             ("limit", limit),
             ("truncate_chars", truncate_chars),
         ):
-            _positive_or_none(label, v)
-        if rrf_k < 0:
-            raise ValueError(f"rrf_k must be >= 0, got {rrf_k}")
-        if dedup_window < 0:
-            raise ValueError(f"dedup_window must be >= 0, got {dedup_window}")
+            check_range(label, v, 1, integer=True, optional=True)
+        check_range("rrf_k", rrf_k, 0)
+        check_range("dedup_window", dedup_window, 0)
         self.name = name
         self.keyword: KeywordLeg | None = keyword
         self.vector = bool(vector)

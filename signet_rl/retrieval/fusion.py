@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from signet_rl.core.checks import check_probability
+
 __all__ = ["linear_fusion", "min_max", "reciprocal_rank_fusion"]
 
 
@@ -47,8 +49,7 @@ def linear_fusion(
     Raises:
         ValueError: ``alpha`` outside [0, 1].
     """
-    if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    check_probability("alpha", alpha)
     fused: dict[str, float] = {}
     for key in {*vector, *keyword}:
         v = float(vector.get(key, 0.0))

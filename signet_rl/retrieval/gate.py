@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from signet_rl.core.checks import check_integer, check_range
 from signet_rl.retrieval.intent import INTENTS, MAX_CHARS, IntentClassifier
 from signet_rl.text.terms import clean_text
 
@@ -48,10 +49,8 @@ class SignificanceGate:
     def __init__(
         self, classifier: IntentClassifier, threshold: float = 0.5, max_chars: int = MAX_CHARS
     ) -> None:
-        if not 0.0 < threshold <= 1.0:
-            raise ValueError(f"gate threshold must be in (0, 1], got {threshold}")
-        if max_chars < 1:
-            raise ValueError(f"max_chars must be >= 1, got {max_chars}")
+        check_range("gate threshold", threshold, 0, 1, lo_open=True)
+        check_integer("max_chars", max_chars, 1)
         self.classifier = classifier
         self.threshold = float(threshold)
         self.max_chars = max_chars

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from signet_rl.core.checks import check_integer
 from signet_rl.text.terms import clean_text
 
 __all__ = ["BM25Index", "FTS5Index", "VectorIndex", "fts5_match_query"]
@@ -35,9 +36,7 @@ _FTS_STRIP = re.compile(r'[":()^*]')
 
 
 def _check_k(k: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-    return int(k)
+    return check_integer("k", k, 1)
 
 
 def _check_mask(mask: np.ndarray | None, n: int) -> np.ndarray | None:
@@ -88,8 +87,7 @@ class VectorIndex:
     ) -> None:
         import faiss
 
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise ValueError(f"VectorIndex dim must be a positive integer, got {dim!r}")
+        check_integer("dim", dim, 1, owner="VectorIndex")
         if hnsw_above is not None and hnsw_above < 0:
             raise ValueError(f"hnsw_above must be None or >= 0, got {hnsw_above}")
         for label, value in (

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +46,7 @@ __all__ = [
     "EdgeStats",
     "PathBatch",
     "PathFeaturizer",
+    "PerGraphFeaturizers",
     "QueryFeaturizer",
     "intent_one_hot",
     "time_features",
@@ -556,3 +557,62 @@ class PathFeaturizer:
 
     def __repr__(self) -> str:
         return f"PathFeaturizer({self.arrays!r}, dim={self.dim}, edge_stats={self.edge_stats!r})"
+
+
+class _OfArrays(Protocol):
+    arrays: GraphArrays
+
+
+S = TypeVar("S", bound=_OfArrays)
+
+
+class PerGraphFeaturizers(Generic[S]):
+    """What a learned scorer keeps per graph, built on first use around the graph's :class:`PathFeaturizer`.
+
+    The LinUCB scorer keeps the featurizer itself, the GNN its tensors and node states around it
+    (:meth:`_build_graph_state`). Graphs are told apart by their arrays (one per graph of a multi-graph
+    dataset); the state is rebuilt when a graph's arrays object changes, and each graph may carry its own
+    desire-path statistics (:meth:`attach_edge_stats`; ``edge_stats`` serves the others).
+
+    A scorer calls :meth:`_init_graph_states` in its constructor, after ``query_featurizer`` is set (its
+    encoder embeds the featurizer's texts).
+    """
+
+    edge_stats: EdgeStats | None
+    query_featurizer: QueryFeaturizer
+
+    def _init_graph_states(self, edge_stats: EdgeStats | None) -> None:
+        self.edge_stats = edge_stats
+        self._edge_stats_of: dict[int, EdgeStats] = {}
+        self._graphs: dict[int, S] = {}
+
+    def attach_edge_stats(self, arrays: GraphArrays, stats: EdgeStats) -> None:
+        """Use ``stats`` as the desire-path statistics of the graph ``arrays`` views (one per graph in a
+        multi-graph dataset; the constructor's ``edge_stats`` serves graphs with none attached)."""
+        self._edge_stats_of[id(arrays)] = stats
+        self.invalidate(arrays)
+
+    def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
+        """Build what is kept for the graph now (done lazily on first use otherwise)."""
+        self._graph_state(graph, arrays)
+
+    def invalidate(self, arrays: GraphArrays | None = None) -> None:
+        """Forget what is kept for ``arrays`` (for every graph when None); it is rebuilt on next use. Call
+        it after ``edge_stats`` change."""
+        if arrays is None:
+            self._graphs.clear()
+        else:
+            self._graphs.pop(id(arrays), None)
+
+    def _graph_state(self, graph: KnowledgeGraph, arrays: GraphArrays) -> S:
+        state = self._graphs.get(id(arrays))
+        if state is None or state.arrays is not arrays:
+            stats = self._edge_stats_of.get(id(arrays), self.edge_stats)
+            featurizer = PathFeaturizer(graph, arrays, self.query_featurizer.encoder, stats)
+            state = self._build_graph_state(graph, arrays, featurizer)
+            self._graphs[id(arrays)] = state
+        return state
+
+    def _build_graph_state(self, graph: KnowledgeGraph, arrays: GraphArrays, featurizer: PathFeaturizer) -> S:
+        """What is kept for a graph, given its featurizer."""
+        raise NotImplementedError

@@ -73,6 +73,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from signet_rl.core.checks import check_integer, check_range
 from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.confidence import LADDER
@@ -87,6 +88,7 @@ from signet_rl.scorers.features import (
     EdgeStats,
     PathBatch,
     PathFeaturizer,
+    PerGraphFeaturizers,
     QueryFeaturizer,
 )
 from signet_rl.traversal.path import Path
@@ -371,7 +373,7 @@ class GNNPathNet(nn.Module):
 
 
 @register("gnn")
-class GNNPathScorer:
+class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
     """A GNN policy over candidate paths, learned from ratings (see the module docstring).
 
     Args:
@@ -435,16 +437,12 @@ class GNNPathScorer:
             ("edge_type_buckets", edge_type_buckets, len(KNOWN_DEPENDENCY_TYPES) + 1),
             ("community_buckets", community_buckets, 1),
         ):  # fmt: skip
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{who}: {arg} must be an integer >= {low}, got {value!r}")
+            check_integer(arg, value, low, owner=who)
         if uncertainty not in ("bootstrap", "none"):
             raise ValueError(f"{who}: uncertainty must be 'bootstrap' or 'none', got {uncertainty!r}")
-        if not (isinstance(lr, int | float) and lr > 0):
-            raise ValueError(f"{who}: lr must be positive, got {lr!r}")
-        if not (isinstance(weight_decay, int | float) and weight_decay >= 0):
-            raise ValueError(f"{who}: weight_decay must be >= 0, got {weight_decay!r}")
-        if not (isinstance(max_importance_weight, int | float) and max_importance_weight >= 1):
-            raise ValueError(f"{who}: max_importance_weight must be >= 1, got {max_importance_weight!r}")
+        check_range("lr", lr, 0, lo_open=True, owner=who)
+        check_range("weight_decay", weight_decay, 0, owner=who)
+        check_range("max_importance_weight", max_importance_weight, 1, owner=who)
         self.config: dict[str, Any] = {
             "hidden": hidden, "layers": layers, "n_heads": n_heads, "uncertainty": uncertainty, "lr": lr,
             "weight_decay": weight_decay, "steps_per_update": steps_per_update,
@@ -461,9 +459,8 @@ class GNNPathScorer:
         self.time_features = time_features
         self.hand_features = hand_features
         self.layers = layers
-        self.edge_stats = edge_stats
-        self._edge_stats_of: dict[int, EdgeStats] = {}
         self.query_featurizer = QueryFeaturizer(encoder, classifier)
+        self._init_graph_states(edge_stats)
         self.encoder = self.query_featurizer.encoder
         text_dim = self.query_featurizer.embedding_dim
         query_dim = text_dim + len(INTENTS) + (len(TIME_FEATURES) if time_features else 0)
@@ -481,39 +478,17 @@ class GNNPathScorer:
         self.generator = torch.Generator().manual_seed(seed)
         self.updates = 0
         self._version = 0  # bumped on every parameter change; node-state caches compare against it
-        self._graphs: dict[int, _GraphState] = {}
 
     # -- graph state --------------------------------------------------------------------------------
 
-    def attach_edge_stats(self, arrays: GraphArrays, stats: EdgeStats) -> None:
-        """Use ``stats`` as the desire-path statistics of the graph ``arrays`` views (one per graph in a
-        multi-graph dataset; the constructor's ``edge_stats`` serves graphs with none attached)."""
-        self._edge_stats_of[id(arrays)] = stats
-        self.invalidate(arrays)
-
-    def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
-        """Build the graph's tensors and featurizer (done lazily on first use otherwise)."""
-        self._state(graph, arrays)
-
-    def _state(self, graph: KnowledgeGraph, arrays: GraphArrays) -> _GraphState:
-        state = self._graphs.get(id(arrays))
-        if state is None or state.arrays is not arrays:
-            stats = self._edge_stats_of.get(id(arrays), self.edge_stats)
-            featurizer = PathFeaturizer(graph, arrays, self.encoder, stats)
-            c = self.config
-            state = _GraphState(
-                graph, arrays, featurizer, c["type_buckets"], c["edge_type_buckets"], c["community_buckets"]
-            )
-            self._graphs[id(arrays)] = state
-        return state
-
-    def invalidate(self, arrays: GraphArrays | None = None) -> None:
-        """Forget the tensors and cached node states of ``arrays`` (of every graph when None); they are
-        rebuilt on next use. Call it after ``edge_stats`` change."""
-        if arrays is None:
-            self._graphs.clear()
-        else:
-            self._graphs.pop(id(arrays), None)
+    def _build_graph_state(
+        self, graph: KnowledgeGraph, arrays: GraphArrays, featurizer: PathFeaturizer
+    ) -> _GraphState:
+        """A graph's tensors and node-state cache around its featurizer (:class:`PerGraphFeaturizers`)."""
+        c = self.config
+        return _GraphState(
+            graph, arrays, featurizer, c["type_buckets"], c["edge_type_buckets"], c["community_buckets"]
+        )
 
     def graph_state_dict(self, arrays: GraphArrays) -> dict[str, Tensor] | None:
         """What this scorer derived from history for the graph ``arrays`` views: the edge features, whose
@@ -535,7 +510,7 @@ class GNNPathScorer:
         Raises:
             ValueError: edge features of another shape (another graph).
         """
-        state = self._state(graph, arrays)
+        state = self._graph_state(graph, arrays)
         numeric = blob["edge_numeric"]
         if tuple(numeric.shape) != tuple(state.edge_numeric.shape):
             raise ValueError(
@@ -548,7 +523,7 @@ class GNNPathScorer:
     def node_states(self, graph: KnowledgeGraph, arrays: GraphArrays) -> Tensor:
         """Every entity's node state ``[N, H]`` under the current parameters (cached; a full pass when
         stale)."""
-        state = self._state(graph, arrays)
+        state = self._graph_state(graph, arrays)
         if state.cache is None or state.cache_version != self._version:
             with torch.no_grad():
                 x = self.net.node_inputs(state.nodes)
@@ -664,7 +639,7 @@ class GNNPathScorer:
         return self.net.head(hops, mask, x.query, x.hand)
 
     def _outputs(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> Tensor:
-        state = self._state(context.graph, context.arrays)
+        state = self._graph_state(context.graph, context.arrays)
         with torch.no_grad():
             return self._run(state, self._inputs(state, [(query, paths, context)], train=False))
 
@@ -686,8 +661,7 @@ class GNNPathScorer:
     ) -> np.ndarray:
         """``n`` Thompson draws of the scores, ``[n, len(paths)]``: draw ``i`` is the output of bootstrap
         head ``rng.integers(n_heads)``. With ``uncertainty="none"`` every draw is :meth:`score`."""
-        if n < 1:
-            raise ValueError(f"GNNPathScorer.sample_scores: n must be >= 1, got {n!r}")
+        check_integer("n", n, 1, owner="GNNPathScorer.sample_scores")
         if not paths:
             return np.zeros((n, 0))
         out = self._outputs(query, paths, context).double().numpy()
@@ -726,7 +700,7 @@ class GNNPathScorer:
         groups = []
         for items in by_graph.values():
             ctx = items[0][2]
-            state = self._state(ctx.graph, ctx.arrays)
+            state = self._graph_state(ctx.graph, ctx.arrays)
             target = torch.tensor([r for it in items for r in it[3]], dtype=torch.float32)
             weight = torch.tensor([w for it in items for w in it[4]], dtype=torch.float32)
             k = self.net.heads.out_features

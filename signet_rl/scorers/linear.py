@@ -36,12 +36,20 @@ from typing import Any
 
 import numpy as np
 
+from signet_rl.core.checks import check_integer, check_range
 from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.retrieval.intent import IntentClassifier
 from signet_rl.scorers.base import Feedback, ScoringContext, check_feedback, register
-from signet_rl.scorers.features import INTENTS, PATH_FEATURES, EdgeStats, PathFeaturizer, QueryFeaturizer
+from signet_rl.scorers.features import (
+    INTENTS,
+    PATH_FEATURES,
+    EdgeStats,
+    PathFeaturizer,
+    PerGraphFeaturizers,
+    QueryFeaturizer,
+)
 from signet_rl.traversal.path import Path
 
 __all__ = ["LinUCBScorer"]
@@ -50,7 +58,7 @@ _FORMAT = "signet_rl.LinUCBScorer/1"
 
 
 @register("linucb")
-class LinUCBScorer:
+class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
     """LinUCB / linear Thompson sampling over path features (see the module docstring).
 
     Args:
@@ -89,23 +97,18 @@ class LinUCBScorer:
         edge_stats: EdgeStats | None = None,
     ) -> None:
         who = "LinUCBScorer"
-        for arg, value, ok, allowed in (
-            ("alpha", alpha, lambda v: v >= 0, ">= 0"),
-            ("lam", lam, lambda v: v > 0, "> 0"),
-            ("sigma", sigma, lambda v: v >= 0, ">= 0"),
-            ("max_importance_weight", max_importance_weight, lambda v: v >= 1, ">= 1"),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not ok(value):
-                raise ValueError(f"{who}: {arg} must be a number {allowed}, got {value!r}")
+        check_range("alpha", alpha, 0, owner=who)
+        check_range("lam", lam, 0, lo_open=True, owner=who)
+        check_range("sigma", sigma, 0, owner=who)
+        check_range("max_importance_weight", max_importance_weight, 1, owner=who)
         self.alpha = float(alpha)
         self.lam = float(lam)
         self.sigma = float(sigma)
         self.importance_weighted = importance_weighted
         self.max_importance_weight = float(max_importance_weight)
         self.intent_interactions = intent_interactions
-        self.edge_stats = edge_stats
-        self._edge_stats_of: dict[int, EdgeStats] = {}
         self.query_featurizer = QueryFeaturizer(encoder, classifier)
+        self._init_graph_states(edge_stats)
         self.config: dict[str, Any] = {
             "alpha": self.alpha, "lam": self.lam, "sigma": self.sigma,
             "importance_weighted": importance_weighted, "max_importance_weight": self.max_importance_weight,
@@ -118,32 +121,20 @@ class LinUCBScorer:
         self.updates = 0
         self._theta: np.ndarray | None = None
         self._chol: np.ndarray | None = None
-        self._featurizers: dict[int, PathFeaturizer] = {}
 
     # -- features -----------------------------------------------------------------------------------
 
-    def attach_edge_stats(self, arrays: GraphArrays, stats: EdgeStats) -> None:
-        """Use ``stats`` as the desire-path statistics of the graph ``arrays`` views (one per graph in a
-        multi-graph dataset; the constructor's ``edge_stats`` serves graphs with none attached)."""
-        self._edge_stats_of[id(arrays)] = stats
-        self._featurizers.pop(id(arrays), None)
-
-    def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
-        self._featurizer(graph, arrays)
-
-    def _featurizer(self, graph: KnowledgeGraph, arrays: GraphArrays) -> PathFeaturizer:
-        f = self._featurizers.get(id(arrays))
-        if f is None or f.arrays is not arrays:
-            stats = self._edge_stats_of.get(id(arrays), self.edge_stats)
-            f = PathFeaturizer(graph, arrays, self.query_featurizer.encoder, stats)
-            self._featurizers[id(arrays)] = f
-        return f
+    def _build_graph_state(
+        self, graph: KnowledgeGraph, arrays: GraphArrays, featurizer: PathFeaturizer
+    ) -> PathFeaturizer:
+        """LinUCB keeps a graph's featurizer and nothing else (:class:`PerGraphFeaturizers`)."""
+        return featurizer
 
     def design(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
         """The context-path vectors :math:`x` of ``paths``: ``float64 [len(paths), dim]``."""
         qf = self.query_featurizer
         intent = qf.intent(query)
-        f = self._featurizer(context.graph, context.arrays)
+        f = self._graph_state(context.graph, context.arrays)
         raw = f.features(paths, context, qf.embed(query.text or ""), intent).astype(np.float64)
         z = np.concatenate([np.ones((len(paths), 1)), np.sign(raw) * np.log1p(np.abs(raw))], axis=1)
         if not self.intent_interactions:
@@ -184,8 +175,7 @@ class LinUCBScorer:
     ) -> np.ndarray:
         """``n`` Thompson draws :math:`x^\\top\\theta_s`, :math:`\\theta_s \\sim N(\\hat\\theta,
         \\sigma^2 A^{-1})`: ``[n, len(paths)]``."""
-        if n < 1:
-            raise ValueError(f"LinUCBScorer.sample_scores: n must be >= 1, got {n!r}")
+        check_integer("n", n, 1, owner="LinUCBScorer.sample_scores")
         if not paths:
             return np.zeros((n, 0))
         x = self.design(query, paths, context)

@@ -27,6 +27,7 @@ from typing import Any
 import igraph as ig
 import numpy as np
 
+from signet_rl.core.checks import check_range
 from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
@@ -54,8 +55,7 @@ class PriorScorer:
     name = "prior"
 
     def __init__(self, half_life_days: float | None = 90.0, relevance: bool = True) -> None:
-        if half_life_days is not None and not half_life_days > 0:
-            raise ValueError(f"half_life_days must be positive or None, got {half_life_days!r}")
+        check_range("half_life_days", half_life_days, 0, lo_open=True, optional=True)
         self.half_life_days = half_life_days
         self.relevance = relevance
         self.config: dict[str, Any] = {"half_life_days": half_life_days, "relevance": relevance}
@@ -103,8 +103,7 @@ class PPRScorer:
     name = "ppr"
 
     def __init__(self, damping: float = 0.5) -> None:
-        if not 0.0 < damping < 1.0:
-            raise ValueError(f"damping must be in (0, 1), got {damping!r}")
+        check_range("damping", damping, 0, 1, lo_open=True, hi_open=True)
         self.damping = damping
         self.config: dict[str, Any] = {"damping": damping}
         self._graphs: dict[int, ig.Graph] = {}

@@ -11,10 +11,11 @@ Per-dataset overrides live in the dataset's Hydra config, as a ``traversal:`` bl
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from signet_rl.core.checks import check_integer, check_probability
 
 __all__ = ["TraversalConfig"]
 
@@ -63,15 +64,8 @@ class TraversalConfig:
             "aspect_chunks": (1, None),
         }
         for name, (lo, hi) in ints.items():
-            value = getattr(self, name)
-            allowed = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"TraversalConfig.{name} must be an integer {allowed}, got {value!r}")
-            if value < lo or (hi is not None and value > hi):
-                raise ValueError(f"TraversalConfig.{name} must be {allowed}, got {value!r}")
-        c = self.min_confidence
-        if isinstance(c, bool) or not isinstance(c, int | float) or not math.isfinite(c) or not 0 <= c <= 1:
-            raise ValueError(f"TraversalConfig.min_confidence must be a number in [0, 1], got {c!r}")
+            check_integer(f"TraversalConfig.{name}", getattr(self, name), lo, hi)
+        check_probability("TraversalConfig.min_confidence", self.min_confidence)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any] | None) -> TraversalConfig:

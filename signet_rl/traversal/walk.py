@@ -45,7 +45,7 @@ from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.path import Hop, Path
 
-__all__ = ["PROCEDURAL_ASPECTS", "STRATEGIES", "EdgeWeight", "Relevance", "Traverser", "Walk"]
+__all__ = ["PROCEDURAL_ASPECTS", "STRATEGIES", "EdgeWeight", "Relevance", "Traverser", "Walk", "csr_hops"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.floating]
@@ -486,13 +486,7 @@ class Traverser:
         seen: set[Path] = set()
         branches: dict[tuple[Hop, ...], set[Hop]] = {}
         for (nodes, slots), asp, attrs in chains:
-            hops = [Hop.entity(str(a.entity_ids[nodes[0]]))]
-            for k, s in enumerate(slots):
-                hops.append(Hop.dependency(str(a.edge_ids[a.dep_edge[s]]), int(a.dep_direction[s])))
-                hops.append(Hop.entity(str(a.entity_ids[nodes[k + 1]])))
-            if asp >= 0 and attrs:
-                hops.append(Hop.aspect(str(a.aspect_ids[asp])))
-                hops.extend(Hop.attribute(str(a.attribute_ids[t])) for t in attrs)
+            hops = csr_hops(a, nodes, slots, asp, attrs)
             own = not slots and nodes[0] in entries and asp >= 0
             if len(hops) - 1 < cfg.min_path_length and not own:
                 continue
@@ -532,6 +526,27 @@ class Traverser:
                         used += size
                         out.append(str(a.attribute_ids[c]))
         return list(dict.fromkeys(out))
+
+
+def csr_hops(
+    arrays: GraphArrays, nodes: Sequence[int], slots: Sequence[int], aspect: int, attributes: Sequence[int]
+) -> list[Hop]:
+    """The hops (store ids) of a walk given as CSR indices: entity ``nodes[0]``, then for each dependency
+    slot ``slots[k]`` its edge (in the slot's direction) and entity ``nodes[k + 1]``; then, when ``aspect``
+    is not -1 and ``attributes`` is not empty, the aspect and its attributes (row indices) in order.
+
+    The one translation from the arrays' indices to a :class:`Path`'s hops, used by the traverser and the
+    EdgeWalk environment: ``Path(tuple(csr_hops(...)), strategy=...)``.
+    """
+    a = arrays
+    hops = [Hop.entity(str(a.entity_ids[nodes[0]]))]
+    for k, s in enumerate(slots):
+        hops.append(Hop.dependency(str(a.edge_ids[a.dep_edge[s]]), int(a.dep_direction[s])))
+        hops.append(Hop.entity(str(a.entity_ids[nodes[k + 1]])))
+    if aspect >= 0 and attributes:
+        hops.append(Hop.aspect(str(a.aspect_ids[aspect])))
+        hops.extend(Hop.attribute(str(a.attribute_ids[t])) for t in attributes)
+    return hops
 
 
 def _epoch(t: TimeLike) -> float:

@@ -54,7 +54,11 @@ def test_tiny_is_fast_and_presets_have_their_sizes(small):
     [
         ("huge", {}, "unknown synthetic preset 'huge'; expected one of: tiny, small, medium, xl"),
         ("tiny", {"colour": 1}, "unknown synthetic config keys ['colour']"),
-        ("tiny", {"spurious_rate": 1.5}, "synthetic config: spurious_rate=1.5 must be in [0, 1]"),
+        (
+            "tiny",
+            {"spurious_rate": 1.5},
+            "synthetic config: spurious_rate must be a number in [0, 1], got 1.5",
+        ),
         ("tiny", {"intent_mix": (("what", 0.5), ("gossip", 0.5))}, "synthetic config: intent_mix="),
     ],
 )

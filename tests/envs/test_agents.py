@@ -57,7 +57,7 @@ def test_slates_of_three_beat_single_paths_and_agents_never_pick_masked_actions(
 
 
 def test_episode_count_must_be_positive():
-    with pytest.raises(ValueError, match=r"^episodes must be >= 1, got 0$"):
+    with pytest.raises(ValueError, match=r"^episodes must be an integer >= 1, got 0$"):
         run_agent(EdgeWalkEnv("synthetic:tiny"), RandomAgent(0), 0)
 
 

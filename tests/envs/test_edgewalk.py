@@ -198,7 +198,7 @@ def test_step_after_the_episode_ended_is_a_clear_error():
         ({"dataset": "kg:"}, "dataset spec 'kg:' needs an argument, e.g. kg:kinship"),
         ({"path_budget": 0}, "path_budget must be an integer >= 1, got 0"),
         ({"step_cost": -0.5}, "step_cost must be a number >= 0, got -0.5"),
-        ({"traversal": {"max_depth": 11}}, "TraversalConfig.max_depth must be in [0, 10], got 11"),
+        ({"traversal": {"max_depth": 11}}, "TraversalConfig.max_depth must be an integer in [0, 10], got 11"),
     ],
 )
 def test_bad_arguments_name_the_value(kwargs, message):

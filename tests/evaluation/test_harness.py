@@ -197,7 +197,7 @@ class NotARetriever:
         ({"split": "validation"}, ValueError, "split 'validation' of dataset 'hand:facts' has no queries"),
         ({"split": "dev"}, ValueError, "unknown split 'dev'"),
         ({"ks": (5, 0)}, ValueError, "ks must be positive integers, got [5, 0]"),
-        ({"max_queries": 0}, ValueError, "max_queries must be a positive integer or None, got 0"),
+        ({"max_queries": 0}, ValueError, "max_queries must be an integer >= 1 or None, got 0"),
         ({"retrievers": []}, ValueError, "no retrievers to evaluate"),
         ({"retrievers": {"x": NotARetriever()}}, TypeError, "retriever 'x' (NotARetriever) has no"),
         ({"retrievers": {"x": "flat_vector"}}, TypeError, "retriever 'x' (str)"),

@@ -110,10 +110,10 @@ def test_paired_bootstrap_sees_a_difference_independent_intervals_miss():
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
-        (lambda: M.recall_at_k(["a"], {"a"}, 0), ValueError, "k must be a positive integer, got 0"),
+        (lambda: M.recall_at_k(["a"], {"a"}, 0), ValueError, "k must be an integer >= 1, got 0"),
         (lambda: M.ndcg_at_k(["a"], {"a"}, -1), ValueError, "got -1"),
-        (lambda: M.bootstrap_ci([1.0], n_boot=0), ValueError, "n_boot must be a positive integer, got 0"),
-        (lambda: M.bootstrap_ci([1.0], alpha=1.5), ValueError, "alpha must be in (0, 1), got 1.5"),
+        (lambda: M.bootstrap_ci([1.0], n_boot=0), ValueError, "n_boot must be an integer >= 1, got 0"),
+        (lambda: M.bootstrap_ci([1.0], alpha=1.5), ValueError, "alpha must be a number in (0, 1), got 1.5"),
         (lambda: M.paired_bootstrap_ci([1.0, 2.0], [1.0]), ValueError, "differ in length: 2 != 1"),
     ],
 )

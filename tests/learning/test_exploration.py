@@ -174,7 +174,7 @@ def test_thompson_propensity_is_the_share_of_draws():
         ((np.ones(3), 1, "boltzmann"), {}, "unknown strategy 'boltzmann'; known strategies: greedy, epsilon"),
         ((np.ones(3), -1, "greedy"), {}, "k must be an integer >= 0, got -1"),
         ((np.ones(3), 1.5, "greedy"), {}, "k must be an integer >= 0, got 1.5"),
-        ((np.ones(3), 1, "epsilon"), {"epsilon": 1.5}, "epsilon must be in [0, 1], got 1.5"),
+        ((np.ones(3), 1, "epsilon"), {"epsilon": 1.5}, "epsilon must be a number in [0, 1], got 1.5"),
         (
             (np.ones(3), 1, "softmax"),
             {"temperature": 0.0},

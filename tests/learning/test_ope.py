@@ -179,7 +179,7 @@ def test_padding_is_ignored_and_estimator_arguments_checked():
         doubly_robust(data)
     with pytest.raises(ValueError, match="n_boot must be an integer >= 1, got 0"):
         ips(data, n_boot=0)
-    with pytest.raises(ValueError, match=re.escape("alpha must be in (0, 1), got 1.5")):
+    with pytest.raises(ValueError, match=re.escape("alpha must be a number in (0, 1), got 1.5")):
         snips(data, alpha=1.5)
     assert set(estimate_all(data, n_boot=5)) == {"ips", "snips"}
 

@@ -162,7 +162,7 @@ def test_bad_calls_are_named(call, message):
         ({"floor": 0.0}, "floor must be a finite number > 0, got 0.0"),
         ({"ceiling": 0.1}, "ceiling must be a finite number >= floor (0.2), got 0.1"),
         ({"init": 5.0}, "init must be in [floor, ceiling] = [0.2, 3.0], got 5.0"),
-        ({"cool": 1.5}, "cool must be in [0, 1], got 1.5"),
+        ({"cool": 1.5}, "cool must be a number in [0, 1], got 1.5"),
     ],
 )
 def test_constructor_validation(kwargs, message):

@@ -93,7 +93,7 @@ def test_evaluation_never_updates_the_learned_state(tiny, tmp_path):
 
 
 def test_bad_config_and_dataset_errors(tiny):
-    with pytest.raises(ValueError, match=r"explorer_per_session must be in \[0, 2\], got 3"):
+    with pytest.raises(ValueError, match=r"^explorer_per_session must be an integer in \[0, 2\], got 3$"):
         BanditConfig(explorer_per_session=3)
     with pytest.raises(ValueError, match=r"BanditConfig: unknown keys \['bogus'\]"):
         BanditConfig.from_dict({"bogus": 1})

@@ -50,7 +50,7 @@ def test_desire_paths_beat_flat_recall_on_the_synthetic_benchmark(small):
 
 
 def test_bad_arguments_and_unindexed_graphs(small):
-    with pytest.raises(ValueError, match="entry_k must be >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"^entry_k must be an integer >= 1, got 0$"):
         DesirePathRetriever(entry_k=0)
     with pytest.raises(ValueError, match="unknown scorer 'nope'"):
         DesirePathRetriever("nope")

@@ -170,7 +170,7 @@ def test_invalid_utf8_is_cleaned():
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
-        (lambda s: s.search("x", k=0), ValueError, "k must be a positive integer"),
+        (lambda s: s.search("x", k=0), ValueError, "k must be an integer >= 1, got 0"),
         (lambda s: s.search("x", timestamp="not a time"), ValueError, "not a time"),
         (lambda s: EntrySearch(weights={"names": 1.0}), ValueError, "unknown entry-search weights"),
         (lambda s: EntrySearch(weights={"exact": -1.0}), ValueError, ">= 0"),

@@ -39,7 +39,7 @@ def test_a_zero_leg_score_counts_as_not_found():
 
 
 def test_linear_fusion_rejects_bad_alpha():
-    with pytest.raises(ValueError, match=r"alpha must be in \[0, 1\], got 1.5"):
+    with pytest.raises(ValueError, match=r"^alpha must be a number in \[0, 1\], got 1.5$"):
         linear_fusion({}, {}, alpha=1.5)
 
 

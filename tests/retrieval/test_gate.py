@@ -64,7 +64,7 @@ def test_threshold(p_none, threshold, significant):
 
 @pytest.mark.parametrize("threshold", [0.0, -0.1, 1.5])
 def test_bad_threshold(threshold):
-    with pytest.raises(ValueError, match="threshold must be in"):
+    with pytest.raises(ValueError, match=r"^gate threshold must be a number in \(0, 1\], got "):
         SignificanceGate(RuleIntentClassifier(), threshold)
 
 

@@ -67,7 +67,10 @@ def test_dimension_mismatch_names_both_dimensions():
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"k": 0}, "k must be a positive integer"), ({"k": 2, "mask": np.ones(3, dtype=bool)}, "mask must be")],
+    [
+        ({"k": 0}, "k must be an integer >= 1, got 0"),
+        ({"k": 2, "mask": np.ones(3, dtype=bool)}, "mask must be"),
+    ],
 )
 def test_bad_search_arguments(kwargs, message):
     index = VectorIndex(2)

@@ -111,7 +111,7 @@ def test_node_state_cache_follows_graph_and_parameters(graph, arrays, ctx):
 def test_training_states_match_the_cached_full_pass(graph, arrays):
     s = GNNPathScorer(seed=0, **SMALL)
     full = s.node_states(graph, arrays)
-    state = s._state(graph, arrays)
+    state = s._graph_state(graph, arrays)
     nodes = torch.tensor([arrays.entity_index["d"], arrays.entity_index["hub"]])
     sub, where = s._subgraph_states(state, nodes)
     assert torch.allclose(sub[where], full[nodes], atol=1e-5)  # the k-hop subgraph is exact
@@ -198,9 +198,12 @@ def test_registry_and_pipeline():
             {"uncertainty": "dropout"},
             "GNNPathScorer: uncertainty must be 'bootstrap' or 'none', got 'dropout'",
         ),
-        ({"lr": 0}, "GNNPathScorer: lr must be positive, got 0"),
-        ({"weight_decay": -0.1}, "GNNPathScorer: weight_decay must be >= 0, got -0.1"),
-        ({"max_importance_weight": 0.5}, "GNNPathScorer: max_importance_weight must be >= 1, got 0.5"),
+        ({"lr": 0}, "GNNPathScorer: lr must be a number > 0, got 0"),
+        ({"weight_decay": -0.1}, "GNNPathScorer: weight_decay must be a number >= 0, got -0.1"),
+        (
+            {"max_importance_weight": 0.5},
+            "GNNPathScorer: max_importance_weight must be a number >= 1, got 0.5",
+        ),
         ({"encoder": "word2vec"}, "unknown encoder 'word2vec'; known encoders: hashing, minilm"),
     ],
 )

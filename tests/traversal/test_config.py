@@ -26,17 +26,20 @@ def test_defaults_match_the_design():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"max_branching": 0}, r"max_branching must be >= 1, got 0"),
-        ({"max_paths": -1}, r"max_paths must be >= 1, got -1"),
-        ({"min_confidence": -0.1}, r"min_confidence must be a number in \[0, 1\], got -0.1"),
+        ({"max_branching": 0}, r"^TraversalConfig.max_branching must be an integer >= 1, got 0"),
+        ({"max_paths": -1}, r"^TraversalConfig.max_paths must be an integer >= 1, got -1"),
+        ({"min_confidence": -0.1}, r"^TraversalConfig.min_confidence must be a number in \[0, 1\], got -0.1"),
         ({"min_confidence": 1.5}, r"min_confidence .* got 1.5"),
         ({"min_confidence": float("nan")}, r"min_confidence .* got nan"),
-        ({"max_depth": -1}, r"max_depth must be in \[0, 10\], got -1"),
-        ({"max_depth": 11}, r"max_depth must be in \[0, 10\], got 11"),
-        ({"min_path_length": -2}, r"min_path_length must be >= 0"),
-        ({"constraint_budget_chars": -5}, r"constraint_budget_chars must be >= 0"),
-        ({"max_branching": 2.5}, r"max_branching must be an integer >= 1, got 2.5"),
-        ({"max_aspects": 0}, r"max_aspects must be >= 1"),
+        ({"max_depth": -1}, r"^TraversalConfig.max_depth must be an integer in \[0, 10\], got -1"),
+        ({"max_depth": 11}, r"^TraversalConfig.max_depth must be an integer in \[0, 10\], got 11"),
+        ({"min_path_length": -2}, r"^TraversalConfig.min_path_length must be an integer >= 0"),
+        (
+            {"constraint_budget_chars": -5},
+            r"^TraversalConfig.constraint_budget_chars must be an integer >= 0",
+        ),
+        ({"max_branching": 2.5}, r"^TraversalConfig.max_branching must be an integer >= 1, got 2.5$"),
+        ({"max_aspects": 0}, r"^TraversalConfig.max_aspects must be an integer >= 1"),
     ],
 )
 def test_bad_values_name_the_value_and_range(kwargs, message):

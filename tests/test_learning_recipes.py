@@ -1,0 +1,151 @@
+"""The reported learning recipes are config files (conf/experiment/learning/<recipe>.yaml): each composes to
+exactly the config its run was reported with, and every run in docs/results.md's learning section has one."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf"
+RECIPE_DIR = CONF / "experiment" / "learning"
+
+
+def _load_report():
+    spec = importlib.util.spec_from_file_location(
+        "learning_report", ROOT / "experiments" / "learning_report.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["learning_report"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+report = _load_report()
+
+
+def _reported_overrides() -> dict[str, list[str]]:
+    """The override lists the reported runs were launched with before they became config files (a frozen
+    copy of ``learning_report.runs()`` as it stood; the figures in docs/results.md come from these)."""
+    seeds = (0, 1, 2)
+    medium = [
+        "dataset.spec=synthetic:medium:0",
+        "task.epochs=1",
+        "task.eval_every=150",
+        "task.max_val_queries=150",
+    ]
+    out: dict[str, list[str]] = {}
+    for scorer in ("gnn", "linucb"):
+        for seed in seeds:
+            out[f"medium-{scorer}-s{seed}"] = [*medium, f"scorer={scorer}", f"seed={seed}"]
+    # The runs used "+scorer.<knob>" when the scorer yamls held only their name; they now list every
+    # argument, so the same setting is "++scorer.<knob>" (add or override), which composes identically.
+    ablations = {
+        "no_reinforcement": ["task.reinforcement=false"],
+        "no_explorer": ["task.explorer_per_session=0"],
+        "no_edge_features": ["++scorer.edge_features=false"],
+        "no_communities": ["++scorer.communities=false"],
+        "no_time_features": ["++scorer.time_features=false"],
+    }
+    for name, over in ablations.items():
+        out[f"medium-gnn-{name}"] = [*medium, "scorer=gnn", "seed=0", *over]
+    for scorer in ("gnn", "linucb"):
+        for seed in seeds:
+            out[f"tight-{scorer}-s{seed}"] = [
+                *medium,
+                f"scorer={scorer}",
+                f"seed={seed}",
+                "task.budget_chars=400",
+            ]
+    tuning = (
+        ("gnn", "lr", ("0.001", "0.003", "0.01")),
+        ("linucb", "alpha", ("0.25", "1.0", "4.0")),
+        ("prior", "half_life_days", ("30", "90", "365")),
+    )
+    for scorer, knob, values in tuning:
+        for value in values:
+            out[f"tune-{scorer}-{knob}-{value}"] = [
+                *medium, "seed=0", "task.budget_chars=400", f"scorer={scorer}", f"++scorer.{knob}={value}"
+            ]  # fmt: skip
+    out["drift-gnn"] = [*medium, "scorer=gnn", "seed=0", "dataset.options.drift=true"]
+    for scorer in ("gnn", "linucb"):
+        for seed in seeds:
+            out[f"locomo-{scorer}-s{seed}"] = [
+                "dataset=locomo", f"scorer={scorer}", f"seed={seed}", f"dataset.learning_split.fold={seed}",
+                "task.epochs=1", "task.eval_every=200", "task.max_val_queries=100",
+                "task.max_test_queries=300", "baselines=[prior,ppr]",
+            ]  # fmt: skip
+            out[f"musique-{scorer}-s{seed}"] = [
+                "dataset=musique", f"scorer={scorer}", f"seed={seed}", f"dataset.learning_split.fold={seed}",
+                "task.epochs=3", "task.eval_every=60", "task.session_size=10",
+            ]  # fmt: skip
+    return out
+
+
+REPORTED = _reported_overrides()
+
+
+def _effective(overrides: list[str]) -> dict:
+    """The resolved config ``run_one`` composes for these overrides (its run folder and fixed flags added)."""
+    fixed = ["run_dir=runs/report/x", "progress=false", "bootstrap=200"]
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        cfg = compose("train", overrides=[*overrides, *fixed])
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def test_the_report_launches_exactly_the_reported_runs():
+    assert sorted(report.runs()) == sorted(REPORTED)
+
+
+def _check_run(name: str, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("SIGNET_RL_DATA", str(tmp_path))
+    _, overrides = report.runs()[name]
+    assert overrides[0].startswith("+experiment=learning/")
+    assert _effective(overrides) == _effective(REPORTED[name])
+
+
+# One run per recipe (its last seed: the seed override and the fold that follows it are exercised) by
+# default; every run of every seed with -m slow (a Hydra composition costs about 0.4 s).
+LAST_SEED = sorted({max(n for n in REPORTED if n.rsplit("-s", 1)[0] == r or n == r) for r in report.RECIPES})
+
+
+@pytest.mark.parametrize("name", LAST_SEED)
+def test_each_recipe_composes_to_the_config_it_was_reported_with(name, monkeypatch, tmp_path):
+    _check_run(name, monkeypatch, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(set(REPORTED) - set(LAST_SEED)))
+def test_every_other_seed_composes_to_the_config_it_was_reported_with(name, monkeypatch, tmp_path):
+    _check_run(name, monkeypatch, tmp_path)
+
+
+def test_every_recipe_has_a_file_and_every_file_is_a_recipe():
+    files = {p.stem for p in RECIPE_DIR.glob("*.yaml")}
+    assert files == set(report.RECIPES)
+    for recipe in files:
+        text = (RECIPE_DIR / f"{recipe}.yaml").read_text()
+        assert text.startswith("# @package _global_\n"), recipe
+        assert "docs/results.md" in text and f"+experiment=learning/{recipe}" in text, recipe
+
+
+def test_every_run_in_the_results_learning_section_has_a_recipe():
+    text = (ROOT / "docs" / "results.md").read_text()
+    section = text.split("<!-- learning:start -->", 1)[1].split("<!-- learning:end -->", 1)[0]
+    every_run = section.split("#### Every run", 1)[1]
+    rows = every_run.split("|---", 1)[1].split("\n", 1)[1]  # below the header and its rule
+    names = re.findall(r"^\| ([a-z][\w.-]*) \|", rows, flags=re.M)
+    assert len(names) >= 30  # the table is there and read
+    recipes = set(report.RECIPES)
+    missing = [n for n in names if re.sub(r"-s\d+$", "", n) not in recipes]
+    assert not missing, f"runs in docs/results.md with no conf/experiment/learning/<recipe>.yaml: {missing}"
+    # every comparison table's learned rows come from a multi-seed recipe of that prefix
+    for prefix in ("medium", "tight", "locomo", "musique"):
+        for scorer in ("gnn", "linucb"):
+            assert len(report.RECIPES[f"{prefix}-{scorer}"][1]) == 3
