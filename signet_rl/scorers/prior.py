@@ -14,13 +14,17 @@
   query ranks first.
 * :class:`PPRScorer` — personalized PageRank from the entry entities (HippoRAG-style, igraph's
   ``personalized_pagerank`` with damping 0.5 over dependency edges weighted by confidence × strength,
-  undirected); a path scores the rank mass of the entities it reaches (excluding its start).
+  undirected, only the edges that existed at the query time); a path scores the rank mass of the entities
+  it reaches (excluding its start).
+* Nothing here sees the future: the prior reads only the rows of the path, which the walk admits only when
+  created at or before the query time, and PPR runs on the time-sliced edge set.
 * :class:`RandomScorer` — a floor: seeded per query, so runs are reproducible.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +34,7 @@ import numpy as np
 from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
+from signet_rl.graph.timeslice import TimeSlices
 from signet_rl.scorers.base import ScoringContext, register
 from signet_rl.traversal.path import Path
 
@@ -97,38 +102,63 @@ class PriorScorer:
 
 @register("ppr")
 class PPRScorer:
-    """Personalized PageRank mass of what a path reaches, reset at the entry entities (see module)."""
+    """Personalized PageRank mass of what a path reaches, reset at the entry entities (see module).
+
+    The PageRank graph holds only the dependencies that existed at the query time
+    (:class:`~signet_rl.graph.timeslice.TimeSlices`); one igraph graph is kept per distinct visible edge
+    set (a small LRU), so queries between the same two edge writes share it.
+    """
 
     name = "ppr"
 
-    def __init__(self, damping: float = 0.5) -> None:
+    def __init__(self, damping: float = 0.5, cache_size: int = 64) -> None:
         if not 0.0 < damping < 1.0:
             raise ValueError(f"damping must be in (0, 1), got {damping!r}")
         self.damping = damping
-        self._graphs: dict[int, ig.Graph] = {}
+        self.cache_size = cache_size
+        self._slices: dict[int, TimeSlices] = {}
+        self._graphs: OrderedDict[tuple[int, int | None], ig.Graph] = OrderedDict()
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
-        self._graphs[id(arrays)] = self._build(arrays)
+        self._slices[id(arrays)] = TimeSlices(arrays)
 
     @staticmethod
-    def _build(arrays: GraphArrays) -> ig.Graph:
+    def _build(arrays: GraphArrays, mask: np.ndarray | None = None) -> ig.Graph:
         n = len(arrays.entity_ids)
-        edges = np.stack([arrays.edge_source, arrays.edge_target], axis=1)
-        g = ig.Graph(n=n, edges=edges.tolist(), directed=False)
-        g.es["weight"] = (arrays.edge_confidence * arrays.edge_strength).astype(float).tolist()
+        src, dst = arrays.edge_source, arrays.edge_target
+        weight = arrays.edge_confidence * arrays.edge_strength
+        if mask is not None:
+            src, dst, weight = src[mask], dst[mask], weight[mask]
+        g = ig.Graph(n=n, edges=np.stack([src, dst], axis=1).tolist(), directed=False)
+        g.es["weight"] = weight.astype(float).tolist()
+        return g
+
+    def _graph(self, arrays: GraphArrays, timestamp: float | None) -> ig.Graph:
+        """The PageRank graph of the edges that existed at ``timestamp`` (all for ``None``)."""
+        slices = self._slices.get(id(arrays))
+        if slices is None or slices.arrays is not arrays:
+            slices = self._slices[id(arrays)] = TimeSlices(arrays)
+        k = slices.key(timestamp)
+        key = (id(arrays), k)
+        g = self._graphs.get(key)
+        if g is None:
+            g = self._build(arrays, None if k is None else slices.edge_mask(timestamp))
+            self._graphs[key] = g
+            if len(self._graphs) > self.cache_size:
+                self._graphs.popitem(last=False)
+        else:
+            self._graphs.move_to_end(key)
         return g
 
     def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
         a = context.arrays
-        if id(a) not in self._graphs:
-            self._graphs[id(a)] = self._build(a)
-        g = self._graphs[id(a)]
+        g = self._graph(a, context.timestamp)
         entries = [a.entity_index[e] for e in context.entries if e in a.entity_index]
         if not paths:
             return np.zeros(0)
         if not entries or g.ecount() == 0:
             return np.zeros(len(paths))
-        key = "ppr:" + ",".join(map(str, entries))
+        key = f"ppr:{context.timestamp}:" + ",".join(map(str, entries))
         if key not in context.cache:
             context.cache[key] = np.asarray(
                 g.personalized_pagerank(damping=self.damping, reset_vertices=entries, weights="weight")
