@@ -75,7 +75,7 @@ class TimeSlices:
         >>> slices.degree(query_epoch_seconds)  # doctest: +SKIP
     """
 
-    def __init__(self, arrays: GraphArrays, cache_size: int = 64) -> None:
+    def __init__(self, arrays: GraphArrays, cache_size: int = 32) -> None:
         self.arrays = arrays
         created = np.asarray(arrays.edge_created, dtype=np.float64)
         order = np.argsort(np.where(np.isnan(created), np.inf, created), kind="stable")

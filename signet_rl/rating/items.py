@@ -27,7 +27,10 @@ with runs of whitespace collapsed to one space (and lone surrogates read as U+FF
 read them), nothing else relaxed. A row the unit lists but does not carry whole (a passage cut to 600
 characters by a constructed memory, a turn cut to 500 by Signet's ``truncate_chars``) counts as one noise
 item ``"<id>#part"`` (:data:`PART_SUFFIX`): its characters were spent, its fact was not delivered, and it can
-never be needed or misleading. The rule is the same for every retriever, flat or desire, and for the
+never be needed or misleading. One refinement where the truth counts facts (``attribute``): a memory cut
+short is credited with those of its facts whose whole content the cut text still carries (the part that
+carries the answer is the fact's own text), and becomes ``"<id>#part"`` only when it carries none of
+them. Passages and turns (``memory``) are all or nothing. The rule is the same for every retriever, flat or desire, and for the
 simulated rater (:class:`~signet_rl.rating.view.RatingView` resolves through this class). Entity ids
 (``entity`` truth) are exempt: a constructed memory writes the name of every entity it lists. So passage
 and turn recall count passages and turns injected, never units; a LoCoMo turn is also credited through an
@@ -227,11 +230,24 @@ class ItemResolver:
 
     def items(self, query: Query, ids: Iterable[str], text: str) -> list[str]:
         """The distinct items a unit with text ``text`` listing ``ids`` injects for ``query``, in order:
-        each id credited (:meth:`credited_ids`), then resolved (:meth:`resolve_id`)."""
+        each id credited under the rule of the module docstring, then resolved (:meth:`resolve_id`)."""
+        kind = self.kind(query)
+        unit_text = credit_text(text) if kind != "entity" else ""
         out: list[str] = []
         seen: set[str] = set()
-        for raw in self.credited_ids(query, ids, text):
-            for item in [raw] if raw.endswith(PART_SUFFIX) else self.resolve_id(query, raw):
+        for raw in ids:
+            row = None if kind == "entity" else self.row_text(query, raw)
+            if row is None or row in unit_text:
+                got = self.resolve_id(query, raw)
+            elif kind == "attribute":  # a cut memory: the facts whose own text it still carries
+                got = [
+                    f
+                    for f in self.resolve_id(query, raw)
+                    if f != raw and (fact := self.row_text(query, f)) is not None and fact in unit_text
+                ] or [raw + PART_SUFFIX]
+            else:
+                got = [raw + PART_SUFFIX]
+            for item in got:
                 if item not in seen:
                     seen.add(item)
                     out.append(item)

@@ -100,3 +100,34 @@ def test_locomo_summaries_never_count_toward_turn_recall(require_data):
     r = ItemResolver(ds)
     assert r.unit_items(q, Unit(summary["content"], (summary["id"],))) == [summary["id"]]
     assert r.unit_items(q, Unit(observation["content"], (observation["id"],))) == [observation["memory_id"]]
+
+
+def test_a_cut_memory_is_credited_with_the_facts_its_text_still_carries():
+    from signet_rl.graph.model import Aspect, Attribute, Memory
+    from signet_rl.rating.items import PART_SUFFIX
+
+    graph = KnowledgeGraph.from_records(
+        entities=[Entity(id="e1", name="deploy")],
+        aspects=[Aspect(id="asp", entity_id="e1", name="runbook")],
+        memories=[Memory(id="mem", content="deploys run on tuesdays. rollbacks need two approvals.")],
+        attributes=[
+            Attribute(id="att-day", content="deploys run on tuesdays", aspect_id="asp", memory_id="mem"),
+            Attribute(id="att-two", content="rollbacks need two approvals", aspect_id="asp", memory_id="mem"),
+        ],
+    )
+    ds = Dataset(
+        name="hand:cut",
+        graphs={"main": graph},
+        queries=[Query(id="q", text="deploy day?", graph_id="main", split="test")],
+        truth=GroundTruth([Truth("q", ("att-day", "att-two"), "attribute")]),
+    )
+    r, q = ItemResolver(ds), ds.queries[0]
+    whole = "deploys run on tuesdays. rollbacks need two approvals."
+    assert r.unit_items(q, Unit(whole, ("mem",))) == ["att-day", "att-two"]
+    # cut to 30 characters: the first fact is still there, the second is not
+    assert r.unit_items(q, Unit(whole[:30], ("mem",))) == ["att-day"]
+    # cut inside the first fact: nothing carried, one noise item
+    assert r.unit_items(q, Unit(whole[:10], ("mem",))) == ["mem" + PART_SUFFIX]
+    # an attribute id is credited only with its whole text, and whitespace runs do not matter
+    assert r.unit_items(q, Unit("deploys  run\non tuesdays", ("att-day",))) == ["att-day"]
+    assert r.unit_items(q, Unit("deploys run", ("att-day",))) == ["att-day" + PART_SUFFIX]
