@@ -24,7 +24,6 @@
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -104,20 +103,19 @@ class PriorScorer:
 class PPRScorer:
     """Personalized PageRank mass of what a path reaches, reset at the entry entities (see module).
 
-    The PageRank graph holds only the dependencies that existed at the query time
-    (:class:`~signet_rl.graph.timeslice.TimeSlices`); one igraph graph is kept per distinct visible edge
-    set (a small LRU), so queries between the same two edge writes share it.
+    PageRank runs over the dependencies that existed at the query time only
+    (:class:`~signet_rl.graph.timeslice.TimeSlices`): one igraph graph per graph, with the edges written
+    later weighted 0 (their weight lists cached per slice).
     """
 
     name = "ppr"
 
-    def __init__(self, damping: float = 0.5, cache_size: int = 64) -> None:
+    def __init__(self, damping: float = 0.5) -> None:
         if not 0.0 < damping < 1.0:
             raise ValueError(f"damping must be in (0, 1), got {damping!r}")
         self.damping = damping
-        self.cache_size = cache_size
         self._slices: dict[int, TimeSlices] = {}
-        self._graphs: OrderedDict[tuple[int, int | None], ig.Graph] = OrderedDict()
+        self._graphs: dict[int, tuple[GraphArrays, ig.Graph]] = {}
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         self._slices[id(arrays)] = TimeSlices(arrays)
@@ -133,35 +131,38 @@ class PPRScorer:
         g.es["weight"] = weight.astype(float).tolist()
         return g
 
-    def _graph(self, arrays: GraphArrays, timestamp: float | None) -> ig.Graph:
-        """The PageRank graph of the edges that existed at ``timestamp`` (all for ``None``)."""
+    def _graph(self, arrays: GraphArrays, timestamp: float | None) -> tuple[ig.Graph, list[float]]:
+        """The PageRank graph (every edge, built once per graph) and the edge weights at ``timestamp``:
+        ``confidence × strength`` for the edges that existed then, 0 for the others (a zero-weight edge
+        carries no rank, so the result is PageRank on the past edges alone)."""
         slices = self._slices.get(id(arrays))
         if slices is None or slices.arrays is not arrays:
             slices = self._slices[id(arrays)] = TimeSlices(arrays)
-        k = slices.key(timestamp)
-        key = (id(arrays), k)
-        g = self._graphs.get(key)
-        if g is None:
-            g = self._build(arrays, None if k is None else slices.edge_mask(timestamp))
-            self._graphs[key] = g
-            if len(self._graphs) > self.cache_size:
-                self._graphs.popitem(last=False)
-        else:
-            self._graphs.move_to_end(key)
-        return g
+        hit = self._graphs.get(id(arrays))
+        if hit is None or hit[0] is not arrays:
+            hit = self._graphs[id(arrays)] = (arrays, self._build(arrays))
+        g = hit[1]
+        if slices.key(timestamp) is None:
+            return g, g.es["weight"]
+
+        def past_weights() -> list[float]:
+            weight = (arrays.edge_confidence * arrays.edge_strength).astype(float)
+            return np.where(slices.edge_mask(timestamp), weight, 0.0).tolist()
+
+        return g, slices.cached("ppr_weights", timestamp, past_weights)
 
     def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
         a = context.arrays
-        g = self._graph(a, context.timestamp)
+        g, weights = self._graph(a, context.timestamp)
         entries = [a.entity_index[e] for e in context.entries if e in a.entity_index]
         if not paths:
             return np.zeros(0)
-        if not entries or g.ecount() == 0:
+        if not entries or g.ecount() == 0 or not any(weights):
             return np.zeros(len(paths))
         key = f"ppr:{context.timestamp}:" + ",".join(map(str, entries))
         if key not in context.cache:
             context.cache[key] = np.asarray(
-                g.personalized_pagerank(damping=self.damping, reset_vertices=entries, weights="weight")
+                g.personalized_pagerank(damping=self.damping, reset_vertices=entries, weights=weights)
             )
         rank = context.cache[key]
         out = np.empty(len(paths), dtype=np.float64)
