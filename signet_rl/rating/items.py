@@ -215,19 +215,6 @@ class ItemResolver:
             return [self._evidence[query.graph_id].get(item_id, item_id)]
         return [item_id]
 
-    def credited_ids(self, query: Query, ids: Iterable[str], text: str) -> list[str]:
-        """``ids`` under the credit rule (module docstring): an id whose row's whole content is in ``text``
-        stays itself, one that names a row the text does not carry whole becomes ``"<id>#part"``, an id
-        that names no memory or attribute (an entity, an unknown id) stays itself."""
-        if self.kind(query) == "entity":
-            return list(ids)
-        unit_text = credit_text(text)
-        out = []
-        for i in ids:
-            row = self.row_text(query, i)
-            out.append(i if row is None or row in unit_text else i + PART_SUFFIX)
-        return out
-
     def items(self, query: Query, ids: Iterable[str], text: str) -> list[str]:
         """The distinct items a unit with text ``text`` listing ``ids`` injects for ``query``, in order:
         each id credited under the rule of the module docstring, then resolved (:meth:`resolve_id`)."""

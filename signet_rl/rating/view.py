@@ -12,7 +12,7 @@ import numpy as np
 
 from signet_rl.core.types import Query
 from signet_rl.datasets.base import Dataset
-from signet_rl.rating.items import PART_SUFFIX, ItemResolver
+from signet_rl.rating.items import ItemResolver
 from signet_rl.rating.rater import SimulatedRater, observe
 
 __all__ = ["RatingView"]
@@ -75,9 +75,10 @@ class RatingView:
     ) -> list[str]:
         """The truth-kind items of a memory holding these attributes (and these reached entities).
 
-        With ``text`` (the constructed memory's text) the harness's credit rule applies
-        (:meth:`ItemResolver.credited_ids`): a listed row whose whole content ``text`` does not inject
-        (a source passage cut short) is a noise item ``"<id>#part"``. Without it the ids are taken as
+        With ``text`` (the constructed memory's text) the items are exactly the harness's
+        (:meth:`ItemResolver.items`, the credit rule of :mod:`signet_rl.rating.items`): a listed row whose
+        whole content ``text`` does not inject (a source passage cut short) is a noise item
+        ``"<id>#part"``. Without it the ids are taken as
         carried, which holds for attribute ids on a path: :meth:`MemoryBuilder.construct` writes every
         attribute's whole content, so the edge-walk environment, which rates a stopped path's attribute
         ids before building its text, credits exactly what the harness would.
@@ -86,11 +87,11 @@ class RatingView:
         if self.entity_items:
             items += [e for e in entity_ids if e not in items]
         if text is not None:
-            items = self.resolver.credited_ids(query, items, text)
+            return self.resolver.items(query, items, text)
         if self._memory_kind and self.dataset.truth[query.id].needed_kind == "memory":
             out: list[str] = []
             for i in items:
-                out.extend([i] if i.endswith(PART_SUFFIX) else self.resolver.resolve_id(query, i))
+                out.extend(self.resolver.resolve_id(query, i))
             return out
         return items
 
