@@ -80,7 +80,7 @@ def main() -> None:
 
     rows: dict[str, dict[str, list[float]]] = {}
 
-    def run(q, paths, entries, mode: str | None) -> None:  # noqa: ANN001
+    def run(q, paths, entries, mode: str | None) -> None:
         """Time every component on one query on the whole timeline or the slice (``None``: warm-up)."""
         sliced = mode == "sliced"
         t = q.timestamp.timestamp() if sliced else None

@@ -55,7 +55,7 @@ class _LRU:
         hit = self._data.get(key)
         if hit is not None:
             self._data.move_to_end(key)
-            return hit  # type: ignore[no-any-return]
+            return hit
         value = make()
         self._data[key] = value
         if len(self._data) > self.size:

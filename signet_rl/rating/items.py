@@ -30,8 +30,9 @@ item ``"<id>#part"`` (:data:`PART_SUFFIX`): its characters were spent, its fact 
 never be needed or misleading. One refinement where the truth counts facts (``attribute``): a memory cut
 short is credited with those of its facts whose whole content the cut text still carries (the part that
 carries the answer is the fact's own text), and becomes ``"<id>#part"`` only when it carries none of
-them. Passages and turns (``memory``) are all or nothing. The rule is the same for every retriever, flat or desire, and for the
-simulated rater (:class:`~signet_rl.rating.view.RatingView` resolves through this class). Entity ids
+them. Passages and turns (``memory``) are all or nothing. The rule is the same for every retriever, flat
+or desire, and for the simulated rater (:class:`~signet_rl.rating.view.RatingView` resolves through this
+class). Entity ids
 (``entity`` truth) are exempt: a constructed memory writes the name of every entity it lists. So passage
 and turn recall count passages and turns injected, never units; a LoCoMo turn is also credited through an
 observation whose evidence it is, when that observation's whole text is injected.
@@ -49,7 +50,7 @@ from signet_rl.core.types import Query, Unit
 from signet_rl.datasets.base import Dataset, Truth
 from signet_rl.graph.model import KnowledgeGraph
 
-__all__ = ["NEEDED_KINDS", "PART_SUFFIX", "ItemResolver", "ItemSplit", "carried", "classify", "credit_text"]
+__all__ = ["NEEDED_KINDS", "PART_SUFFIX", "ItemResolver", "ItemSplit", "classify", "credit_text"]
 
 NEEDED_KINDS: tuple[str, ...] = ("attribute", "memory", "entity")
 #: Suffix of the noise item a row becomes when a unit lists it without injecting its whole text.
@@ -64,12 +65,6 @@ def credit_text(text: str) -> str:
     except UnicodeEncodeError:
         text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return " ".join(text.split())
-
-
-def carried(row_text: str, unit_text: str) -> bool:
-    """Whether a unit whose text is ``unit_text`` injects a row whose content is ``row_text``: the row's
-    whole content occurs in the unit's text, both read by :func:`credit_text`."""
-    return credit_text(row_text) in credit_text(unit_text)
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,10 @@ Each leg indexes its *distinct* texts once (aspect names repeat across thousands
 text counts for every usable, visible row holding it.
 
 Only rows that existed at ``t`` count — in the scores and in the indexes' statistics and candidate lists
-alike (BM25 over the texts visible at ``t``, vector candidates drawn from them): entities, aspects, attributes and memories with ``created_at <= t``
-and mentions whose ``created_at`` (or, when NULL, their memory's) is ``<= t``; an entity created after ``t``
-is never returned, whatever evidence points at it. Rows with a NULL ``created_at`` count as always there.
+alike (BM25 over the texts visible at ``t``, vector candidates drawn from them): entities, aspects,
+attributes and memories with ``created_at <= t`` and mentions whose ``created_at`` (or, when NULL, their
+memory's) is ``<= t``; an entity created after ``t`` is never returned, whatever evidence points at it.
+Rows with a NULL ``created_at`` count as always there.
 Per-leg scores are scattered onto entities with ``np.maximum.at`` over row → entity index arrays: no
 Python loop over entities or rows at query time.
 

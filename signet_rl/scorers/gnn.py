@@ -49,9 +49,10 @@ degrees over it, daily community snapshots; cached per slice). Node states of a 
 the ``layers``-hop subgraph of its paths' entities over that slice — in training and inference alike; the
 paths of one batch are grouped by slice.
 
-**Inference** without a query time caches every node's state per graph (a full pass); the cache is rebuilt when the graph's
-:class:`~signet_rl.graph.arrays.GraphArrays` object changes, after every parameter change (an update, a
-``load_state_dict``), and on :meth:`GNNPathScorer.invalidate` (call it after edge statistics change).
+**Inference** without a query time caches every node's state per graph (a full pass); the cache is rebuilt
+when the graph's :class:`~signet_rl.graph.arrays.GraphArrays` object changes, after every parameter change (an
+update, a ``load_state_dict``), and on :meth:`GNNPathScorer.invalidate` (call it after edge statistics
+change).
 
 **Exploration**: :meth:`GNNPathScorer.sample_scores` draws Thompson samples as the scores of a randomly
 chosen bootstrap head per draw.

@@ -17,11 +17,14 @@ from signet_rl.rating.view import RatingView
 from signet_rl.retrieval.flat import UNCAPPED, flat_variant
 from signet_rl.traversal.construct import MemoryBuilder
 from signet_rl.traversal.path import Hop, Path
-
 from tests.conftest import FixedRetriever, day
 
 #: A passage longer than any cut used below; the answer ("Lisbon") sits past character 600.
-LONG = "Harbor Bridge spans the bay. " + "It was built over many years by many crews. " * 16 + "Its architect lives in Lisbon."
+LONG = (
+    "Harbor Bridge spans the bay. "
+    + "It was built over many years by many crews. " * 16
+    + "Its architect lives in Lisbon."
+)
 SHORT = "Maria Costa designed Harbor Bridge."
 
 

@@ -32,7 +32,8 @@ def test_rows_are_hand_computed(facts_dataset, fixed_retriever):
     # q-now needs {att-new, att-keep}; att-old misleads. mem-1 (100 chars) holds att-old and att-keep;
     # the second unit (50 chars) is att-new.
     # (units inject the whole text of what they list: mem-1 is "a" * 100, att-new is "new")
-    r = fixed_retriever("r", {"q-now": [Unit("a" * 100, ("mem-1",)), Unit("new".ljust(50, "b"), ("att-new",))]})
+    units = [Unit("a" * 100, ("mem-1",)), Unit("new".ljust(50, "b"), ("att-new",))]
+    r = fixed_retriever("r", {"q-now": units})
     res = evaluate(facts_dataset, {"r": r}, budget_chars=None, ks=(1, 2))
     row = _row(res, "r", "q-now")
     # ranking: att-old, att-keep, att-new
@@ -98,7 +99,8 @@ def test_summary_intervals_tables_and_paired_comparison():
 
     ds = load_dataset("synthetic:tiny")
     content = {
-        gid: dict(zip(g.attributes["id"], g.attributes["content"], strict=True)) for gid, g in ds.graphs.items()
+        gid: dict(zip(g.attributes["id"], g.attributes["content"], strict=True))
+        for gid, g in ds.graphs.items()
     }
 
     def carrying(q, ids):  # a unit injecting the whole text of every fact it lists
