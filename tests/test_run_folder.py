@@ -287,8 +287,8 @@ def test_kg_run_folder_with_15_long_overrides_is_short(tmp_path):
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["task.slate_size=0"], "slate_size must be >= 1, got 0"),
-        (["scorer=gnn", "scorer.lr=-1"], "GNNPathScorer: lr must be positive, got -1"),
+        (["task.slate_size=0"], "slate_size must be an integer >= 1, got 0"),
+        (["scorer=gnn", "scorer.lr=-1"], "GNNPathScorer: lr must be a number > 0, got -1"),
         (["+task.no_such_knob=1"], "BanditConfig: unknown keys ['no_such_knob']"),
         (["traversal.max_depth=-2"], "max_depth"),
         (

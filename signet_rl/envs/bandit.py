@@ -255,7 +255,7 @@ class PathBanditEnv(QueryEpisodeEnv):
             builder = self.pipeline.state(query.graph_id).builder
             for p in paths:
                 unit = builder.construct(p, at=query.timestamp)
-                items.append(self.rating.items(query, unit.items, p.entities[1:]))
+                items.append(self.rating.items(query, unit.items, p.entities[1:], text=unit.text))
         qv = self.pipeline.query_features.features(query, intent=cands.intent)
         out = _Shown(feats, mask, items, np.clip(qv, -1.0, 1.0).astype(np.float32), cands.intent)
         self._shown[query_id] = out

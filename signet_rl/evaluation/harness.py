@@ -572,6 +572,34 @@ def evaluate(
     )
 
 
+def _first_k_items(
+    resolver: ItemResolver, query: Query, units: Sequence[Unit], k: int
+) -> tuple[list[Unit], list[str]]:
+    """The first ``k`` items ``units`` inject, in rank order, and the units that inject them.
+
+    For truth that counts memories (LoCoMo turns, MuSiQue passages) only passages or turns count toward
+    ``k`` — rows the units inject whole, or turns an injected observation is evidence of — never units, and
+    never a cut passage (``"<id>#part"``), a summary or an entity; otherwise every item counts.
+    """
+    memory_kind = resolver.kind(query) == "memory"
+    memories = resolver.memory_ids(query.graph_id) if memory_kind else None
+    ranking: list[str] = []
+    seen: set[str] = set()
+    got: list[Unit] = []
+    for unit in units:
+        if len(ranking) >= k:
+            break
+        got.append(unit)
+        for item in resolver.unit_items(query, unit):
+            if item in seen or (memories is not None and item not in memories):
+                continue
+            seen.add(item)
+            ranking.append(item)
+            if len(ranking) >= k:
+                break
+    return got, ranking
+
+
 def _recall_at_k(
     dataset: Dataset,
     retrievers: Mapping[str, Retriever] | Sequence[Retriever],
@@ -597,8 +625,11 @@ def _recall_at_k(
             truth = dataset.truth[q.id]
             units, _ = _retrieve(name, retriever, q, hint)
             for k in kk:
-                got = fit_budget(units, budgets[k]) if count == "budget" else units[:k]
-                ranking = resolver.ranking(q, got)
+                if count == "budget":
+                    got = fit_budget(units, budgets[k])
+                    ranking = resolver.ranking(q, got)
+                else:
+                    got, ranking = _first_k_items(resolver, q, units, k)
                 records.append(
                     {
                         "query_id": q.id, "retriever": name, "intent": truth.intent,
@@ -640,9 +671,12 @@ def recall_at_k_units(
     seed: int = 0,
     index: bool = True,
 ) -> pd.DataFrame:
-    """Evidence recall@k over exactly the first ``k`` units, whatever their length: the count published
-    figures use (DRAGON's R@k over LoCoMo turns). Not budget-paired: a retriever with longer units injects
-    more. Same columns as :func:`recall_at_k_budget` (``budget_chars`` is empty)."""
+    """Evidence recall@k over the first ``k`` passages or turns injected, whatever their length: the count
+    published figures use (DRAGON's R@k over LoCoMo turns). Passages and turns are counted, never units: a
+    constructed memory carrying three passages whole fills three of the ``k``, a passage it cuts fills none
+    (:mod:`signet_rl.rating.items`); for other truth kinds the first ``k`` items count. Not budget-paired: a
+    retriever with longer items injects more. Same columns as :func:`recall_at_k_budget` (``budget_chars``
+    is empty; ``units`` is how many leading units the ``k`` items took)."""
     return _recall_at_k(dataset, retrievers, ks, split, max_queries, seed, "units", index)
 
 

@@ -187,8 +187,13 @@ def _as_arrays(graph: KnowledgeGraph | GraphArrays) -> GraphArrays:
     return graph if isinstance(graph, GraphArrays) else GraphArrays.from_graph(graph)
 
 
-def community_edges(graph: KnowledgeGraph | GraphArrays) -> tuple[IntArray, IntArray, FloatArray]:
+def community_edges(
+    graph: KnowledgeGraph | GraphArrays, at: float | None = None
+) -> tuple[IntArray, IntArray, FloatArray]:
     """The weighted, undirected edges of :func:`community_graph` as arrays, vectorised.
+
+    With ``at`` (epoch seconds) only the memories and dependencies created at or before ``at`` count: the
+    community graph as it was then (:class:`~signet_rl.graph.timeslice.TimeSlices` partitions it).
 
     Co-mention pairs are expanded per memory from the memory -> entity CSR: the mention at position
     ``i`` of a memory's run pairs with every later one in the run, so a memory naming ``k`` entities
@@ -203,6 +208,8 @@ def community_edges(graph: KnowledgeGraph | GraphArrays) -> tuple[IntArray, IntA
     counts = np.diff(arrays.mem_ent_indptr)
     mem_of_slot = np.repeat(np.arange(len(counts)), counts)
     keep = ~arrays.memory_deleted[mem_of_slot]
+    if at is not None:
+        keep &= arrays.memory_created[mem_of_slot] <= at
     ents, mems = arrays.mem_ent[keep], mem_of_slot[keep]
     ends = np.searchsorted(mems, mems, side="right")  # one past the last slot of each slot's memory
     pos = np.arange(len(ents))
@@ -216,6 +223,9 @@ def community_edges(graph: KnowledgeGraph | GraphArrays) -> tuple[IntArray, IntA
     # Dependencies.
     du, dv = arrays.edge_source, arrays.edge_target
     dw = arrays.edge_confidence.astype(np.float64) * arrays.edge_strength.astype(np.float64)
+    if at is not None:
+        seen = arrays.edge_created <= at
+        du, dv, dw = du[seen], dv[seen], dw[seen]
     u = np.concatenate([cu, du])
     v = np.concatenate([cv, dv])
     w = np.concatenate([cw, dw])

@@ -19,6 +19,23 @@ A :class:`~signet_rl.core.types.Unit` lists the graph rows it holds (memory ids,
 An id that resolves to nothing (a chit-chat memory with no facts, a session summary, an unknown id) counts
 as itself, so it is still an injected item for precision, noise and misleading: one dense unit holding ten
 items is ten items, never one.
+
+**Equal text, equal credit.** A unit is credited with a row only if it injects that row's text: a memory id
+(a passage, a dialog turn, a synthetic memory) or an attribute id (a fact, an observation) listed in
+``Unit.items`` resolves as above only when the row's *whole* content is in ``Unit.text`` — both compared
+with runs of whitespace collapsed to one space (and lone surrogates read as U+FFFD, as the flat indexes
+read them), nothing else relaxed. A row the unit lists but does not carry whole (a passage cut to 600
+characters by a constructed memory, a turn cut to 500 by Signet's ``truncate_chars``) counts as one noise
+item ``"<id>#part"`` (:data:`PART_SUFFIX`): its characters were spent, its fact was not delivered, and it can
+never be needed or misleading. One refinement where the truth counts facts (``attribute``): a memory cut
+short is credited with those of its facts whose whole content the cut text still carries (the part that
+carries the answer is the fact's own text), and becomes ``"<id>#part"`` only when it carries none of
+them. Passages and turns (``memory``) are all or nothing. The rule is the same for every retriever, flat
+or desire, and for the simulated rater (:class:`~signet_rl.rating.view.RatingView` resolves through this
+class). Entity ids
+(``entity`` truth) are exempt: a constructed memory writes the name of every entity it lists. So passage
+and turn recall count passages and turns injected, never units; a LoCoMo turn is also credited through an
+observation whose evidence it is, when that observation's whole text is injected.
 """
 
 from __future__ import annotations
@@ -33,9 +50,21 @@ from signet_rl.core.types import Query, Unit
 from signet_rl.datasets.base import Dataset, Truth
 from signet_rl.graph.model import KnowledgeGraph
 
-__all__ = ["NEEDED_KINDS", "ItemResolver", "ItemSplit", "classify"]
+__all__ = ["NEEDED_KINDS", "PART_SUFFIX", "ItemResolver", "ItemSplit", "classify", "credit_text"]
 
 NEEDED_KINDS: tuple[str, ...] = ("attribute", "memory", "entity")
+#: Suffix of the noise item a row becomes when a unit lists it without injecting its whole text.
+PART_SUFFIX = "#part"
+
+
+def credit_text(text: str) -> str:
+    """``text`` as the credit rule compares it: lone surrogates as U+FFFD (as the flat indexes read text),
+    runs of whitespace collapsed to one space, stripped."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return " ".join(text.split())
 
 
 @dataclass(frozen=True)
@@ -126,6 +155,36 @@ class ItemResolver:
         self.evidence_aspects: tuple[str, ...] | None = None if aspects is None else tuple(aspects)
         self._memory_facts: dict[str, _MemoryFacts] = {}
         self._evidence: dict[str, dict[str, str]] = {}
+        self._content: dict[str, dict[str, str]] = {}
+        self._credit_text: dict[tuple[str, str], str] = {}
+        self._memory_ids: dict[str, frozenset[str]] = {}
+
+    def memory_ids(self, graph_id: str) -> frozenset[str]:
+        """The memory ids of one graph (what passage and turn recall count)."""
+        hit = self._memory_ids.get(graph_id)
+        if hit is None:
+            hit = frozenset(self.dataset.graphs[graph_id].memories["id"].astype(str))
+            self._memory_ids[graph_id] = hit
+        return hit
+
+    def row_text(self, query: Query, item_id: str) -> str | None:
+        """The content of the memory or attribute ``item_id`` in ``query``'s graph, read by
+        :func:`credit_text`; ``None`` for an id that names neither (an entity, an unknown id)."""
+        content = self._content.get(query.graph_id)
+        if content is None:
+            graph = self.dataset.graphs[query.graph_id]
+            content = {}
+            for frame in (graph.attributes, graph.memories):
+                content.update(zip(frame["id"].astype(str), frame["content"].astype(str), strict=True))
+            self._content[query.graph_id] = content
+        text = content.get(item_id)
+        if text is None:
+            return None
+        key = (query.graph_id, item_id)
+        norm = self._credit_text.get(key)
+        if norm is None:
+            norm = self._credit_text[key] = credit_text(text)
+        return norm
 
     def kind(self, query: Query) -> str:
         """The ``needed_kind`` of ``query``'s truth."""
@@ -151,16 +210,35 @@ class ItemResolver:
             return [self._evidence[query.graph_id].get(item_id, item_id)]
         return [item_id]
 
-    def unit_items(self, query: Query, unit: Unit) -> list[str]:
-        """The distinct items ``unit`` injects for ``query``, in the order the unit lists them."""
+    def items(self, query: Query, ids: Iterable[str], text: str) -> list[str]:
+        """The distinct items a unit with text ``text`` listing ``ids`` injects for ``query``, in order:
+        each id credited under the rule of the module docstring, then resolved (:meth:`resolve_id`)."""
+        kind = self.kind(query)
+        unit_text = credit_text(text) if kind != "entity" else ""
         out: list[str] = []
         seen: set[str] = set()
-        for raw in unit.items:
-            for item in self.resolve_id(query, raw):
+        for raw in ids:
+            row = None if kind == "entity" else self.row_text(query, raw)
+            if row is None or row in unit_text:
+                got = self.resolve_id(query, raw)
+            elif kind == "attribute":  # a cut memory: the facts whose own text it still carries
+                got = [
+                    f
+                    for f in self.resolve_id(query, raw)
+                    if f != raw and (fact := self.row_text(query, f)) is not None and fact in unit_text
+                ] or [raw + PART_SUFFIX]
+            else:
+                got = [raw + PART_SUFFIX]
+            for item in got:
                 if item not in seen:
                     seen.add(item)
                     out.append(item)
         return out
+
+    def unit_items(self, query: Query, unit: Unit) -> list[str]:
+        """The distinct items ``unit`` injects for ``query``, in the order the unit lists them (only rows
+        whose whole text the unit injects are credited; see the module docstring)."""
+        return self.items(query, unit.items, unit.text)
 
     def ranking(self, query: Query, units: Sequence[Unit]) -> list[str]:
         """The distinct items of ``units`` in injection order (units best first, each expanded to items)."""

@@ -66,11 +66,28 @@ class RatingView:
         self.rater.rng.bit_generator.state = state["rng"]
         self._u, self._pos = state["u"], state["pos"]
 
-    def items(self, query: Query, attribute_ids: Iterable[str], entity_ids: Iterable[str] = ()) -> list[str]:
-        """The truth-kind items of a memory holding these attributes (and these reached entities)."""
+    def items(
+        self,
+        query: Query,
+        attribute_ids: Iterable[str],
+        entity_ids: Iterable[str] = (),
+        text: str | None = None,
+    ) -> list[str]:
+        """The truth-kind items of a memory holding these attributes (and these reached entities).
+
+        With ``text`` (the constructed memory's text) the items are exactly the harness's
+        (:meth:`ItemResolver.items`, the credit rule of :mod:`signet_rl.rating.items`): a listed row whose
+        whole content ``text`` does not inject (a source passage cut short) is a noise item
+        ``"<id>#part"``. Without it the ids are taken as
+        carried, which holds for attribute ids on a path: :meth:`MemoryBuilder.construct` writes every
+        attribute's whole content, so the edge-walk environment, which rates a stopped path's attribute
+        ids before building its text, credits exactly what the harness would.
+        """
         items = list(attribute_ids)
         if self.entity_items:
             items += [e for e in entity_ids if e not in items]
+        if text is not None:
+            return self.resolver.items(query, items, text)
         if self._memory_kind and self.dataset.truth[query.id].needed_kind == "memory":
             out: list[str] = []
             for i in items:

@@ -35,9 +35,11 @@ and scores each entity ``e`` for a query ``q`` at time ``t`` as
 Each leg indexes its *distinct* texts once (aspect names repeat across thousands of entities); a hit on a
 text counts for every usable, visible row holding it.
 
-Only rows that existed at ``t`` count: entities, aspects, attributes and memories with ``created_at <= t``
-and mentions whose ``created_at`` (or, when NULL, their memory's) is ``<= t``; an entity created after ``t``
-is never returned, whatever evidence points at it. Rows with a NULL ``created_at`` count as always there.
+Only rows that existed at ``t`` count — in the scores and in the indexes' statistics and candidate lists
+alike (BM25 over the texts visible at ``t``, vector candidates drawn from them): entities, aspects,
+attributes and memories with ``created_at <= t`` and mentions whose ``created_at`` (or, when NULL, their
+memory's) is ``<= t``; an entity created after ``t`` is never returned, whatever evidence points at it.
+Rows with a NULL ``created_at`` count as always there.
 Per-leg scores are scattered onto entities with ``np.maximum.at`` over row → entity index arrays: no
 Python loop over entities or rows at query time.
 
@@ -141,6 +143,18 @@ class _Leg:
     text_indptr: npt.NDArray[np.int64]  # CSR distinct text -> its rows ([U + 1])
     text_rows: npt.NDArray[np.int64]  # [R]
     vectors: VectorIndex | None  # over the distinct texts
+    text_code: npt.NDArray[np.int64]  # [R]: each row's distinct text
+
+    def visible_texts(self, t: float | None) -> npt.NDArray[np.bool_] | None:
+        """``[U]``: the distinct texts held by a usable row that existed at ``t`` (``None`` when ``t`` is
+        None: every text). Searches run over these only, so a row written after ``t`` weighs nothing —
+        not even BM25's statistics or the vector leg's candidate list."""
+        if t is None:
+            return None
+        ok = self.usable & ~(self.created > t)
+        out = np.zeros(len(self.text_indptr) - 1, dtype=bool)
+        out[self.text_code[ok]] = True
+        return out
 
 
 class EntrySearch:
@@ -265,7 +279,8 @@ class EntrySearch:
                 vectors = VectorIndex(self.encoder.dim)
                 vectors.add(self.encoder.encode(distinct))
             self._legs[leg] = _Leg(
-                owner, created, np.asarray(usable, dtype=bool), bm25, indptr, text_rows, vectors
+                owner, created, np.asarray(usable, dtype=bool), bm25, indptr, text_rows, vectors,
+                np.asarray(codes, dtype=np.int64),
             )
         return self
 
@@ -301,12 +316,15 @@ class EntrySearch:
         if self.encoder is not None:
             qvec = self.encoder.encode([query])
         for name, leg in self._legs.items():
+            seen = leg.visible_texts(t)
+            if seen is not None and not seen.any():
+                continue
             if leg.bm25 is not None:
-                s, ids = leg.bm25.search(query, len(leg.bm25))
+                s, ids = leg.bm25.search(query, len(leg.bm25), seen)
                 rows, scores = self._rows(leg, ids, s, t)
                 self._scatter(total, name, rows, scores, w[f"kw_{name}"], t, normalise=True)
             if leg.vectors is not None and qvec is not None:
-                s, ids = leg.vectors.search(qvec, min(self.candidates, len(leg.vectors)))
+                s, ids = leg.vectors.search(qvec, min(self.candidates, len(leg.vectors)), seen)
                 keep = (ids[0] >= 0) & (s[0] >= self.min_similarity) & (s[0] > 0)
                 rows, scores = self._rows(leg, ids[0][keep], s[0][keep], t)
                 self._scatter(total, name, rows, scores, w[f"vec_{name}"], t, normalise=False)

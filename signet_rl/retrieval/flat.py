@@ -335,8 +335,8 @@ class FlatRetriever:
                 vector_index = VectorIndex(self.encoder.dim, hnsw_above=self.hnsw_above)
                 vector_index.add(vectors[gid])
             keyword_index: FTS5Index | BM25Index | None = None
-            if self.keyword == "fts5":
-                keyword_index = FTS5Index(texts[gid])
+            if self.keyword == "fts5":  # holds, per query, only the rows created by then (statistics too)
+                keyword_index = FTS5Index(texts[gid], created=frame["created"].to_numpy(dtype=np.int64))
             elif self.keyword == "bm25s":
                 keyword_index = BM25Index(texts[gid])
             pools[gid] = _Pool(
@@ -390,11 +390,15 @@ class FlatRetriever:
         if self.require_terms and not terms:
             return []
         mask = pool.eligible
-        if query.timestamp is not None:
-            mask = mask & (pool.created <= _timestamp_ns(query.timestamp))
+        at = None if query.timestamp is None else _timestamp_ns(query.timestamp)
+        if at is not None:
+            mask = mask & (pool.created <= at)
         keyword: dict[str, float] = {}
         if pool.keyword is not None and terms:
-            s, ids = pool.keyword.search(" ".join(terms), self.top_k, mask)
+            if isinstance(pool.keyword, FTS5Index):
+                s, ids = pool.keyword.search(" ".join(terms), self.top_k, mask, at=at)
+            else:  # BM25Index: statistics of the masked rows
+                s, ids = pool.keyword.search(" ".join(terms), self.top_k, mask)
             keyword = {pool.keys[i]: float(v) for v, i in zip(s.tolist(), ids.tolist(), strict=True)}
             if self.keyword == "bm25s":
                 keyword = min_max(keyword)

@@ -7,7 +7,8 @@ see (time visibility, importance filters). A masked row is never returned.
 * :class:`VectorIndex` is exact (``IndexFlatIP``) unless ``hnsw_above`` is set and it holds more vectors
   than that; then HNSW, whose recall against exact search :meth:`VectorIndex.recall_against_exact` reports.
   Queries are ``[q, dim]`` and results ``[q, k]``, padded with id ``-1`` and score ``-inf``.
-* :class:`BM25Index` is bm25s (Lucene BM25, ``k1`` 1.5, ``b`` 0.75) over English-stop-word-filtered tokens.
+* :class:`BM25Index` is Lucene BM25 (``k1`` 1.5, ``b`` 0.75) over bm25s's English-stop-word-filtered
+  tokens, with the corpus statistics (IDF, average length) of the visible rows only.
 * :class:`FTS5Index` reproduces Signet's keyword leg: FTS5 ``bm25()`` over a ``memories_fts`` table built
   exactly as Signet's schema builds it (external content on ``memories``), queried with each token stripped
   of ``":()^*`` and quoted, tokens joined with ``OR``, ``ORDER BY bm25 LIMIT k``, scores
@@ -227,7 +228,16 @@ class VectorIndex:
 
 
 class BM25Index:
-    """bm25s over ``texts`` (lower-cased, ``\\w\\w+`` tokens, English stop words removed).
+    """Lucene BM25 (``k1`` 1.5, ``b`` 0.75) over ``texts``, tokenised by bm25s (lower-cased, ``\\w\\w+``
+    tokens, English stop words removed), with the corpus statistics of the rows a query may see.
+
+    bm25s precomputes IDF and the average document length over every row; a time mask would then still
+    let rows written after the query weigh its terms. Here scores are computed per query from the
+    term-frequency columns: with a ``mask`` the document count, each term's document frequency and the
+    average length are those of the visible rows only, so a masked row changes nothing — the scores equal
+    those of an index built from the visible rows alone. Without a mask they equal bm25s's (the same
+    tokens, the same formula: ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``,
+    ``tf / (tf + k1 (1 - b + b dl / avgdl))``).
 
     Args:
         texts: the documents; ids are their positions.
@@ -240,13 +250,28 @@ class BM25Index:
 
         self._bm25s = bm25s
         self.n = len(texts)
-        self._retriever = None
+        self.k1, self.b = float(k1), float(b)
+        self._vocab: dict[str, int] = {}
+        self._indptr = np.zeros(1, dtype=np.int64)
+        self._docs = np.zeros(0, dtype=np.int64)
+        self._tf = np.zeros(0, dtype=np.float64)
+        self._length = np.zeros(self.n, dtype=np.float64)
         if self.n:
-            tokens = bm25s.tokenize(
-                [clean_text(t) for t in texts], stopwords="en", return_ids=False, show_progress=False
+            tok = bm25s.tokenize(
+                [clean_text(t) for t in texts], stopwords="en", return_ids=True, show_progress=False
             )
-            self._retriever = bm25s.BM25(k1=k1, b=b)
-            self._retriever.index(tokens, show_progress=False)
+            self._vocab = dict(tok.vocab)
+            lengths = np.fromiter((len(d) for d in tok.ids), dtype=np.int64, count=self.n)
+            self._length = lengths.astype(np.float64)
+            doc = np.repeat(np.arange(self.n, dtype=np.int64), lengths)
+            term = np.fromiter((t for d in tok.ids for t in d), dtype=np.int64, count=int(lengths.sum()))
+            # one (term, doc) cell per distinct pair, with its count; sorted by term, then doc
+            key = term * self.n + doc
+            uniq, counts = np.unique(key, return_counts=True)
+            terms = uniq // self.n
+            self._docs = (uniq % self.n).astype(np.int64)
+            self._tf = counts.astype(np.float64)
+            self._indptr = np.searchsorted(terms, np.arange(len(self._vocab) + 1)).astype(np.int64)
 
     def __len__(self) -> int:
         return self.n
@@ -259,24 +284,47 @@ class BM25Index:
             ]
         )
 
+    def scores(self, query: str, mask: np.ndarray | None = None) -> np.ndarray:
+        """``float64 [n]``: every row's BM25 score for ``query`` under the statistics of the ``mask``-ed
+        rows (0 for a row outside the mask or matching no token)."""
+        mask = _check_mask(mask, self.n)
+        out = np.zeros(self.n, dtype=np.float64)
+        if not self.n:
+            return out
+        ids = [self._vocab[t] for t in self.tokens(query) if t in self._vocab]
+        if not ids:
+            return out
+        if mask is None:
+            n_docs, avg = float(self.n), float(self._length.mean())
+        else:
+            n_docs = float(mask.sum())
+            if not n_docs:
+                return out
+            avg = float(self._length[mask].mean())
+        avg = avg if avg > 0 else 1.0
+        norm = self.k1 * ((1.0 - self.b) + self.b * self._length / avg)
+        for t in ids:  # a repeated query token counts each time, as in bm25s
+            lo, hi = self._indptr[t], self._indptr[t + 1]
+            docs, tf = self._docs[lo:hi], self._tf[lo:hi]
+            if mask is not None:
+                keep = mask[docs]
+                docs, tf = docs[keep], tf[keep]
+            df = len(docs)
+            if not df:
+                continue
+            idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            out[docs] += idf * tf / (norm[docs] + tf)
+        return out
+
     def search(self, query: str, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` best-scoring documents that match at least one query token.
+        """The ``k`` best-scoring visible documents that match at least one query token.
 
         Returns:
             ``(raw BM25 scores float32, ids int64)``, best first, ties by id; empty arrays for an empty or
             all-stop-word query.
         """
         k = _check_k(k)
-        mask = _check_mask(mask, self.n)
-        empty = np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
-        if self._retriever is None:
-            return empty
-        tokens = self.tokens(query)
-        if not tokens:
-            return empty
-        scores = np.asarray(self._retriever.get_scores(tokens), dtype=np.float32)
-        if mask is not None:
-            scores = np.where(mask, scores, 0.0).astype(np.float32)
+        scores = self.scores(query, mask).astype(np.float32)
         top = _top_k(scores, k)
         return scores[top], top.astype(np.int64)
 
@@ -307,11 +355,25 @@ class FTS5Index:
 
     A ``mask`` is applied by reading further down the same ordering until ``k`` visible rows are found, so
     the result is exactly the best ``k`` visible rows. BM25's statistics (IDF, average length) are those of
-    the whole index, masked rows included. As in Signet, a query FTS5 rejects gives no keyword results.
+    the rows in the index, masked rows included, as SQLite keeps them. So that rows written after a query
+    do not weigh its terms, an index built with ``created`` holds, for a search with ``at``, exactly the rows
+    created at or before ``at`` — as Signet's own index held them then: rows are deleted from or re-inserted
+    into ``memories_fts`` (FTS5's ``'delete'`` command for external content) in creation order, so moving
+    between nearby query times costs a few row updates and the statistics are those of an index built from
+    the past rows alone. As in Signet, a query FTS5 rejects gives no keyword results.
+
+    Args:
+        texts: the documents.
+        created: optional ``[n]`` creation times (any sortable numbers, e.g. ns since the epoch) enabling
+            ``search(..., at=...)``.
     """
 
     def __init__(
-        self, texts: Sequence[str] | None = None, *, _conn: sqlite3.Connection | None = None
+        self,
+        texts: Sequence[str] | None = None,
+        *,
+        created: np.ndarray | None = None,
+        _conn: sqlite3.Connection | None = None,
     ) -> None:
         if _conn is not None:
             self._conn = _conn
@@ -332,6 +394,38 @@ class FTS5Index:
         self.ids: list[str] = [r[0] for r in self._conn.execute("SELECT id FROM memories ORDER BY rowid")]
         self.n = len(rowids)
         self._position = {int(r): i for i, r in enumerate(rowids)}
+        self._rowids = rowids
+        self._order: np.ndarray | None = None
+        if created is not None:
+            created = np.asarray(created)
+            if created.shape != (self.n,):
+                raise ValueError(f"created must have shape ({self.n},), got {created.shape}")
+            self._order = np.argsort(created, kind="stable")
+            self._sorted = created[self._order]
+            self._present = self.n  # rows order[:present] are in memories_fts
+
+    def _sync(self, at: Any) -> None:
+        """Make ``memories_fts`` hold exactly the rows created at or before ``at``."""
+        assert self._order is not None
+        key = int(np.searchsorted(self._sorted, at, side="right"))
+        if key == self._present:
+            return
+        lo, hi = sorted((key, self._present))
+        rowids = [int(self._rowids[i]) for i in self._order[lo:hi]]
+        with self._conn:
+            for chunk in range(0, len(rowids), 500):
+                part = rowids[chunk : chunk + 500]
+                marks = ",".join("?" * len(part))
+                rows = self._conn.execute(
+                    f"SELECT rowid, content FROM memories WHERE rowid IN ({marks})", part
+                ).fetchall()
+                if key < self._present:
+                    self._conn.executemany(
+                        "INSERT INTO memories_fts(memories_fts, rowid, content) VALUES('delete', ?, ?)", rows
+                    )
+                else:
+                    self._conn.executemany("INSERT INTO memories_fts(rowid, content) VALUES (?, ?)", rows)
+        self._present = key
 
     @classmethod
     def from_store(cls, path: str | os.PathLike[str]) -> FTS5Index:
@@ -379,7 +473,7 @@ class FTS5Index:
             return []
 
     def search(
-        self, query: str, k: int, mask: np.ndarray | None = None, raw: bool = False
+        self, query: str, k: int, mask: np.ndarray | None = None, raw: bool = False, at: Any = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """The best ``k`` visible rows matching any token of ``query``.
 
@@ -387,6 +481,8 @@ class FTS5Index:
             query: free text; tokenised and quoted by :func:`fts5_match_query`.
             k: ``LIMIT``.
             mask: boolean ``[n]`` of visible rows.
+            at: the query time, in the units of ``created``: the index holds the rows created at or before
+                it (their statistics only). ``None``: every row.
             raw: return FTS5's raw ``bm25()`` values (negative, lower is better) instead of
                 ``|bm25| / max |bm25|``.
 
@@ -399,6 +495,10 @@ class FTS5Index:
         empty = np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
         if not match or not self.n:
             return empty
+        if self._order is not None:
+            self._sync(self._sorted[-1] if at is None else at)
+        elif at is not None:
+            raise ValueError("FTS5Index.search(at=...) needs an index built with created=")
         found = self._rows(match, k, mask)
         if not found:
             return empty

@@ -31,6 +31,7 @@ import pandas as pd
 from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
+from signet_rl.graph.timeslice import TimeSlices
 from signet_rl.retrieval.intent import INTENTS as _CLASSIFIER_INTENTS
 from signet_rl.retrieval.intent import IntentClassifier, RuleIntentClassifier
 from signet_rl.scorers.base import ScoringContext
@@ -289,8 +290,10 @@ class PathFeaturizer:
     * ``prior``: :class:`~signet_rl.scorers.prior.PriorScorer`'s score (half-life 90 days), without its
       optional query-relevance factor (the ``attr_sim_*`` columns carry that).
     * ``starts_at_entry``: 1 when the path starts at one of the context's entry entities.
-    * ``end_log_degree``: ``ln(1 + degree)`` of the end entity.
-    * ``same_community``: 1 when the end entity shares a (known) community with an entry entity.
+    * ``end_log_degree``: ``ln(1 + degree)`` of the end entity, counting the edges that existed at ``t``.
+    * ``same_community``: 1 when the end entity shares a (known) community with an entry entity, in the
+      communities of ``t`` (:meth:`~signet_rl.graph.timeslice.TimeSlices.community`: a daily snapshot,
+      never the stored whole-timeline partition).
     * ``backward_fraction``: share of edges walked target → source (0 with no edges).
     * ``constraint_fraction``: share of attributes that are constraints (0 with none).
     * ``stale_fraction``: share of attributes superseded by a row created at or before ``t`` (0 with none
@@ -335,7 +338,8 @@ class PathFeaturizer:
         self.attr_index = {str(k): i for i, k in enumerate(a.attribute_ids)}
         self._cs = (a.edge_confidence * a.edge_strength).astype(np.float64)
         self._log_cs = np.log(np.maximum(self._cs, 1e-12))
-        self._log_degree = np.log1p(a.degree().astype(np.float64))
+        #: degrees and communities as they were at the query time (nothing later is counted)
+        self.slices = TimeSlices(a)
         sb = a.attr_superseded_by
         # When each attribute's successor was created (inf when it has none: never stale).
         self._sb_created = np.where(sb >= 0, a.attr_created[np.maximum(sb, 0)], np.inf)
@@ -494,7 +498,7 @@ class PathFeaturizer:
             (self.entity_index[e] for e in context.entries if e in self.entity_index), dtype=np.int64
         )
         starts_entry = np.isin(b.start, entries)
-        comm = a.entity_community
+        comm = self.slices.community(t)
         entry_comm = comm[entries]
         entry_comm = entry_comm[entry_comm >= 0]
         end_comm = comm[b.end]
@@ -510,7 +514,10 @@ class PathFeaturizer:
         out[:, col["log_age_days"]] = log_age
         out[:, col["prior"]] = cs_prod * asp_w * imp * recency
         out[:, col["starts_at_entry"]] = starts_entry
-        out[:, col["end_log_degree"]] = self._log_degree[b.end]
+        log_degree = self.slices.cached(
+            "log_degree", t, lambda: np.log1p(self.slices.degree(t).astype(np.float64))
+        )
+        out[:, col["end_log_degree"]] = log_degree[b.end]
         out[:, col["same_community"]] = same_comm
         out[:, col["backward_fraction"]] = backward / safe_dep
         out[:, col["constraint_fraction"]] = (

@@ -43,9 +43,16 @@ threshold at 0). :math:`m_{ik} \\sim \\mathrm{Poisson}(1)` is the bootstrap mask
 states on the ``layers``-hop subgraph around the batch's entities only (exact for this architecture), so a
 step costs the same on a 43k-entity graph as on a toy one.
 
-**Inference** caches every node's state per graph (a full pass); the cache is rebuilt when the graph's
-:class:`~signet_rl.graph.arrays.GraphArrays` object changes, after every parameter change (an update, a
-``load_state_dict``), and on :meth:`GNNPathScorer.invalidate` (call it after edge statistics change).
+**No node state sees the future.** Message passing, degrees and communities use only the dependencies
+that existed at the query's time (:class:`~signet_rl.graph.timeslice.TimeSlices`: a per-time edge mask,
+degrees over it, daily community snapshots; cached per slice). Node states of a timed query are computed on
+the ``layers``-hop subgraph of its paths' entities over that slice — in training and inference alike; the
+paths of one batch are grouped by slice.
+
+**Inference** without a query time caches every node's state per graph (a full pass); the cache is rebuilt
+when the graph's :class:`~signet_rl.graph.arrays.GraphArrays` object changes, after every parameter change (an
+update, a ``load_state_dict``), and on :meth:`GNNPathScorer.invalidate` (call it after edge statistics
+change).
 
 **Exploration**: :meth:`GNNPathScorer.sample_scores` draws Thompson samples as the scores of a randomly
 chosen bootstrap head per draw.
@@ -78,6 +85,7 @@ from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.confidence import LADDER
 from signet_rl.graph.model import DependencyType, EntityType, KnowledgeGraph
+from signet_rl.graph.timeslice import TimeSlices
 from signet_rl.retrieval.intent import IntentClassifier
 from signet_rl.scorers.base import Feedback, ScoringContext, check_feedback, register
 from signet_rl.scorers.features import (
@@ -172,7 +180,9 @@ class _Inputs:
     att_x: Tensor
     att_owner: Tensor
     att_pos: Tensor
-    sub: _Subgraph | None
+    #: time-sliced subgraphs: per group of entity hops sharing a time slice, their positions in ``ent``,
+    #: the subgraph around them and the node inputs of that slice; ``None``: the cached full pass.
+    sub: list[tuple[Tensor, _Subgraph, _NodeInputs]] | None
 
 
 class _GraphState:
@@ -190,9 +200,11 @@ class _GraphState:
         a = arrays
         self.graph, self.arrays, self.featurizer = graph, arrays, featurizer
         self.num_nodes = a.num_entities
+        self.community_buckets = community_buckets
+        self.slices = TimeSlices(a)
         type_codes = np.array([_bucket(t, KNOWN_ENTITY_TYPES, type_buckets) for t in a.entity_type_vocab])
         comm_ids = graph.communities["id"].astype(str).tolist()
-        comm_codes = np.array([1 + zlib.crc32(c.encode()) % community_buckets for c in comm_ids] + [0])
+        comm_codes = self.community_codes(comm_ids)
         # entity_community is -1 for none: index -1 picks the trailing 0 ("no community")
         self.nodes = _NodeInputs(
             type_code=torch.as_tensor(
@@ -231,6 +243,42 @@ class _GraphState:
         self.sb_created = np.where(sb >= 0, a.attr_created[np.maximum(sb, 0)], np.inf)
         self.cache: Tensor | None = None
         self.cache_version = -1
+
+    def community_codes(self, ids: Sequence[str]) -> np.ndarray:
+        """Bucket codes of community ids (1 + hash), with a trailing 0 ("no community") for index -1."""
+        return np.array([1 + zlib.crc32(c.encode()) % self.community_buckets for c in ids] + [0])
+
+    def nodes_at(self, t: float | None) -> _NodeInputs:
+        """The node inputs at query time ``t``: degrees over the edges that existed then and the
+        communities of that time (:class:`~signet_rl.graph.timeslice.TimeSlices`); all rows for None."""
+        if t is None:
+            return self.nodes
+
+        def make() -> _NodeInputs:
+            labels = self.slices.community_labels(t) or []
+            codes = self.community_codes(labels)
+            comm = self.slices.community(t)
+            degree = self.slices.degree(t).astype(np.float32)
+            return _NodeInputs(
+                type_code=self.nodes.type_code,
+                name_vec=self.nodes.name_vec,
+                comm_code=torch.as_tensor(codes[comm], dtype=torch.long),
+                log_degree=torch.from_numpy(np.log1p(degree)).reshape(-1, 1),
+            )
+
+        return self.slices.cached("gnn_nodes", t, make)
+
+    def message_edges(self, t: float | None) -> tuple[Tensor, Tensor, Tensor]:
+        """``(edge_index, dependency row, direction)`` of the messages over the edges that existed at
+        ``t`` (all for None)."""
+        if t is None:
+            return self.edge_index, self.mp_edge, self.mp_dir
+
+        def make() -> tuple[Tensor, Tensor, Tensor]:
+            keep = torch.from_numpy(self.slices.edge_mask(t).copy())[self.mp_edge]
+            return self.edge_index[:, keep], self.mp_edge[keep], self.mp_dir[keep]
+
+        return self.slices.cached("gnn_edges", t, make)
 
 
 class GNNPathNet(nn.Module):
@@ -536,27 +584,31 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             state.cache, state.cache_version = x, self._version
         return state.cache
 
-    def _subgraph(self, state: _GraphState, nodes: Tensor) -> _Subgraph:
-        """The ``layers``-hop subgraph around ``nodes``: exact node states for them need nothing else."""
+    def _subgraph(self, state: _GraphState, nodes: Tensor, t: float | None = None) -> _Subgraph:
+        """The ``layers``-hop subgraph around ``nodes`` over the edges that existed at ``t`` (all for None):
+        exact node states for them need nothing else."""
         from torch_geometric.utils import k_hop_subgraph
 
         if self.layers == 0:
             subset, mapping = torch.unique(nodes, return_inverse=True)
             return _Subgraph(subset, torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.long),
                              torch.zeros(0), mapping)  # fmt: skip
+        edge_index, mp_edge, mp_dir = state.message_edges(t)
         subset, sub_index, mapping, edge_mask = k_hop_subgraph(
-            nodes, self.layers, state.edge_index, relabel_nodes=True, num_nodes=state.num_nodes
+            nodes, self.layers, edge_index, relabel_nodes=True, num_nodes=state.num_nodes
         )
-        return _Subgraph(subset, sub_index, state.mp_edge[edge_mask], state.mp_dir[edge_mask], mapping)
+        return _Subgraph(subset, sub_index, mp_edge[edge_mask], mp_dir[edge_mask], mapping)
 
-    def _subgraph_states(self, state: _GraphState, nodes: Tensor) -> tuple[Tensor, Tensor]:
-        """Node states (with gradients) of the subgraph around ``nodes``, and where each of ``nodes`` is
-        in it."""
-        sub = self._subgraph(state, nodes)
-        return self._sub_states(state, sub), sub.mapping
+    def _subgraph_states(
+        self, state: _GraphState, nodes: Tensor, t: float | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Node states (with gradients) of the subgraph around ``nodes`` at time ``t``, and where each of
+        ``nodes`` is in it."""
+        sub = self._subgraph(state, nodes, t)
+        return self._sub_states(state, sub, state.nodes_at(t)), sub.mapping
 
-    def _sub_states(self, state: _GraphState, sub: _Subgraph) -> Tensor:
-        x = self.net.node_inputs(state.nodes, sub.subset)
+    def _sub_states(self, state: _GraphState, sub: _Subgraph, nodes: _NodeInputs | None = None) -> Tensor:
+        x = self.net.node_inputs(state.nodes if nodes is None else nodes, sub.subset)
         if self.layers == 0:
             return x
         attr = self.net.edge_vectors(state.edge_type[sub.edge], state.edge_numeric[sub.edge], sub.direction)
@@ -620,13 +672,42 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             dep_owner=t(b.dep_owner), dep_pos=t(b.dep_pos),
             asp_x=t(asp_x), asp_owner=t(has), asp_pos=t(b.asp_pos[has]),
             att_x=t(att_x), att_owner=t(b.att_owner), att_pos=t(b.att_pos),
-            sub=self._subgraph(state, ents) if train else None,
+            sub=self._time_groups(state, ents, t_path[b.ent_owner], train),
         )  # fmt: skip
+
+    def _time_groups(
+        self, state: _GraphState, ents: Tensor, t_ent: np.ndarray, train: bool
+    ) -> list[tuple[Tensor, _Subgraph, _NodeInputs]] | None:
+        """Entity hops grouped by the time slice of their query, each with its subgraph and node inputs.
+
+        A query's node states are computed from the edges, degrees and communities that existed at its
+        time only (never the whole timeline). Inference without any query time uses the cached full pass
+        (``None``); training always uses subgraphs.
+        """
+        timed = ~np.isnan(t_ent)
+        if not train and not timed.any():
+            return None
+        slices = state.slices
+        groups: dict[Any, list[int]] = {}
+        times: dict[Any, float | None] = {}
+        for i, t in enumerate(t_ent.tolist()):
+            tt = None if math.isnan(t) else float(t)
+            key = slices.slice_id(tt)
+            groups.setdefault(key, []).append(i)
+            times.setdefault(key, tt)
+        out = []
+        for key, positions in groups.items():
+            pos = torch.as_tensor(positions, dtype=torch.long)
+            t = times[key]
+            out.append((pos, self._subgraph(state, ents[pos], t), state.nodes_at(t)))
+        return out
 
     def _run(self, state: _GraphState, x: _Inputs) -> Tensor:
         """``[n, n_heads]`` outputs: node states from the subgraph (training) or the cache (inference)."""
         if x.sub is not None:
-            ent_vec = self._sub_states(state, x.sub)[x.sub.mapping]
+            ent_vec = torch.zeros(len(x.ent), self.net.hidden)
+            for pos, sub, nodes in x.sub:
+                ent_vec = ent_vec.index_put((pos,), self._sub_states(state, sub, nodes)[sub.mapping])
         else:
             ent_vec = self.node_states(state.graph, state.arrays)[x.ent]
         kinds = [

@@ -14,7 +14,10 @@
   query ranks first.
 * :class:`PPRScorer` — personalized PageRank from the entry entities (HippoRAG-style, igraph's
   ``personalized_pagerank`` with damping 0.5 over dependency edges weighted by confidence × strength,
-  undirected); a path scores the rank mass of the entities it reaches (excluding its start).
+  undirected, only the edges that existed at the query time); a path scores the rank mass of the entities
+  it reaches (excluding its start).
+* Nothing here sees the future: the prior reads only the rows of the path, which the walk admits only when
+  created at or before the query time, and PPR runs on the time-sliced edge set.
 * :class:`RandomScorer` — a floor: seeded per query, so runs are reproducible.
 """
 
@@ -31,6 +34,7 @@ from signet_rl.core.checks import check_range
 from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
+from signet_rl.graph.timeslice import TimeSlices
 from signet_rl.scorers.base import ScoringContext, register
 from signet_rl.traversal.path import Path
 
@@ -98,7 +102,12 @@ class PriorScorer:
 
 @register("ppr")
 class PPRScorer:
-    """Personalized PageRank mass of what a path reaches, reset at the entry entities (see module)."""
+    """Personalized PageRank mass of what a path reaches, reset at the entry entities (see module).
+
+    PageRank runs over the dependencies that existed at the query time only
+    (:class:`~signet_rl.graph.timeslice.TimeSlices`): one igraph graph per graph, with the edges written
+    later weighted 0 (their weight lists cached per slice).
+    """
 
     name = "ppr"
 
@@ -106,33 +115,55 @@ class PPRScorer:
         check_range("damping", damping, 0, 1, lo_open=True, hi_open=True)
         self.damping = damping
         self.config: dict[str, Any] = {"damping": damping}
-        self._graphs: dict[int, ig.Graph] = {}
+        self._slices: dict[int, TimeSlices] = {}
+        self._graphs: dict[int, tuple[GraphArrays, ig.Graph]] = {}
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
-        self._graphs[id(arrays)] = self._build(arrays)
+        self._slices[id(arrays)] = TimeSlices(arrays)
 
     @staticmethod
-    def _build(arrays: GraphArrays) -> ig.Graph:
+    def _build(arrays: GraphArrays, mask: np.ndarray | None = None) -> ig.Graph:
         n = len(arrays.entity_ids)
-        edges = np.stack([arrays.edge_source, arrays.edge_target], axis=1)
-        g = ig.Graph(n=n, edges=edges.tolist(), directed=False)
-        g.es["weight"] = (arrays.edge_confidence * arrays.edge_strength).astype(float).tolist()
+        src, dst = arrays.edge_source, arrays.edge_target
+        weight = arrays.edge_confidence * arrays.edge_strength
+        if mask is not None:
+            src, dst, weight = src[mask], dst[mask], weight[mask]
+        g = ig.Graph(n=n, edges=np.stack([src, dst], axis=1).tolist(), directed=False)
+        g.es["weight"] = weight.astype(float).tolist()
         return g
+
+    def _graph(self, arrays: GraphArrays, timestamp: float | None) -> tuple[ig.Graph, list[float]]:
+        """The PageRank graph (every edge, built once per graph) and the edge weights at ``timestamp``:
+        ``confidence × strength`` for the edges that existed then, 0 for the others (a zero-weight edge
+        carries no rank, so the result is PageRank on the past edges alone)."""
+        slices = self._slices.get(id(arrays))
+        if slices is None or slices.arrays is not arrays:
+            slices = self._slices[id(arrays)] = TimeSlices(arrays)
+        hit = self._graphs.get(id(arrays))
+        if hit is None or hit[0] is not arrays:
+            hit = self._graphs[id(arrays)] = (arrays, self._build(arrays))
+        g = hit[1]
+        if slices.key(timestamp) is None:
+            return g, g.es["weight"]
+
+        def past_weights() -> list[float]:
+            weight = (arrays.edge_confidence * arrays.edge_strength).astype(float)
+            return np.where(slices.edge_mask(timestamp), weight, 0.0).tolist()
+
+        return g, slices.cached("ppr_weights", timestamp, past_weights)
 
     def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
         a = context.arrays
-        if id(a) not in self._graphs:
-            self._graphs[id(a)] = self._build(a)
-        g = self._graphs[id(a)]
+        g, weights = self._graph(a, context.timestamp)
         entries = [a.entity_index[e] for e in context.entries if e in a.entity_index]
         if not paths:
             return np.zeros(0)
-        if not entries or g.ecount() == 0:
+        if not entries or g.ecount() == 0 or not any(weights):
             return np.zeros(len(paths))
-        key = "ppr:" + ",".join(map(str, entries))
+        key = f"ppr:{context.timestamp}:" + ",".join(map(str, entries))
         if key not in context.cache:
             context.cache[key] = np.asarray(
-                g.personalized_pagerank(damping=self.damping, reset_vertices=entries, weights="weight")
+                g.personalized_pagerank(damping=self.damping, reset_vertices=entries, weights=weights)
             )
         rank = context.cache[key]
         out = np.empty(len(paths), dtype=np.float64)

@@ -19,7 +19,9 @@ Design decisions:
   entity-answer datasets such as KG path reasoning). Memory ids are *not* items: the harness's
   :class:`~signet_rl.rating.items.ItemResolver` expands a memory id into every fact of that memory,
   which the text does not hold, so listing them would count facts that were never injected. The memories
-  the attributes came from are kept in ``meta["memories"]``.
+  the attributes came from are kept in ``meta["memories"]``. A walked edge's source passage is an item
+  only when the unit injects it whole (equal text, equal credit; see :mod:`signet_rl.rating.items`,
+  which applies the same rule to every retriever's units).
 * **Every injected character counts**: ``meta["tokens"]`` is ``ceil(len(text) / 4)``, and markers
   (``[constraint]``, ``[superseded]``, ``[speculative]``, the constraints header) are part of the text.
 
@@ -122,7 +124,9 @@ class MemoryBuilder:
         sources: append each walked dependency's source passage (``graph.meta["dependency_memory"]``,
             as OpenIE graphs like MuSiQue's record it) and list those memories as items. ``None``: when
             the graph records them.
-        source_chars: each passage is cut to this many characters (0: whole).
+        source_chars: each passage is cut to this many characters (0: whole). A cut passage is *not*
+            listed as an item (equal text, equal credit: :mod:`signet_rl.rating.items`); it is named in
+            ``meta["cut_sources"]``.
 
     Example:
         >>> builder = MemoryBuilder(graph)  # doctest: +SKIP
@@ -259,7 +263,8 @@ class MemoryBuilder:
         Returns:
             ``Unit(kind="constructed")`` with ``items`` = the attribute ids the text holds and
             ``meta`` = ``path_id``, ``path``, ``strategy``, ``explorer``, ``speculative``, ``tokens``,
-            ``memories`` (the source memories of its attributes and, with ``sources``, of its edges).
+            ``memories`` (the source memories of its attributes and, with ``sources``, of its edges),
+            ``cut_sources`` (source passages injected cut to ``source_chars``, hence not items).
 
         Raises:
             KeyError: a hop id that is not in the graph (named).
@@ -315,10 +320,15 @@ class MemoryBuilder:
             text += f"{_SEP}{aspect_text}" + (": " + "; ".join(facts) if facts else "")
         passages = [m for d in dict.fromkeys(path.dependencies) if (m := self._dep_memory.get(d))]
         passages = list(dict.fromkeys(passages))
+        whole: list[str] = []  # passages injected whole: the only ones listed as items
+        cut: list[str] = []
         for m in passages:
             body = " ".join(self._memory_text.get(m, "").split())
             if self.source_chars and len(body) > self.source_chars:
                 body = body[: self.source_chars].rsplit(" ", 1)[0] + " …"
+                cut.append(m)
+            else:
+                whole.append(m)
             text += f"\n  source: {body}"
         if path.explorer:
             text = SPECULATIVE_MARKER + text
@@ -327,7 +337,7 @@ class MemoryBuilder:
         items = list(dict.fromkeys(path.attributes))
         if self.entity_items:
             items += [e for e in dict.fromkeys(path.entities[1:]) if e not in items]
-        items += [m for m in passages if m not in items]
+        items += [m for m in whole if m not in items]
         memories = tuple(
             dict.fromkeys([m for a in path.attributes if (m := self._attr[a].memory)] + passages)
         )
@@ -339,6 +349,7 @@ class MemoryBuilder:
             "speculative": path.explorer,
             "tokens": tokens_of(text),
             "memories": memories,
+            "cut_sources": tuple(cut),
         }
         return Unit(text=text, items=tuple(items), score=score, kind="constructed", meta=meta)
 

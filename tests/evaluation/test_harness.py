@@ -31,7 +31,9 @@ def _row(result: EvaluationResult, retriever: str, qid: str) -> pd.Series:
 def test_rows_are_hand_computed(facts_dataset, fixed_retriever):
     # q-now needs {att-new, att-keep}; att-old misleads. mem-1 (100 chars) holds att-old and att-keep;
     # the second unit (50 chars) is att-new.
-    r = fixed_retriever("r", {"q-now": [Unit("a" * 100, ("mem-1",)), Unit("b" * 50, ("att-new",))]})
+    # (units inject the whole text of what they list: mem-1 is "a" * 100, att-new is "new")
+    units = [Unit("a" * 100, ("mem-1",)), Unit("new".ljust(50, "b"), ("att-new",))]
+    r = fixed_retriever("r", {"q-now": units})
     res = evaluate(facts_dataset, {"r": r}, budget_chars=None, ks=(1, 2))
     row = _row(res, "r", "q-now")
     # ranking: att-old, att-keep, att-new
@@ -78,7 +80,7 @@ def test_the_budget_is_the_only_cap_and_applies_alike(facts_dataset, fixed_retri
 
 
 def test_zero_injection_accuracy_and_silenced_real_queries(facts_dataset, fixed_retriever):
-    unit = [Unit("x" * 10, ("mem-1",))]
+    unit = [Unit("a" * 100, ("mem-1",))]
     chatty = fixed_retriever("chatty", {q.id: unit for q in facts_dataset.queries})
     gated = fixed_retriever("gated", {"q-now": unit, "q-early": unit})  # nothing for the non-query
     silent = fixed_retriever("silent", {})
@@ -96,8 +98,20 @@ def test_summary_intervals_tables_and_paired_comparison():
     from signet_rl.datasets.registry import load_dataset
 
     ds = load_dataset("synthetic:tiny")
-    good = {q.id: [Unit("x" * 50, tuple(ds.truth[q.id].needed))] for q in ds.queries if ds.truth[q.id].needed}
-    half = {qid: [Unit(u[0].text, u[0].items[: max(1, len(u[0].items) // 2)])] for qid, u in good.items()}
+    content = {
+        gid: dict(zip(g.attributes["id"], g.attributes["content"], strict=True))
+        for gid, g in ds.graphs.items()
+    }
+
+    def carrying(q, ids):  # a unit injecting the whole text of every fact it lists
+        return Unit(" | ".join(content[q.graph_id][i] for i in ids), tuple(ids))
+
+    good = {q.id: [carrying(q, ds.truth[q.id].needed)] for q in ds.queries if ds.truth[q.id].needed}
+    half = {
+        q.id: [carrying(q, ds.truth[q.id].needed[: max(1, len(ds.truth[q.id].needed) // 2)])]
+        for q in ds.queries
+        if ds.truth[q.id].needed
+    }
 
     class Fixed:
         def __init__(self, name, units):
@@ -153,7 +167,11 @@ def test_concat_keeps_budgets_apart(facts_dataset, fixed_retriever):
 def test_recall_at_k_within_k_average_memories_and_over_k_units(facts_dataset, fixed_retriever):
     # memories of 100, 50 and 30 chars: a k-memory budget is k * 60 characters
     assert mean_memory_chars(facts_dataset) == 60.0
-    units = [Unit("a" * 70, ("att-keep",)), Unit("b" * 30, ("mem-2",)), Unit("c" * 40, ("att-new",))]
+    units = [
+        Unit("keep".ljust(70, "a"), ("att-keep",)),
+        Unit("new".ljust(30, "b"), ("att-new",)),
+        Unit("new".ljust(40, "c"), ("att-new",)),
+    ]
     r = fixed_retriever("r", {"q-now": units})
     by_budget = recall_at_k_budget(facts_dataset, [r], ks=(1, 2))
     now = by_budget[by_budget["query_id"] == "q-now"].set_index("k")

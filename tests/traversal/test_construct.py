@@ -286,7 +286,8 @@ def test_synthetic_single_edge_paths_count_the_right_items() -> None:
             assert resolver.unit_items(query, plain) == [] and plain.items == ()
     assert built > 10
     # the resolver counts items, never units: a constructed memory of n attributes is n items
-    assert resolver.ranking(query, [Unit(text="x", items=("att-0000000", "att-0000001"))]) == [
+    both = " ".join(graph.attribute(a).content for a in ("att-0000000", "att-0000001"))
+    assert resolver.ranking(query, [Unit(text=both, items=("att-0000000", "att-0000001"))]) == [
         "att-0000000",
         "att-0000001",
     ]
@@ -304,9 +305,11 @@ def test_walked_edges_carry_their_source_passages() -> None:
         "ops-team —owned_by (0.7, single-memory)→ signet-api —uses (0.9, multi-memory)→ "
         "postgres-db\n  source: memory …\n  source: memory …"
     )
-    assert u.items == ("m3", "m2") and u.meta["memories"] == ("m3", "m2")
+    # cut passages are not items (equal text, equal credit); they are named in meta
+    assert u.items == () and u.meta["memories"] == ("m3", "m2") and u.meta["cut_sources"] == ("m3", "m2")
     whole = MemoryBuilder(graph, source_chars=0).construct(p)
     assert whole.text.endswith("\n  source: memory 3\n  source: memory 2")
+    assert whole.items == ("m3", "m2") and whole.meta["cut_sources"] == ()
     # Without the record (or with sources=False) a path lists no passages.
     assert MemoryBuilder(_graph()).construct(p).items == ()
     assert MemoryBuilder(graph, sources=False).construct(p).items == ()
