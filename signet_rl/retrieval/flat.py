@@ -81,6 +81,7 @@ __all__ = [
     "BEST_FLAT",
     "FLAT_VARIANTS",
     "UNCAPPED",
+    "BestFlat",
     "FlatRetriever",
     "best_flat",
     "best_flat_choice",
@@ -648,7 +649,8 @@ class FlatRetriever:
     def retrieve(self, query: Query, budget_chars: int | None = None) -> list[Unit]:
         """Units for ``query``, best first; ``[]`` when Signet would inject nothing.
 
-        With ``window``, each hit is followed by its neighbouring memories not injected yet; with
+        With ``window``, each hit is followed by its neighbouring memories not injected yet (a hit already
+        injected as a neighbour still brings its own neighbours); with
         ``constraints``, the constraints section comes first (also when the gate injects nothing else).
 
         Raises:
@@ -669,8 +671,6 @@ class FlatRetriever:
         full = False
         for key, score, legs in ranked:
             pos = pool.position[key]
-            if pos in emitted:
-                continue
             hit_source = (
                 "hybrid"
                 if legs["vector"] > 0 and legs["keyword"] > 0
@@ -737,20 +737,18 @@ def flat_variant(name: str, **overrides: Any) -> FlatRetriever:
     ``flat_bm25_open``          bm25s leg only, no gate, no score floor, no caps
     ``flat_minmax``             bm25s + vector, linear fusion of min-max normalised legs (``alpha``)
     ``flat_rrf``                bm25s + vector, reciprocal-rank fusion (``rrf_k``), no gate, no caps
-    ``best_flat``               the frozen choice for the dataset family of ``dataset=`` (:func:`best_flat`)
+    ``best_flat``               the frozen choice for the dataset family of ``dataset=`` (:func:`best_flat`);
+                                without ``dataset=``, a :class:`BestFlat` that resolves it when indexed
     ==========================  ===========================================================================
 
     Raises:
-        ValueError: an unknown name (the message lists the known ones); ``best_flat`` without ``dataset=``
-            or for a family with no frozen choice.
+        ValueError: an unknown name (the message lists the known ones); ``best_flat`` for a family with no
+            frozen choice.
     """
     if name == BEST_FLAT:
         dataset = overrides.pop("dataset", None)
         if dataset is None:
-            raise ValueError(
-                "flat variant 'best_flat' is resolved per dataset family: pass dataset=<spec or family> "
-                "(e.g. dataset=locomo)"
-            )
+            return BestFlat(**overrides)  # type: ignore[return-value]  # resolved when indexed
         return best_flat(str(dataset), **overrides)
     if name not in FLAT_VARIANTS:
         raise ValueError(
@@ -842,4 +840,40 @@ def best_flat(
     """
     choice = best_flat_choice(dataset, path)
     params = {str(k): v for k, v in dict(choice.get("params") or {}).items()}
-    return flat_variant(str(choice["variant"]), **{**params, "name": name, **overrides})
+    retriever = flat_variant(str(choice["variant"]), **{**params, **overrides})
+    retriever.name = name
+    return retriever
+
+
+class BestFlat:
+    """``best_flat`` for whatever dataset it is indexed on: :meth:`index` reads the frozen choice for the
+    dataset's family (``dataset.name``'s part before ``:``) and delegates to it. Configs name it without
+    knowing the dataset (``flat_variant("best_flat")``); nothing is chosen here.
+
+    Raises:
+        ValueError: (from :meth:`index`) the dataset's family has no frozen choice.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, name: str = BEST_FLAT, **overrides: Any):
+        self.name = name
+        self.path = path
+        self.overrides = overrides
+        self.inner: FlatRetriever | None = None
+        self.family: str | None = None
+
+    def index(self, dataset: Dataset) -> None:
+        """Resolve the frozen choice for ``dataset``'s family and index it."""
+        self.inner = best_flat(dataset.name, self.path, name=self.name, **self.overrides)
+        self.family = dataset_family(dataset.name)
+        self.inner.index(dataset)
+
+    def retrieve(self, query: Query, budget_chars: int | None = None) -> list[Unit]:
+        if self.inner is None:
+            raise RuntimeError(f"{self.name}: call index(dataset) before retrieve()")
+        return self.inner.retrieve(query, budget_chars)
+
+    def config(self) -> dict[str, Any]:
+        """The resolved retriever's knobs (plus the family), or only the name before :meth:`index`."""
+        if self.inner is None:
+            return {"name": self.name, "variant": BEST_FLAT}
+        return {**self.inner.config(), "family": self.family}

@@ -13,6 +13,7 @@ import pytest
 
 from signet_rl.core.types import Query
 from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport, Truth
+from signet_rl.datasets.synthetic import generate
 from signet_rl.graph.model import Aspect, Attribute, Dependency, Entity, KnowledgeGraph, Memory, Mention
 from signet_rl.retrieval.flat import BEST_FLAT_FILE, best_flat, best_flat_choice, flat_variant
 from signet_rl.retrieval.fusion import minmax_fusion
@@ -59,7 +60,9 @@ def fruit() -> Dataset:
     return _dataset(
         mems,
         entities=[Entity(id="e1", name="Banana"), Entity(id="e2", name="Split")],
-        dependencies=[Dependency(id="d1", source_entity_id="e2", target_entity_id="e1", dependency_type="uses")],
+        dependencies=[
+            Dependency(id="d1", source_entity_id="e2", target_entity_id="e1", dependency_type="uses")
+        ],
         mentions=[Mention(memory_id="m2", entity_id="e1"), Mention(memory_id="m1", entity_id="e2")],
         aspects=[Aspect(id="a1", entity_id="e1", name="care")],
         attributes=[
@@ -182,6 +185,13 @@ def test_best_flat_is_resolved_per_family_from_the_frozen_file(tmp_path):
     )
     assert r.encoder is not None and r.encoder.name == "hashing-384"
     assert flat_variant("best_flat", dataset="synthetic:tiny", path=path).config() == r.config()
+    lazy = flat_variant("best_flat", path=path, cache=False)
+    lazy.index(generate("tiny"))
+    assert lazy.config() == {
+        **flat_variant("flat_minmax", encoder="hashing", alpha=0.3).config(),
+        "name": "best_flat",
+        "family": "synthetic",
+    }
     assert best_flat_choice("SYNTHETIC", path)["validation"] == {"needed_recall@2000": 0.5}
 
 
@@ -206,15 +216,14 @@ def test_best_flat_bad_inputs_name_the_value(tmp_path):
         flat_variant("flat_magic")
     assert str(err.value) == (
         "unknown flat variant 'flat_magic'; known variants: flat_signet, flat_signet_uncapped, "
-        "flat_signet_full, flat_top15, flat_hybrid_bm25s, flat_vector, flat_bm25, flat_dense, flat_bm25_open, "
-        "flat_minmax, flat_rrf, best_flat"
+        "flat_signet_full, flat_top15, flat_hybrid_bm25s, flat_vector, flat_bm25, flat_dense, "
+        "flat_bm25_open, flat_minmax, flat_rrf, best_flat"
     )
-    with pytest.raises(ValueError) as err:
-        flat_variant("best_flat")
-    assert str(err.value) == (
-        "flat variant 'best_flat' is resolved per dataset family: pass dataset=<spec or family> "
-        "(e.g. dataset=locomo)"
-    )
+    lazy = flat_variant("best_flat", path=path)  # resolved when indexed, from the dataset's name
+    with pytest.raises(
+        ValueError, match=r"^best_flat has no frozen choice for dataset family 'hand' \(from 'hand'\)"
+    ):
+        lazy.index(_dataset([Memory(id="m1", content="apple")]))
     path.write_text(CHOICE.replace("flat_minmax", "flat_magic"))
     with pytest.raises(ValueError) as err:
         best_flat("synthetic", path)
@@ -229,4 +238,4 @@ def test_best_flat_bad_inputs_name_the_value(tmp_path):
 
 
 def test_best_flat_file_lives_in_conf():
-    assert BEST_FLAT_FILE == Path(__file__).resolve().parents[2] / "conf" / "best_flat.yaml"
+    assert Path(__file__).resolve().parents[2] / "conf" / "best_flat.yaml" == BEST_FLAT_FILE
