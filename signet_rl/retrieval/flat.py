@@ -25,10 +25,23 @@ What is reproduced, in order:
    of a session is off by default (``0``; Signet uses 5), because evaluation queries are independent; when
    on, a session is ``query.meta["session_key"]`` (default: the graph id).
 
-Step 4 of ``hybridRecall`` is **not** included: no rehearsal boost, no graph boost, no traversal boost and
-no embedding reranker (this store has no access history, and graph-aware retrieval is what desire paths
-is compared against). ``importance_min`` (0.3, the hook's filter) applies to both legs. Signet's rule that
-``min_score`` becomes 0.3 when only ``alpha`` is configured is not reproduced (``min_score`` is explicit).
+Step 4 of ``hybridRecall`` is **not** included by default: no rehearsal boost, no graph boost, no traversal
+boost and no embedding reranker (this store has no access history). ``graph_boost=True``
+(``flat_signet_full``) adds its graph boost, ``0.85·score + 0.15`` for the documents of the entities whose
+names the query contains (whole words, case-insensitive) and of their one-hop neighbours over dependencies
+(either direction), applied to the fused candidates; ``constraints=True`` puts Signet's always-injected
+constraints section first (the active constraints of those entities written by the query's time, most
+important first, whole constraints within 1,000 characters or the budget). ``importance_min`` (0.3, the
+hook's filter) applies to both legs; ``None`` switches it off (``UNCAPPED`` does).
+
+Beyond Signet, for the strongest-flat search (``experiments/best_flat.py``): linear fusion of min-max
+normalised legs (``fusion="minmax"``), and window expansion (``window=w``: each hit is followed by the
+memories up to ``w`` places before and after it in time order, nearest first, that the query may see and
+that were not injected yet; meant for ordered memories such as LoCoMo's turns). ``best_flat`` resolves to
+the choice that script froze for the dataset's family in ``conf/best_flat.yaml`` (:func:`best_flat`).
+
+Signet's rule that ``min_score`` becomes 0.3 when only ``alpha`` is configured is not reproduced
+(``min_score`` is explicit).
 
 **Pool.** Every non-deleted memory of each graph (``Unit(kind="memory")``), plus, when
 ``dataset.meta["pool_attribute_aspects"]`` names aspects (LoCoMo: ``["observations"]``), the non-deleted
