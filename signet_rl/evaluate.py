@@ -90,7 +90,13 @@ def evaluate_from_config(cfg: DictConfig) -> dict[str, float]:
             group=split.get("group"),
         )  # fmt: skip
     shared = build_retrievers(cfg.get("retrievers"), "retrievers")
-    if cfg.get("ceiling", False):
+    own = build_retrievers(cfg.get("own_caps"), "own_caps")
+    clash = sorted(set(shared) & set(own))
+    if clash:
+        raise ValueError(f"retrievers {clash} appear both under retrievers and own_caps")
+    if not shared and not own:
+        raise ValueError("no retrievers to evaluate: both retrievers and own_caps are empty")
+    if cfg.get("ceiling", False) and shared:  # a reference row beside the budgeted ones
         from signet_rl.evaluation.oracle import OracleScorer
         from signet_rl.pipeline.desire import DesirePathRetriever
 
@@ -99,12 +105,6 @@ def evaluate_from_config(cfg: DictConfig) -> dict[str, float]:
             OracleScorer(dataset), encoder=str(cfg.get("encoder", "hashing")), name="candidate_ceiling",
             config=OmegaConf.to_container(traversal, resolve=True) if traversal is not None else None,
         )  # type: ignore[arg-type]  # fmt: skip
-    own = build_retrievers(cfg.get("own_caps"), "own_caps")
-    clash = sorted(set(shared) & set(own))
-    if clash:
-        raise ValueError(f"retrievers {clash} appear both under retrievers and own_caps")
-    if not shared and not own:
-        raise ValueError("no retrievers to evaluate: both retrievers and own_caps are empty")
     common: dict[str, Any] = {
         "split": cfg.get("split", "test"),
         "ks": ks,

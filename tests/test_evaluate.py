@@ -213,3 +213,22 @@ def test_desire_vs_flat_experiment_runs_on_tiny(capsys):
 
     r = instantiate(cfg.retrievers.desire_prior)
     assert r.config.max_depth == cfg.dataset.traversal.max_depth == 2
+
+
+def test_a_dataset_with_a_learning_split_is_evaluated_on_its_test_fold(require_data, capsys):
+    """LoCoMo ships every question as test; evaluate scores the learning split's test fold only, never the
+    validation fold best_flat was chosen on (learning_split=false: every question)."""
+    require_data("locomo")
+    from signet_rl.datasets import load_dataset
+
+    full = load_dataset("locomo")
+    fold = full.learning_split(k=5, fold=0, seed=0, group="graph")
+    n_test = len(fold.split("test"))
+    assert 0 < n_test < len(full.queries)
+    only = ["dataset=locomo", "~retrievers", "~own_caps", "+retrievers.flat_bm25_open={_target_: "
+            "signet_rl.retrieval.flat.flat_variant, name: flat_bm25_open}", "baseline=null", "bootstrap=10",
+            "mlflow.enabled=false"]  # fmt: skip
+    evaluate_from_config(_cfg(*only))
+    assert f"locomo [test] {n_test} queries" in capsys.readouterr().out
+    evaluate_from_config(_cfg(*only, "learning_split=false"))
+    assert f"locomo [test] {len(full.queries)} queries" in capsys.readouterr().out
