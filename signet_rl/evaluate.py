@@ -100,11 +100,12 @@ def evaluate_from_config(cfg: DictConfig) -> dict[str, float]:
         from signet_rl.evaluation.oracle import OracleScorer
         from signet_rl.pipeline.desire import DesirePathRetriever
 
-        traversal = cfg.dataset.get("traversal")
+        node = cfg.dataset.get("traversal")
+        traversal = OmegaConf.to_container(node, resolve=True) if node is not None else None
         shared["candidate_ceiling"] = DesirePathRetriever(
             OracleScorer(dataset), encoder=str(cfg.get("encoder", "hashing")), name="candidate_ceiling",
-            config=OmegaConf.to_container(traversal, resolve=True) if traversal is not None else None,
-        )  # type: ignore[arg-type]  # fmt: skip
+            config={str(k): v for k, v in traversal.items()} if isinstance(traversal, dict) else None,
+        )  # fmt: skip
     common: dict[str, Any] = {
         "split": cfg.get("split", "test"),
         "ks": ks,

@@ -637,12 +637,13 @@ class FlatRetriever:
             return None
         limit = CONSTRAINTS_CHARS if budget_chars is None else min(CONSTRAINTS_CHARS, budget_chars)
         found.sort(key=lambda c: (-c[0], c[1]))
+        names = pool.scope.entity_name
 
         def render(chosen: list[tuple[float, str, str, str]]) -> str:
             by_entity: dict[str, list[str]] = {}
             for _, _, eid, content in chosen:
                 by_entity.setdefault(eid, []).append(content)
-            lines = [f"{pool.scope.entity_name.get(e, e)}: {'; '.join(cs)}" for e, cs in by_entity.items()]
+            lines = [f"{names.get(e, e)}: {'; '.join(cs)}" for e, cs in by_entity.items()]
             return "\n".join(["Constraints:", *lines])
 
         chosen: list[tuple[float, str, str, str]] = []
