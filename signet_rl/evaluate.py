@@ -4,15 +4,19 @@ A thin Hydra entry point (``conf/evaluate.yaml``) around :func:`evaluate_from_co
 config with the same keys and returns every logged metric, so a sweeper can optimise
 ``cfg.optimized_metric``::
 
-    python -m signet_rl.evaluate                                   # flat variants on synthetic:small
+    python -m signet_rl.evaluate                                   # the headline table on synthetic:small
     python -m signet_rl.evaluate dataset.spec=synthetic:medium max_queries=200
     python -m signet_rl.evaluate dataset=locomo encoder=minilm budget_chars=4000
-    python -m signet_rl.evaluate mlflow.enabled=false '~retrievers.flat_bm25'
+    python -m signet_rl.evaluate mlflow.enabled=false '~retrievers.desire_random' ceiling=false
     python -m signet_rl.train task=kg dataset=kg dataset.spec=kg:kinship  # KG datasets: the KG task
     mlflow ui --backend-store-uri sqlite:///mlflow.db              # then open the run
 
 Retrievers under ``retrievers`` share one character budget (``budget_chars``, the only cap in the
-comparison); retrievers under ``own_caps`` run with no shared budget, as a separate variant.
+comparison); retrievers under ``own_caps`` run with no shared budget, as a separate variant. By default the
+table shows ``best_flat`` (frozen per dataset family in ``conf/best_flat.yaml``; logged as
+``baseline_flat/*``), ``flat_signet_uncapped``, desire paths with each non-learned scorer and the candidate
+ceiling under the budget, and ``flat_signet`` under its own caps. A dataset config with a ``learning_split``
+(LoCoMo, MuSiQue) is evaluated on that split's test fold (``learning_split=false``: every query).
 """
 
 from __future__ import annotations
@@ -88,6 +92,12 @@ def evaluate_from_config(cfg: DictConfig) -> dict[str, float]:
     options = cfg.dataset.get("options")
     options = OmegaConf.to_container(options, resolve=True) if options is not None else None
     dataset = load_dataset(cfg.dataset.spec, root=cfg.dataset.get("data_root"), options=options)  # type: ignore[arg-type]
+    split = cfg.dataset.get("learning_split")
+    if cfg.get("learning_split", True) and split is not None:
+        dataset = dataset.learning_split(
+            k=int(split.k), fold=int(split.get("fold", 0)), seed=int(split.get("seed", 0)),
+            group=split.get("group"),
+        )  # fmt: skip
     shared = build_retrievers(cfg.get("retrievers"), "retrievers")
     own = build_retrievers(cfg.get("own_caps"), "own_caps")
     clash = sorted(set(shared) & set(own))
@@ -95,6 +105,16 @@ def evaluate_from_config(cfg: DictConfig) -> dict[str, float]:
         raise ValueError(f"retrievers {clash} appear both under retrievers and own_caps")
     if not shared and not own:
         raise ValueError("no retrievers to evaluate: both retrievers and own_caps are empty")
+    if cfg.get("ceiling", False) and shared:  # a reference row beside the budgeted ones
+        from signet_rl.evaluation.oracle import OracleScorer
+        from signet_rl.pipeline.desire import DesirePathRetriever
+
+        node = cfg.dataset.get("traversal")
+        traversal = OmegaConf.to_container(node, resolve=True) if node is not None else None
+        shared["candidate_ceiling"] = DesirePathRetriever(
+            OracleScorer(dataset), encoder=str(cfg.get("encoder", "hashing")), name="candidate_ceiling",
+            config={str(k): v for k, v in traversal.items()} if isinstance(traversal, dict) else None,
+        )  # fmt: skip
     common: dict[str, Any] = {
         "split": cfg.get("split", "test"),
         "ks": ks,

@@ -30,17 +30,25 @@ def _cfg(*overrides: str) -> DictConfig:
         return compose("evaluate", overrides=list(overrides))
 
 
-def test_evaluate_from_config_compares_the_flat_variants_on_tiny(capsys):
+HEADLINE = (
+    "best_flat", "flat_signet_uncapped", "desire_prior", "desire_ppr", "desire_random", "candidate_ceiling",
+    "flat_signet",
+)  # fmt: skip
+
+
+def test_evaluate_from_config_shows_the_headline_table_on_tiny(capsys):
+    """best_flat, flat_signet, the non-learned desire scorers and the ceiling, same queries; best_flat is the
+    logged flat baseline."""
     cfg = _cfg(*TINY, "mlflow.enabled=false")
     metrics = evaluate_from_config(cfg)
     out = capsys.readouterr().out
-    for name in ("flat_signet_uncapped", "flat_vector", "flat_bm25", "flat_signet"):
+    for name in HEADLINE:
         assert name in out
         assert f"retrieval/{name}/f1" in metrics
     assert "synthetic:tiny:0 [test] 16 queries" in out
     assert re.search(r"flat_signet +none", out)  # the own-caps variant is marked, not paired
-    assert metrics[cfg.optimized_metric] == metrics["retrieval/flat_signet_uncapped/f1"]
-    assert "retrieval/flat_vector/vs_baseline/f1_low" in metrics
+    assert metrics[cfg.optimized_metric] == metrics["retrieval/best_flat/f1"] == metrics["baseline_flat/f1"]
+    assert "retrieval/desire_ppr/vs_baseline/f1_low" in metrics
     assert not any(k.startswith("retrieval/flat_signet/vs_baseline") for k in metrics)
 
 
@@ -57,7 +65,7 @@ def test_hydra_entry_point_logs_one_mlflow_run_anchored_at_the_project(tmp_path)
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "flat_vector" in proc.stdout and "8 queries" in proc.stdout
+    assert "best_flat" in proc.stdout and "8 queries" in proc.stdout
     db = tmp_path / "mlflow.db"
     assert db.exists() and not (tmp_path / "outputs" / "run" / "mlflow.db").exists()
     assert (tmp_path / "outputs" / "run" / ".hydra" / "config.yaml").exists()
@@ -72,7 +80,7 @@ def test_hydra_entry_point_logs_one_mlflow_run_anchored_at_the_project(tmp_path)
     run = runs[0]
     assert run.info.status == "FINISHED"
     logged = run.data.metrics
-    for name in ("flat_signet_uncapped", "flat_vector", "flat_bm25", "flat_signet"):
+    for name in HEADLINE:
         for metric in (
             "needed_recall",
             "f1",
@@ -82,13 +90,13 @@ def test_hydra_entry_point_logs_one_mlflow_run_anchored_at_the_project(tmp_path)
             "latency_p95_ms",
         ):
             assert f"retrieval/{name}/{metric}" in logged
-    assert logged["baseline_flat/f1"] == logged["retrieval/flat_signet_uncapped/f1"]
-    assert "retrieval/flat_vector/vs_baseline/f1_low" in logged
-    assert "retrieval/flat_bm25/intent/changed/needed_recall" in logged
+    assert logged["baseline_flat/f1"] == logged["retrieval/best_flat/f1"]
+    assert "retrieval/flat_signet_uncapped/vs_baseline/f1_low" in logged
+    assert "retrieval/best_flat/intent/changed/needed_recall" in logged
     params = run.data.params
     assert params["dataset.spec"] == "synthetic:tiny"
     assert params["budget_chars"] == "2000" and params["max_queries"] == "8"
-    assert params["retrievers.flat_vector.name"] == "flat_vector"
+    assert params["retrievers.flat_signet_uncapped.name"] == "flat_signet_uncapped"
     assert re.fullmatch(r"[0-9a-f]{16}", params["dataset_hash"])
     tags = run.data.tags
     assert tags["dataset"] == "synthetic:tiny:0" and tags["split"] == "test"
@@ -128,7 +136,7 @@ def test_tracking_uri_is_absolute_and_anchored(tmp_path, monkeypatch):
         (["budget_chars=-100"], ValueError, "got -100"),
         (["dataset.spec=nope"], ValueError, "unknown dataset 'nope'"),
         (["dataset.spec=synthetic:huge"], ValueError, "huge"),
-        (["retrievers.flat_vector.name=flat_nope"], ValueError, "flat_nope"),
+        (["retrievers.flat_signet_uncapped.name=flat_nope"], ValueError, "flat_nope"),
         (["split=dev"], ValueError, "unknown split 'dev'"),
         (["baseline=flat_nope"], ValueError, "baseline 'flat_nope' is not among"),
         (["~retrievers", "~own_caps"], ValueError, "no retrievers to evaluate"),
@@ -142,8 +150,8 @@ def test_bad_inputs_name_the_value(overrides, error, message):
 
 
 def test_unknown_retriever_error_names_the_config_key():
-    cfg = _cfg(*TINY, "mlflow.enabled=false", "retrievers.flat_vector.name=flat_nope")
-    with pytest.raises(ValueError, match=r"retrievers\.flat_vector: cannot build retriever"):
+    cfg = _cfg(*TINY, "mlflow.enabled=false", "retrievers.flat_signet_uncapped.name=flat_nope")
+    with pytest.raises(ValueError, match=r"retrievers\.flat_signet_uncapped: cannot build retriever"):
         evaluate_from_config(cfg)
 
 
@@ -247,3 +255,22 @@ def test_a_signet_spec_without_its_config_says_so(tmp_path):
         "dataset's config: on the command line pass the dataset's own config with its spec, "
         f"dataset=signet dataset.spec=signet:{db}"
     ) in proc.stderr
+
+
+def test_a_dataset_with_a_learning_split_is_evaluated_on_its_test_fold(require_data, capsys):
+    """LoCoMo ships every question as test; evaluate scores the learning split's test fold only, never the
+    validation fold best_flat was chosen on (learning_split=false: every question)."""
+    require_data("locomo")
+    from signet_rl.datasets import load_dataset
+
+    full = load_dataset("locomo")
+    fold = full.learning_split(k=5, fold=0, seed=0, group="graph")
+    n_test = len(fold.split("test"))
+    assert 0 < n_test < len(full.queries)
+    only = ["dataset=locomo", "~retrievers", "~own_caps", "+retrievers.flat_bm25_open={_target_: "
+            "signet_rl.retrieval.flat.flat_variant, name: flat_bm25_open}", "baseline=null", "bootstrap=10",
+            "mlflow.enabled=false"]  # fmt: skip
+    evaluate_from_config(_cfg(*only))
+    assert f"locomo [test] {n_test} queries" in capsys.readouterr().out
+    evaluate_from_config(_cfg(*only, "learning_split=false"))
+    assert f"locomo [test] {len(full.queries)} queries" in capsys.readouterr().out

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -158,3 +161,40 @@ def test_neighbour_vote_ranks_by_the_neighbours_regions_on_a_hand_built_graph(tm
     dev = vote.vote_split("countries_toy", "validation", str(tmp_path))
     # w borders a (s1) and c (s2): a tie
     assert (dev["mrr"], dev["hits@1"]) == (75.0, 0.0)
+
+
+def test_best_flat_chooses_on_validation_freezes_and_checks(tmp_path, capsys):
+    """Tiny settings: every trial prints a validation figure (never a test one), the best is frozen with its
+    figures, --check reruns it, and a frozen figure that does not match a rerun is an error naming it."""
+    script = _load("best_flat")
+    out = tmp_path / "best_flat.yaml"
+    body = script.main(["--families", "synthetic", "--synthetic", "synthetic:tiny:0", "--encoders", "hashing",
+                        "--output", str(out)])  # fmt: skip
+    printed = capsys.readouterr().out
+    entry = body["families"]["synthetic"]
+    assert entry["trials"] == 13 and printed.count("needed_recall@2000") >= 13
+    assert (entry["split"], entry["queries"], entry["dataset"]) == ("validation", 16, "synthetic:tiny:0")
+    assert not any("test" in line.lower() for line in printed.splitlines() if not line.startswith("wrote "))
+    assert body["script_version"] == script.SCRIPT_VERSION
+    best = entry["validation"]["needed_recall@2000"]
+    figures = [float(m.group(1)) for m in re.finditer(r"\] needed_recall@2000 ([0-9.]+)", printed)]
+    assert len(figures) == 13
+    assert best == max(figures)
+    # the frozen file resolves and reruns to the same figures
+    from signet_rl.retrieval.flat import best_flat
+
+    assert best_flat("synthetic:tiny:0", out).name == "best_flat"
+    assert script.check(out)["synthetic"] == entry["validation"]
+    # a frozen figure that a rerun does not reproduce
+    text = out.read_text()
+    out.write_text(text.replace(f"needed_recall@2000: {best}", "needed_recall@2000: 0.9999"))
+    with pytest.raises(ValueError) as err:
+        script.main(["--check", "--output", str(out)])
+    assert str(err.value) == (
+        f"{out}: families.synthetic.validation.needed_recall@2000 is 0.9999 but a rerun of "
+        f"{script.label(entry['variant'], entry['params'])} on synthetic:tiny:0 validation gives {best}; the "
+        "data or the code changed since it was frozen: rerun python experiments/best_flat.py --families "
+        "synthetic and commit the new choice"
+    )
+    with pytest.raises(ValueError, match=r"no frozen choice for family 'locomo'; frozen: synthetic$"):
+        script.check(out, ["locomo"])

@@ -37,8 +37,11 @@ def signet(tiny, cache_dir):
 
 @pytest.fixture(scope="module")
 def open_flat(tiny, cache_dir):
-    """Uncapped and ungated: returns as much as it can, to check what may ever be returned."""
-    retriever = flat_variant("flat_signet_uncapped", gate=None, min_score=0.0, cache_dir=cache_dir)
+    """Uncapped and ungated but keeping the hook's importance filter: returns as much as it can, to check
+    what may ever be returned."""
+    retriever = flat_variant(
+        "flat_signet_uncapped", gate=None, min_score=0.0, importance_min=0.3, cache_dir=cache_dir
+    )
     retriever.index(tiny)
     return retriever
 
@@ -115,6 +118,20 @@ def test_deleted_and_unimportant_memories_are_never_returned(tiny, open_flat):
             assert not mem.loc[unit.items[0], "is_deleted"]
             assert mem.loc[unit.items[0], "importance"] >= 0.3
             assert unit.text == mem.loc[unit.items[0], "content"]
+
+
+def test_uncapped_drops_the_importance_filter_too(tiny, cache_dir):
+    """flat_signet_uncapped: the shared budget is the only cap, so low-importance memories come back."""
+    mem = tiny.graph.memories.set_index("id")
+    uncapped = flat_variant("flat_signet_uncapped", gate=None, min_score=0.0, cache_dir=cache_dir)
+    assert uncapped.importance_min is None
+    uncapped.index(tiny)
+    seen = {
+        unit.items[0]
+        for query in tiny.queries
+        for unit in uncapped.retrieve(dataclasses.replace(query, timestamp=None))
+    }
+    assert (mem.loc[sorted(seen), "importance"] < 0.3).any()
 
 
 def test_a_100k_character_query_is_cut_as_signet_cuts_it(tiny, signet):
