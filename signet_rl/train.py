@@ -59,6 +59,7 @@ def seed_everything(seed: int) -> None:
 
 def traversal_config(cfg: DictConfig) -> dict[str, Any]:
     """The dataset's ``traversal`` block with the non-null ``traversal.*`` overrides on top."""
+
     def plain(node: Any) -> Any:
         return OmegaConf.to_container(node, resolve=True) if node is not None else {}
 
@@ -89,16 +90,6 @@ def train(cfg: DictConfig) -> float:
 
         return float(train_kg(cfg))
     return train_bandit(cfg)
-
-
-def _sweep_dir() -> str | None:
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        hc = HydraConfig.get()
-    except ValueError:  # not under @hydra.main
-        return None
-    return str(hc.sweep.dir) if str(hc.mode) == "RunMode.MULTIRUN" else None
 
 
 def train_bandit(cfg: DictConfig) -> float:
@@ -134,14 +125,16 @@ def train_bandit(cfg: DictConfig) -> float:
     tracker = None
     mlcfg = cfg.get("mlflow") or {}
     if mlcfg.get("enabled", False):
-        from signet_rl.tracking import TrainingRun
+        from signet_rl.tracking import TrainingRun, sweep_job
 
         id_file = out / "mlflow_run_id"
         resume_id = id_file.read_text().strip() if id_file.exists() and (out / CHECKPOINT).exists() else None
+        job = sweep_job()  # a sweep's jobs are named by the overrides they sweep
         tracker = TrainingRun(
             cfg, experiment=mlcfg.get("experiment") or "signet_rl-train",
             tracking_uri=mlcfg.get("tracking_uri"), run_name=mlcfg.get("run_name") or
-            f"{scorer.name}-{dataset.name}-seed{seed}", run_id=resume_id, sweep=_sweep_dir(),
+            (job.name if job else f"{scorer.name}-{dataset.name}-seed{seed}"), run_id=resume_id,
+            sweep=job.dir if job else None,
             tags={"dataset": dataset.name, "scorer": scorer.name, "task": "bandit"},
         )  # fmt: skip
         id_file.write_text(tracker.run_id)
