@@ -194,8 +194,8 @@ def train_bandit(cfg: DictConfig) -> float:
     result.rows.to_csv(art / "per_query.csv", index=False)
     (art / "final_metrics.json").write_text(json.dumps(final, indent=2, sort_keys=True))
     save = getattr(scorer, "save", None)
-    if save is not None:
-        save(art / "policy")
+    if save is not None:  # with the traversal it was trained with, which loading it restores
+        save(art / "policy", traversal=traversal)
     if tracker is not None:
         tracker.log_metrics(final, trainer.step)
         tracker.log_artifacts(art)
