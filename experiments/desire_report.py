@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from signet_rl import smoke
 from signet_rl.datasets import load_dataset
 from signet_rl.evaluation.harness import evaluate, render_markdown
 from signet_rl.evaluation.oracle import OracleScorer
@@ -121,6 +122,10 @@ def main(argv: list[str] | None = None) -> str:
     )
     ap.add_argument("--scratch-dir", default=None, help=f"where refused and scratch runs go ({SCRATCH})")
     args = ap.parse_args(argv)
+    if smoke.enabled():  # SIGNET_RL_SMOKE=1: the tiny preset (or 20 queries), 20 draws; lands in scratch
+        args.dataset = smoke.tiny_spec(args.dataset)
+        args.n_boot = min(args.n_boot, 20)
+        args.max_queries = None if args.dataset.startswith("synthetic:") else 20
     ds = load_dataset(args.dataset)
     traversal = ds.meta.get("traversal")  # none of the loaders set one today; dataset configs may
     subset = f" --max-queries {args.max_queries}" if args.max_queries else ""

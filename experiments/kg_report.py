@@ -90,6 +90,7 @@ from pathlib import Path
 
 import numpy as np
 
+from signet_rl import smoke
 from signet_rl.reporting import SCRATCH, Section, describe, publish, refusal
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -324,6 +325,8 @@ def run_one(name: str, seed: int, budget: float, recipe: str = "shaped", runs: P
                 "task.progress=false",
             ],
         )
+    if smoke.enabled():  # SIGNET_RL_SMOKE=1: no anchors, a second of training (signet_rl.smoke)
+        smoke.shrink_train(cfg)
     t = time.perf_counter()
     out = run_kg(cfg)
     print(f"[{name} {recipe} seed {seed}] {time.perf_counter() - t:.0f} s", flush=True)
@@ -568,6 +571,8 @@ def main(argv: list[str] | None = None) -> str:
     )
     ap.add_argument("--scratch-dir", default=None, help="where refused and scratch runs go (runs/scratch)")
     args = ap.parse_args(argv)
+    if smoke.enabled():  # SIGNET_RL_SMOKE=1: one seed, one second (another protocol: it lands in scratch)
+        args.seeds, args.budget = args.seeds[:1], 1.0
     scratch_root = Path(args.scratch_dir) if args.scratch_dir else SCRATCH_ROOT
     scratch = args.scratch
     if not args.report_only and not scratch and not args.replace:
@@ -585,6 +590,8 @@ def main(argv: list[str] | None = None) -> str:
                     except Exception as exc:  # one failed run must not lose the others
                         what = f"{type(exc).__name__}: {exc}"
                         print(f"[{name} {recipe} seed {seed}] FAILED: {what}", flush=True)
+                        if smoke.enabled():  # a smoke run is there to show that every step runs
+                            raise
     sync_ledger(runs, ledger, replace=args.replace)
     body = report(runs, ledger)
     print(body)

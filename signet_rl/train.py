@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from signet_rl import smoke
 from signet_rl.datasets import load_dataset
 from signet_rl.evaluation.oracle import OracleScorer
 from signet_rl.learning.trainer import CHECKPOINT, BanditConfig, BanditTrainer, learning_curve_png
@@ -59,7 +60,6 @@ def seed_everything(seed: int) -> None:
 
 def traversal_config(cfg: DictConfig) -> dict[str, Any]:
     """The dataset's ``traversal`` block with the non-null ``traversal.*`` overrides on top."""
-
     def plain(node: Any) -> Any:
         return OmegaConf.to_container(node, resolve=True) if node is not None else {}
 
@@ -85,6 +85,8 @@ def run_dir(cfg: DictConfig) -> Path:
 
 def train(cfg: DictConfig) -> float:
     """Train, evaluate and log the run ``cfg`` describes; returns ``cfg.optimized_metric`` (validation)."""
+    if smoke.enabled():  # SIGNET_RL_SMOKE=1: the same code path in seconds (signet_rl.smoke)
+        smoke.shrink_train(cfg)
     if str(cfg.task.get("name", "bandit")) == "kg":
         from signet_rl.kg.train import train_kg
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import tracked_changes
+from repo_copy import tracked_changes
 
 from signet_rl.reporting import Section, publish, read_section, splice
 
