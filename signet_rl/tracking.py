@@ -271,7 +271,9 @@ class TrainingRun:
     """One training run in MLflow: params once, metrics over interactions, artifacts at the end.
 
     A resumed run continues the same MLflow run (pass the ``run_id`` a checkpoint kept). Runs of one Hydra
-    multirun are grouped under a parent run named after the sweep (tag ``sweep``), one child per job.
+    multirun are grouped under a parent run named after the sweep (tag ``sweep``), one child per job
+    (``python -m signet_rl.train`` names each by the overrides it sweeps, :func:`sweep_job`);
+    :class:`SweepCallback` ends the parent when the sweep ends and marks a failed job's run FAILED.
 
     Args:
         cfg: the config (logged flattened as params).
