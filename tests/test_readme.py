@@ -150,9 +150,10 @@ class Runner:
         return int(json.loads(answer)["rc"]), log.read_text() if log.exists() else ""
 
     def close(self) -> None:
-        assert self.proc.stdin is not None
+        assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.close()
         self.proc.wait(timeout=60)
+        self.proc.stdout.close()
 
 
 def run_shell(step: Step, repo: Path, runner: Runner, env: dict[str, str]) -> tuple[int, str]:
