@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMA_TEST = "tests/test_train_entry.py::test_a_dataset_without_queries_is_refused"
 
 
 def test_ci_sets_the_schema_variable_when_the_schema_is_beside_the_checkout(tmp_path):
@@ -33,10 +32,19 @@ def test_ci_sets_the_schema_variable_when_the_schema_is_beside_the_checkout(tmp_
 
 
 def _schema_test(tmp_path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    """pytest on one test asking for the ``signet_schema_path`` fixture of tests/conftest.py, in a folder of
+    its own (a copy of the conftest beside it), with the data root at an empty ``tmp_path/data``."""
+    folder = tmp_path / "suite"
+    folder.mkdir(exist_ok=True)
+    shutil.copy2(ROOT / "tests" / "conftest.py", folder / "conftest.py")
+    (folder / "test_schema.py").write_text(
+        "def test_schema(signet_schema_path):\n    assert signet_schema_path\n"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNET_RL_")}
-    env.update(SIGNET_RL_DATA=str(tmp_path / "data"), **extra)
-    cmd = [sys.executable, "-m", "pytest", SCHEMA_TEST, "-rsf", "-p", "no:cacheprovider", "-q"]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    env.update(SIGNET_RL_DATA=str(tmp_path / "data"), PYTHONPATH=str(ROOT), **extra)
+    (folder / "pytest.ini").write_text("[pytest]\n")  # this folder is the rootdir, not the repository
+    cmd = [sys.executable, "-m", "pytest", "test_schema.py", "-rsf", "-p", "no:cacheprovider", "-q"]
+    return subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_a_missing_schema_skips_naming_the_variable_and_fails_when_data_is_required(tmp_path):
@@ -45,7 +53,7 @@ def test_a_missing_schema_skips_naming_the_variable_and_fails_when_data_is_requi
         f"Signet's schema_v30.sql not found (looked at {looked}); set SIGNET_RL_SIGNET_SCHEMA to its path"
     )
     skipped = _schema_test(tmp_path)
-    assert skipped.returncode == 0 and "1 skipped" in skipped.stdout
+    assert skipped.returncode == 0 and "1 skipped" in skipped.stdout, skipped.stdout[-2000:]
     assert reason in skipped.stdout.replace("\n", "")
     failed = _schema_test(tmp_path, SIGNET_RL_REQUIRE_DATA="1")
     assert failed.returncode == 1 and "1 error" in failed.stdout  # a fixture failing is an error

@@ -1,11 +1,11 @@
 """signet_rl.reporting, and the report scripts run in a fresh copy of the repository: no script silently
-replaces a committed result, deletes a committed table, or writes a short run into tracked files."""
+replaces a committed result, deletes a committed table, or writes a short run into tracked files (each script
+runs in this process, but from the copy: its ROOT, results page and ledger are the copy's)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -67,29 +67,32 @@ def _tiny_kinship(root: Path) -> Path:
     return root
 
 
-def _run(repo: Path, *args: str, data: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(repo)}
-    if data is not None:
-        env["SIGNET_RL_DATA"] = str(data)
-    done = subprocess.run(
-        [sys.executable, *args], cwd=repo, env=env, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done
+def _run(repo: Path, script: str, *args: str, capsys) -> tuple[str, str]:
+    """Run ``main(args)`` of the copy's ``experiments/<script>.py`` in this process (its ROOT is the copy);
+    returns what it printed (stdout, stderr)."""
+    path = repo / "experiments" / f"{script}.py"
+    spec = importlib.util.spec_from_file_location(f"copy_{script}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up here
+    spec.loader.exec_module(module)
+    capsys.readouterr()
+    module.main(list(args))
+    return capsys.readouterr()
 
 
-def test_report_scripts_never_touch_committed_results_in_short_runs(repo_copy, tmp_path):
+def test_report_scripts_never_touch_committed_results_in_short_runs(repo_copy, tmp_path, capsys, monkeypatch):
     repo = repo_copy
+    monkeypatch.delenv("SIGNET_RL_SMOKE", raising=False)
     committed_ledger = (repo / "experiments" / "kg_runs" / "runs.json").read_text()
     # a short KG run of a committed row: refused naming both protocols, run and tabled under runs/scratch/
-    data = _tiny_kinship(tmp_path / "data")
-    done = _run(repo, "experiments/kg_report.py", "--datasets", "kinship", "--seeds", "0", "--budget", "2",
-                data=data)  # fmt: skip
+    monkeypatch.setenv("SIGNET_RL_DATA", str(_tiny_kinship(tmp_path / "data")))
+    done = _run(repo, "kg_report", "--datasets", "kinship", "--seeds", "0", "--budget", "2", capsys=capsys)
     assert (
         "kg_report.py: not replacing the committed kinship shaped row of experiments/kg_runs/runs.json and "
         "docs/results.md (committed: seeds 0,1,2 budget 1200 s; this run: seeds 0 budget 2 s); its results "
         "go to runs/scratch/ instead. Pass --replace to replace it."
-    ) in done.stderr
+    ) in done.err
     assert tracked_changes(repo) == []
     assert (repo / "experiments" / "kg_runs" / "runs.json").read_text() == committed_ledger
     scratch = json.loads((repo / "runs" / "scratch" / "kg_runs" / "runs.json").read_text())
@@ -97,39 +100,39 @@ def test_report_scripts_never_touch_committed_results_in_short_runs(repo_copy, t
     assert "| kinship | ours: walker" in (repo / "runs" / "scratch" / "results.md").read_text()
     assert not (repo / "runs" / "report-kg").exists()
     # --scratch: any run goes there, even one of a row nobody committed
-    _run(repo, "experiments/kg_report.py", "--datasets", "kinship", "--recipes", "likelihood_patient",
-         "--seeds", "7", "--budget", "1200", "--scratch", data=data)  # fmt: skip
+    _run(repo, "kg_report", "--datasets", "kinship", "--recipes", "likelihood_patient", "--seeds", "7",
+         "--budget", "1200", "--scratch", capsys=capsys)  # fmt: skip
     assert tracked_changes(repo) == []
     assert (
         "kinship-likelihood_patient-s7" in (repo / "runs" / "scratch" / "kg_runs" / "runs.json").read_text()
     )
     # the table rebuilt from the committed ledger: the same figures, the file left as it is
-    done = _run(repo, "experiments/kg_report.py", "--report-only")
-    assert "figures unchanged, left as committed: kg" in done.stdout and tracked_changes(repo) == []
+    done = _run(repo, "kg_report", "--report-only", capsys=capsys)
+    assert "figures unchanged, left as committed: kg" in done.out and tracked_changes(repo) == []
     # learning_report.py --report-only in a clean checkout (no finished runs): the tables stay
-    done = _run(repo, "experiments/learning_report.py", "--report-only")
+    done = _run(repo, "learning_report", "--report-only", capsys=capsys)
     assert (
         "learning_report.py: not replacing the committed section 'learning' of docs/results.md (committed: "
         f"complete groups {GROUPS}; this run: complete groups (none)); its results go to "
         "runs/scratch/results.md instead. Pass --replace to replace it."
-    ) in done.stderr
+    ) in done.err
     assert tracked_changes(repo) == []
     assert "_no finished runs yet_" in (repo / "runs" / "scratch" / "results.md").read_text()
     # desire_report.py and flat_baseline_report.py on the tiny preset: other protocols, refused
-    done = _run(repo, "experiments/desire_report.py", "--dataset", "synthetic:tiny:0", "--n-boot", "20")
+    done = _run(repo, "desire_report", "--dataset", "synthetic:tiny:0", "--n-boot", "20", capsys=capsys)
     assert (
         "desire_report.py: not replacing the committed section 'desire' of docs/results.md (committed: "
         "dataset synthetic:medium:0 budgets 2000,400 max_queries None n_boot 1000; this run: dataset "
         "synthetic:tiny:0 budgets 2000,400 max_queries None n_boot 20); its results go to "
         "runs/scratch/results.md instead. Pass --replace to replace it."
-    ) in done.stderr
-    done = _run(repo, "experiments/flat_baseline_report.py", "--fast", "--sections", "synthetic",
-                "--synthetic", "synthetic:tiny:0")  # fmt: skip
+    ) in done.err
+    done = _run(repo, "flat_baseline_report", "--fast", "--sections", "synthetic", "--synthetic",
+                "synthetic:tiny:0", capsys=capsys)  # fmt: skip
     assert (
         "flat_baseline_report.py: not replacing the committed section 'synthetic' of docs/results.md "
         "(committed: fast False synthetic synthetic:medium:0; this run: fast True synthetic "
         "synthetic:tiny:0); its results go to runs/scratch/results.md instead. Pass --replace to replace it."
-    ) in done.stderr
+    ) in done.err
     assert tracked_changes(repo) == []
     scratch_md = (repo / "runs" / "scratch" / "results.md").read_text()
     assert "<!-- desire:start -->" in scratch_md and "<!-- synthetic:start -->" in scratch_md
