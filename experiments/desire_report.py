@@ -4,9 +4,12 @@ Same queries, same budget, one run: ``flat_signet_uncapped`` (Signet's hybrid re
 cap), desire paths scored by ``prior``, ``ppr`` and ``random``, and the **candidate ceiling** — the same
 traversal's candidates ranked by an oracle that reads ground truth (evaluation only), so traversal misses
 and scorer misses can be told apart. Each ``--budgets`` value is a separate comparison (a tight budget is
-where scorers differ on recall). Writes its section into ``docs/results.md`` between markers named after
-the dataset (``desire:start``/``desire:end`` for the synthetic benchmark, ``desire-<kind>:start``/``:end``
-otherwise) and prints it.
+where scorers differ on recall). Prints its section and writes it into ``docs/results.md`` between markers
+named after the dataset (``desire:start``/``desire:end`` for the synthetic benchmark,
+``desire-<kind>:start``/``:end`` otherwise) through :func:`signet_rl.reporting.publish`: a rerun whose figures
+match the committed ones (timings and date aside) changes nothing, and a run of another protocol (dataset,
+budgets, query subset, bootstrap draws) goes to ``runs/scratch/results.md`` unless ``--replace``;
+``--scratch`` sends any run there.
 
     python experiments/desire_report.py                           # synthetic:medium:0, test split
     python experiments/desire_report.py --dataset locomo --max-queries 300
@@ -16,29 +19,32 @@ otherwise) and prints it.
 from __future__ import annotations
 
 import argparse
+import re
 import time
 from pathlib import Path
 
 import pandas as pd
 
+from signet_rl import smoke
 from signet_rl.datasets import load_dataset
 from signet_rl.evaluation.harness import evaluate, render_markdown
 from signet_rl.evaluation.oracle import OracleScorer
 from signet_rl.pipeline.desire import DesirePathRetriever
+from signet_rl.reporting import SCRATCH, Section, publish
 from signet_rl.retrieval.flat import UNCAPPED, flat_variant
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = ["needed_recall", "precision", "f1", "ndcg@10", "mrr", "tokens", "misleading_items"]
 # Kept for the synthetic section (and the tests that look for it).
 START, END = "<!-- desire:start -->", "<!-- desire:end -->"
+# Timings in the budget headings: a rerun with other timings and the same figures changes nothing.
+SECONDS = re.compile(r", \d+ s\)")
 
 
-def markers(dataset: str) -> tuple[str, str]:
-    """The markers of ``dataset``'s section in the results file."""
+def section_name(dataset: str) -> str:
+    """The marker name of ``dataset``'s section in the results file."""
     kind = dataset.split(":", 1)[0]
-    if kind == "synthetic":
-        return START, END
-    return f"<!-- desire-{kind}:start -->", f"<!-- desire-{kind}:end -->"
+    return "desire" if kind == "synthetic" else f"desire-{kind}"
 
 
 def table(frame: pd.DataFrame, digits: int = 3) -> str:
@@ -110,7 +116,16 @@ def main(argv: list[str] | None = None) -> str:
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--max-queries", type=int, default=None, help="a seeded subset of the test queries")
     ap.add_argument("--output", default=str(ROOT / "docs" / "results.md"))
+    ap.add_argument("--replace", action="store_true", help="replace a committed section of another protocol")
+    ap.add_argument(
+        "--scratch", action="store_true", help=f"an exploratory run: write under {SCRATCH}/, not --output"
+    )
+    ap.add_argument("--scratch-dir", default=None, help=f"where refused and scratch runs go ({SCRATCH})")
     args = ap.parse_args(argv)
+    if smoke.enabled():  # SIGNET_RL_SMOKE=1: the tiny preset (or 20 queries), 20 draws; lands in scratch
+        args.dataset = smoke.tiny_spec(args.dataset)
+        args.n_boot = min(args.n_boot, 20)
+        args.max_queries = None if args.dataset.startswith("synthetic:") else 20
     ds = load_dataset(args.dataset)
     traversal = ds.meta.get("traversal")  # none of the loaders set one today; dataset configs may
     subset = f" --max-queries {args.max_queries}" if args.max_queries else ""
@@ -131,17 +146,20 @@ def main(argv: list[str] | None = None) -> str:
         lines += section(ds, budget, args.n_boot, args.max_queries, traversal)
     body = "\n".join(lines)
     print(body)
-    start, end = markers(args.dataset)
-    out = Path(args.output)
-    text = out.read_text() if out.exists() else "# Results\n\n"
-    block = f"{start}\n{body}\n{end}"
-    if start in text:
-        head, rest = text.split(start, 1)
-        text = head + block + rest.split(end, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    out.write_text(text)
-    print(f"wrote {out}")
+    protocol = {
+        "dataset": args.dataset,
+        "budgets": list(args.budgets),
+        "max_queries": args.max_queries,
+        "n_boot": args.n_boot,
+    }
+    publish(
+        args.output,
+        [Section(section_name(args.dataset), body, protocol=protocol, volatile=(SECONDS,))],
+        "desire_report.py",
+        replace=args.replace,
+        scratch=args.scratch,
+        scratch_dir=args.scratch_dir or ROOT / SCRATCH,
+    )
     return body
 
 

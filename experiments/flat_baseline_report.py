@@ -1,6 +1,10 @@
 """The flat-retrieval baseline's figures: the yardstick every later result is read against.
 
-Runs every comparison of issue 3 §6 and writes them between markers in ``docs/results.md`` (and prints them):
+Runs every comparison of issue 3 §6 and prints them; each section goes between its markers in
+``docs/results.md`` (inside ``flat-baseline:start``/``:end``) through :func:`signet_rl.reporting.publish`,
+which leaves a section whose figures are unchanged as it is and sends a run of another protocol
+(``--fast``, another ``--synthetic``) to ``runs/scratch/results.md`` unless ``--replace`` (``--scratch``:
+always there):
 
 1. ``synthetic:medium`` test split, budget 2,000 characters: the flat variants per intent, with bootstrap
    95% intervals; Signet's capped variant beside them, unpaired.
@@ -39,6 +43,7 @@ from signet_rl.evaluation.harness import (
     render_markdown,
 )
 from signet_rl.evaluation.metrics import bootstrap_ci
+from signet_rl.reporting import SCRATCH, Section, publish
 from signet_rl.retrieval.entry import EntrySearch
 from signet_rl.retrieval.flat import UNCAPPED, flat_variant
 from signet_rl.retrieval.gate import SignificanceGate
@@ -346,6 +351,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sections", nargs="*", default=["synthetic", "locomo", "musique", "entry"])
     ap.add_argument("--synthetic", default=Settings.synthetic, help="synthetic dataset spec")
     ap.add_argument("--output", default=str(RESULTS), help="the Markdown file to write the section into")
+    ap.add_argument("--replace", action="store_true", help="replace a committed section of another protocol")
+    ap.add_argument(
+        "--scratch", action="store_true", help=f"an exploratory run: write under {SCRATCH}/, not --output"
+    )
+    ap.add_argument("--scratch-dir", default=None, help=f"where refused and scratch runs go ({SCRATCH})")
     args = ap.parse_args(argv)
     s = Settings(synthetic=args.synthetic)
     if args.fast:
@@ -362,31 +372,26 @@ def main(argv: list[str] | None = None) -> None:
         "musique": musique_section,
         "entry": entry_intent_section,
     }
-    results = Path(args.output)
-    results.parent.mkdir(parents=True, exist_ok=True)
-    text = results.read_text() if results.exists() else "# Results\n\n"
-    if START not in text:
-        text = text.rstrip() + f"\n\n## Flat-retrieval baseline (issue 3)\n\n{START}\n{END}\n"
+    protocol = {"fast": bool(args.fast), "synthetic": args.synthetic}
+    out = []
     for name in args.sections:
         t = time.perf_counter()
         body = sections[name](s)
         print(body)
         print(f"[{name}: {time.perf_counter() - t:.1f} s]\n")
-        text = replace_section(text, name, "\n".join([*stamp, body]))
-    results.write_text(text)
-    print(f"wrote {results}")
-
-
-def replace_section(text: str, name: str, body: str) -> str:
-    """``text`` with the part between ``name``'s markers replaced by ``body``; a section not there yet is
-    added at the end of the flat-baseline block. Other sections are left as they are."""
-    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    block = f"{start}\n{body}\n{end}"
-    if start in text:
-        head, rest = text.split(start, 1)
-        return head + block + rest.split(end, 1)[1]
-    head, rest = text.split(END, 1)
-    return f"{head}{block}\n{END}{rest}"
+        out.append(
+            Section(
+                name,
+                "\n".join([*stamp, body]),
+                protocol=protocol,
+                parent="flat-baseline",
+                heading="## Flat-retrieval baseline (issue 3)",
+            )
+        )
+    publish(
+        args.output, out, "flat_baseline_report.py", replace=args.replace, scratch=args.scratch,
+        scratch_dir=args.scratch_dir or ROOT / SCRATCH,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

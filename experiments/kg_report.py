@@ -74,17 +74,28 @@ setting; seeds 3, 4 and 5, the ones its parent recipe reports), ``regularised_em
 with its weights averaged, ``task.ema_decay`` 0.995) and ``regularised_wide`` (``regularised_ema`` with an
 800-unit MLP) and ``warm_dropout_ema`` (``warm_dropout`` with its weights averaged) run the other recipes. A
 finished run is skipped; to give one more time, delete its ``results.json`` and rerun with a larger
-``--budget`` (its checkpoint resumes; the budget counts training seconds across sittings). """
+``--budget`` (its checkpoint resumes; the budget counts training seconds across sittings).
+
+Committed results are never replaced silently: a run whose ``--budget`` is not the one a committed row of
+the same dataset and recipe was trained with (each ledger entry records its ``budget_s``) is refused, the
+refusal naming both protocols, and runs under ``runs/scratch/`` with its own ledger and table
+(``runs/scratch/kg_runs/``, ``runs/scratch/results.md``), unless ``--replace``; ``--scratch`` sends any run
+there. A ``--report-only`` whose table matches the committed one leaves ``docs/results.md`` as it is.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import yaml
+
+from signet_rl import smoke
+from signet_rl.reporting import SCRATCH, Section, describe, publish, refusal
 
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- kg:start -->", "<!-- kg:end -->"
@@ -257,16 +268,18 @@ def job_overrides(name: str, recipe: str, seed: int, budget: float, folder: Path
     ]
 
 
-def run_one(name: str, seed: int, budget: float, recipe: str = "shaped") -> dict:
+def run_one(name: str, seed: int, budget: float, recipe: str = "shaped", runs: Path | None = None) -> dict:
     from hydra import compose, initialize_config_dir
 
     from signet_rl.tasks.kg import run_kg
 
-    folder = ROOT / "runs" / "report-kg" / f"{name}-{recipe}-s{seed}"
+    folder = (runs or RUNS) / f"{name}-{recipe}-s{seed}"
     if (folder / "results.json").exists():
         return json.loads((folder / "results.json").read_text())
     with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=job_overrides(name, recipe, seed, budget, folder))
+    if smoke.enabled():  # SIGNET_RL_SMOKE=1: no anchors, a second of training (signet_rl.smoke)
+        smoke.shrink_train(cfg)
     t = time.perf_counter()
     out = run_kg(cfg)
     print(f"[{name} {recipe} seed {seed}] {time.perf_counter() - t:.0f} s", flush=True)
@@ -286,6 +299,8 @@ def whole_seconds(timing: dict) -> tuple[float, bool]:
 
 LEDGER = ROOT / "experiments" / "kg_runs"
 RUNS = ROOT / "runs" / "report-kg"
+# Refused and --scratch runs: their run folders, ledger and table (runs/ is ignored by git).
+SCRATCH_ROOT = ROOT / SCRATCH
 # Table rows from before the ledger: the runs of the sittings before it was kept (their folders under runs/
 # were not committed), verbatim, keyed by dataset and row key. A row the ledger can compute replaces its own.
 BEFORE_LEDGER = "before_ledger.json"
@@ -293,13 +308,14 @@ BEFORE_LEDGER = "before_ledger.json"
 LEDGER_RUNS = "runs.json"
 
 
-def summarise(results: dict, name: str, recipe: str, seed: int) -> dict:
+def summarise(results: dict, name: str, recipe: str, seed: int, budget_s: float | None = None) -> dict:
     """The part of a run's ``results.json`` the table needs, small enough to commit: its test and validation
-    metrics and its timing."""
+    metrics, its timing and its training budget (``task.time_budget_s``, the protocol a rerun must match)."""
     return {
         "dataset": name,
         "recipe": recipe,
         "seed": seed,
+        "budget_s": budget_s,
         "path_length": results.get("path_length"),
         "test": results.get("test", {}),
         "validation": results.get("validation", {}),
@@ -307,24 +323,97 @@ def summarise(results: dict, name: str, recipe: str, seed: int) -> dict:
     }
 
 
-def sync_ledger(runs: Path = RUNS, ledger: Path = LEDGER) -> list[str]:
-    """Copy every finished run under ``runs`` into the committed ledger, ``<ledger>/runs.json`` (one entry
-    per run folder name, ``<name>-<recipe>-s<seed>``), so the table can be rebuilt from a clean checkout. A
-    run's own results.json wins over an older copy. Returns the names of the entries written."""
+def run_budget(folder: Path) -> float | None:
+    """The training budget a run folder's ``config.yaml`` gives (``task.time_budget_s``), or None."""
+    import yaml
+
+    config = folder / "config.yaml"
+    if not config.exists():
+        return None
+    task = (yaml.safe_load(config.read_text()) or {}).get("task") or {}
+    budget = task.get("time_budget_s")
+    return None if budget is None else float(budget)
+
+
+def _split_name(folder: str) -> tuple[str, str, int]:
+    stem, seed = folder.rsplit("-s", 1)
+    name, recipe = stem.rsplit("-", 1)
+    return name, recipe, int(seed)
+
+
+def sync_ledger(runs: Path = RUNS, ledger: Path = LEDGER, replace: bool = False) -> list[str]:
+    """Copy every finished run under ``runs`` into the ledger, ``<ledger>/runs.json`` (one entry per run
+    folder name, ``<name>-<recipe>-s<seed>``), so the table can be rebuilt from a clean checkout. A run's own
+    results.json wins over an older copy of the same budget; one of another budget is left out (and named)
+    unless ``replace``. Returns the names of the entries written."""
     book = ledger / LEDGER_RUNS
     entries: dict[str, dict] = json.loads(book.read_text()) if book.exists() else {}
     written = []
     for path in sorted(runs.glob("*/results.json")):
-        stem, seed = path.parent.name.rsplit("-s", 1)
-        name, recipe = stem.rsplit("-", 1)
-        summary = summarise(json.loads(path.read_text()), name, recipe, int(seed))
-        if entries.get(path.parent.name) != summary:
-            entries[path.parent.name] = summary
-            written.append(path.parent.name)
+        name, recipe, seed = _split_name(path.parent.name)
+        summary = summarise(json.loads(path.read_text()), name, recipe, seed, run_budget(path.parent))
+        old = entries.get(path.parent.name)
+        if old == summary:
+            continue
+        if old is not None and old.get("budget_s") != summary["budget_s"] and not replace:
+            print(
+                f"kg_report.py: not copying {path.parent} into {book}: its budget "
+                f"{describe({'budget': summary['budget_s']})} is not the committed run's "
+                f"{describe({'budget': old.get('budget_s')})}; pass --replace to replace it",
+                file=sys.stderr,
+            )
+            continue
+        entries[path.parent.name] = summary
+        written.append(path.parent.name)
     if written:
         ledger.mkdir(parents=True, exist_ok=True)
         book.write_text(json.dumps(dict(sorted(entries.items())), indent=1, sort_keys=True) + "\n")
     return written
+
+
+def committed_protocol(dataset: str, recipe: str, ledger: Path = LEDGER) -> dict | None:
+    """The seeds and training budget of the committed row of ``recipe``'s walker on ``dataset``: from the
+    ledger's runs, else from the row kept from before the ledger; None when nothing is committed."""
+    book = ledger / LEDGER_RUNS
+    entries = json.loads(book.read_text()).values() if book.exists() else []
+    mine = [e for e in entries if e["dataset"] == dataset and e["recipe"] == recipe]
+    if mine:
+        seeds = sorted(int(e["seed"]) for e in mine)
+        budgets = sorted({e.get("budget_s") for e in mine}, key=lambda b: (b is None, b or 0))
+    else:
+        before = ledger / BEFORE_LEDGER
+        kept = json.loads(before.read_text())["rows"] if before.exists() else []
+        row = next((k for k in kept if k["dataset"] == dataset and k["key"] == f"kg_walk:{recipe}"), None)
+        if row is None:
+            return None
+        seeds, budgets = list(row.get("seeds", [])), [row.get("budget_s")]
+    return {"seeds": seeds, "budget": _budget_text(budgets)}
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when inside it (for messages)."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _budget_text(budgets: list[float | None]) -> str:
+    return " / ".join("unrecorded" if b is None else f"{b:g} s" for b in budgets)
+
+
+def refusals(datasets: list[str], recipes: list[str], seeds: list[int], budget: float,
+             ledger: Path = LEDGER, scratch: Path = SCRATCH_ROOT) -> list[str]:  # fmt: skip
+    """One message per committed row this run would change with another training budget."""
+    out = []
+    this = {"seeds": sorted(seeds), "budget": _budget_text([budget])}
+    for name in datasets:
+        for recipe in recipes:
+            committed = committed_protocol(name, recipe, ledger)
+            if committed is not None and committed["budget"] != this["budget"]:
+                what = f"{name} {recipe} row of {_shown(ledger / LEDGER_RUNS)} and docs/results.md"
+                out.append(refusal("kg_report.py", what, committed, this, f"{_shown(scratch)}/"))
+    return out
 
 
 def _row_labels() -> dict[str, str]:
@@ -413,17 +502,6 @@ def report(runs: Path = RUNS, ledger: Path = LEDGER) -> str:
     return "\n".join(out)
 
 
-def write(body: str, output: Path) -> None:
-    text = output.read_text() if output.exists() else "# Results\n\n"
-    block = f"{START}\n{body}\n{END}"
-    if START in text:
-        head, rest = text.split(START, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n## KG path reasoning (issue 7)\n\n" + block + "\n"
-    output.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -436,19 +514,42 @@ def main(argv: list[str] | None = None) -> str:
     )
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--output", default=str(ROOT / "docs" / "results.md"))
+    ap.add_argument(
+        "--replace", action="store_true", help="replace committed rows run with another training budget"
+    )
+    ap.add_argument(
+        "--scratch",
+        action="store_true",
+        help="an exploratory run: its runs, ledger and table go under runs/scratch/, not the committed ones",
+    )
+    ap.add_argument("--scratch-dir", default=None, help="where refused and scratch runs go (runs/scratch)")
     args = ap.parse_args(argv)
+    if smoke.enabled():  # SIGNET_RL_SMOKE=1: one seed, one second (another protocol: it lands in scratch)
+        args.seeds, args.budget = args.seeds[:1], 1.0
+    scratch_root = Path(args.scratch_dir) if args.scratch_dir else SCRATCH_ROOT
+    scratch = args.scratch
+    if not args.report_only and not scratch and not args.replace:
+        refused = refusals(args.datasets, args.recipes, args.seeds, args.budget, scratch=scratch_root)
+        for message in refused:
+            print(message, file=sys.stderr, flush=True)
+        scratch = bool(refused)
+    runs, ledger = (scratch_root / "report-kg", scratch_root / "kg_runs") if scratch else (RUNS, LEDGER)
     if not args.report_only:
         for seed in args.seeds:
             for name in args.datasets:
                 for recipe in args.recipes:
                     try:
-                        run_one(name, seed, args.budget, recipe)
+                        run_one(name, seed, args.budget, recipe, runs=runs)
                     except Exception as exc:  # one failed run must not lose the others
                         what = f"{type(exc).__name__}: {exc}"
                         print(f"[{name} {recipe} seed {seed}] FAILED: {what}", flush=True)
-    body = report()
+                        if smoke.enabled():  # a smoke run is there to show that every step runs
+                            raise
+    sync_ledger(runs, ledger, replace=args.replace)
+    body = report(runs, ledger)
     print(body)
-    write(body, Path(args.output))
+    section = Section("kg", body, heading="## KG path reasoning (issue 7)")
+    publish(args.output, [section], "kg_report.py", scratch=scratch, scratch_dir=scratch_root)
     return body
 
 

@@ -4,12 +4,15 @@ Every run is one ``signet_rl.train`` job, a recipe ``conf/experiment/learning/<r
 (``python -m signet_rl.train +experiment=learning/<recipe> seed=<seed>``), in its own folder under
 ``runs/report/<name>``. A finished run leaves ``artifacts/final_metrics.json`` and is skipped
 next time; an interrupted one resumes from its checkpoint. So the script can run across several sittings and
-picks up where it stopped; ``--groups`` runs a subset. It then writes its section into ``docs/results.md``
-(markers ``learning:start``/``learning:end``) from whatever runs have finished.
+picks up where it stopped; ``--groups`` runs a subset. It then builds its section (markers
+``learning:start``/``learning:end``) from whatever runs have finished and writes it into ``docs/results.md``
+through :func:`signet_rl.reporting.publish`: only a section built from every group's finished runs replaces
+the committed one (a clean checkout has none: ``--report-only`` there leaves the file as it is and writes
+``runs/scratch/results.md``), unless ``--replace``; ``--scratch`` sends any run to the scratch file.
 
     python experiments/learning_report.py                         # every group
     python experiments/learning_report.py --groups main ablation  # a subset
-    python experiments/learning_report.py --report-only           # rewrite the section from finished runs
+    python experiments/learning_report.py --report-only           # rebuild the section from finished runs
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from signet_rl import smoke
 from signet_rl.evaluation.harness import render_markdown
+from signet_rl.reporting import SCRATCH, Section, publish
 
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- learning:start -->", "<!-- learning:end -->"
@@ -70,7 +75,8 @@ def run_one(name: str, overrides: Sequence[str]) -> dict[str, Any]:
 
     from signet_rl.train import train
 
-    folder = ROOT / "runs" / "report" / name
+    # SIGNET_RL_SMOKE=1 shrinks the run (signet_rl.smoke, inside train) and keeps it out of runs/report/
+    folder = ROOT / (SCRATCH / "report" if smoke.enabled() else Path("runs") / "report") / name
     done = folder / "artifacts" / "final_metrics.json"
     if done.exists():
         return json.loads(done.read_text())
@@ -244,38 +250,61 @@ def run_transfer() -> None:
     out.write_text(json.dumps(figures, indent=2))
 
 
-def write(body: str, output: Path) -> None:
-    text = output.read_text() if output.exists() else "# Results\n\n"
-    block = f"{START}\n{body}\n{END}"
-    if START in text:
-        head, rest = text.split(START, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n## Learned scorers (issue 6)\n\n" + block + "\n"
-    output.write_text(text)
+GROUPS = ("main", "ablation", "tight", "tuning", "drift", "transfer", "locomo", "musique")
+
+
+def complete_groups() -> list[str]:
+    """The groups whose every run has finished locally (``transfer``: its figures exist): the protocol of
+    the section this checkout can write. A clean checkout has none."""
+    done = []
+    by_group: dict[str, list[str]] = {}
+    for name, (group, _) in runs().items():
+        by_group.setdefault(group, []).append(name)
+    for group in GROUPS:
+        if group == "transfer":
+            if (ROOT / "runs" / "report" / "transfer" / "figures.json").exists():
+                done.append(group)
+        elif by_group.get(group) and all(_finished(n) is not None for n in by_group[group]):
+            done.append(group)
+    return done
 
 
 def main(argv: list[str] | None = None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument(
-        "--groups", nargs="*", default=None, help="main tight tuning ablation drift transfer locomo musique"
-    )
+    ap.add_argument("--groups", nargs="*", default=None, help=" ".join(GROUPS))
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--output", default=str(ROOT / "docs" / "results.md"))
+    ap.add_argument("--replace", action="store_true", help="replace a committed section of another protocol")
+    ap.add_argument(
+        "--scratch", action="store_true", help=f"an exploratory run: write under {SCRATCH}/, not --output"
+    )
+    ap.add_argument("--scratch-dir", default=None, help=f"where refused and scratch runs go ({SCRATCH})")
     args = ap.parse_args(argv)
     if not args.report_only:
-        for name, (group, overrides) in runs().items():
-            if args.groups and group not in args.groups:
-                continue
+        chosen = [(n, g, o) for n, (g, o) in runs().items() if not args.groups or g in args.groups]
+        if smoke.enabled():  # SIGNET_RL_SMOKE=1: the first run only, tiny, under runs/scratch/
+            chosen = chosen[:1]
+        for name, _group, overrides in chosen:
             try:
                 run_one(name, overrides)
             except Exception as exc:  # one failed run must not lose the others; it is reported
                 print(f"[{name}] FAILED: {type(exc).__name__}: {exc}", flush=True)
+                if smoke.enabled():  # a smoke run is there to show that every step runs
+                    raise
         if not args.groups or "transfer" in args.groups:
             run_transfer()
     body = report()
     print(body)
-    write(body, Path(args.output))
+    # The committed section holds every group; one built from fewer finished runs (a clean checkout, a
+    # subset) would delete its tables or rows of other seeds: publish refuses it and writes scratch instead.
+    section = Section(
+        "learning", body, protocol={"complete groups": complete_groups()},
+        heading="## Learned scorers (issue 6)",
+    )  # fmt: skip
+    publish(
+        args.output, [section], "learning_report.py", replace=args.replace, scratch=args.scratch,
+        scratch_dir=args.scratch_dir or ROOT / SCRATCH,
+    )  # fmt: skip
     return body
 
 

@@ -29,6 +29,7 @@ import hydra
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from signet_rl import smoke
 from signet_rl.datasets.registry import load_dataset, parse_spec
 from signet_rl.evaluation.harness import EvaluationResult, evaluate
 from signet_rl.retrieval.base import Retriever
@@ -150,6 +151,8 @@ def evaluate_from_config(cfg: DictConfig) -> dict[str, float]:
 @hydra.main(config_path="../conf", config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> float | None:
     """Hydra entry point; returns ``cfg.optimized_metric`` for sweepers."""
+    if smoke.enabled():  # SIGNET_RL_SMOKE=1: the same code path in seconds (signet_rl.smoke)
+        smoke.shrink_evaluate(cfg)
     metrics = evaluate_from_config(cfg)
     name = cfg.get("optimized_metric")
     if not name:

@@ -29,10 +29,13 @@ import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.experimental.callback import Callback
 from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
@@ -42,6 +45,8 @@ from signet_rl.evaluation.harness import EvaluationResult, render_markdown
 
 __all__ = [
     "DEFAULT_EXPERIMENT",
+    "SweepCallback",
+    "SweepJob",
     "TrainingRun",
     "default_tracking_uri",
     "flatten_config",
@@ -49,6 +54,7 @@ __all__ = [
     "log_evaluation",
     "project_root",
     "resolve_tracking_uri",
+    "sweep_job",
 ]
 
 DEFAULT_EXPERIMENT = "signet_rl-eval"
@@ -265,7 +271,9 @@ class TrainingRun:
     """One training run in MLflow: params once, metrics over interactions, artifacts at the end.
 
     A resumed run continues the same MLflow run (pass the ``run_id`` a checkpoint kept). Runs of one Hydra
-    multirun are grouped under a parent run named after the sweep (tag ``sweep``), one child per job.
+    multirun are grouped under a parent run named after the sweep (tag ``sweep``), one child per job
+    (``python -m signet_rl.train`` names each by the overrides it sweeps, :func:`sweep_job`);
+    :class:`SweepCallback` ends the parent when the sweep ends and marks a failed job's run FAILED.
 
     Args:
         cfg: the config (logged flattened as params).
@@ -296,8 +304,14 @@ class TrainingRun:
             if run_id is not None:
                 self.run_id = run_id
                 self.client.update_run(run_id, status="RUNNING")
+                output_dir = _hydra_output_dir()
+                if output_dir is not None:
+                    self.client.set_tag(run_id, "hydra_output_dir", output_dir)
                 return
             all_tags = {"git_commit": git_commit(), **(tags or {})}
+            output_dir = _hydra_output_dir()
+            if output_dir is not None:  # lets SweepCallback find the run of a job that failed
+                all_tags["hydra_output_dir"] = output_dir
             if sweep:
                 all_tags["sweep"] = sweep
                 all_tags["mlflow.parentRunId"] = self._parent(exp_id, sweep)
@@ -309,15 +323,7 @@ class TrainingRun:
                 self.client.log_batch(self.run_id, params=items[i : i + 100])
 
     def _parent(self, exp_id: str, sweep: str) -> str:
-        found = self.client.search_runs(
-            [exp_id], filter_string=f"tags.sweep_parent = '{sweep}'", max_results=1
-        )
-        if found:
-            return str(found[0].info.run_id)
-        run = self.client.create_run(
-            exp_id, tags={"sweep_parent": sweep, "sweep": sweep}, run_name=f"sweep {Path(sweep).name}"
-        )
-        return str(run.info.run_id)
+        return _sweep_parent(self.client, exp_id, sweep)
 
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
         """Log finite metrics at ``step`` (interactions so far)."""
@@ -344,3 +350,129 @@ class TrainingRun:
     def finish(self, status: str = "FINISHED") -> None:
         with _quiet_backend():
             self.client.set_terminated(self.run_id, status)
+
+
+def _sweep_parent(client: MlflowClient, exp_id: str, sweep: str, create: bool = True) -> str | None:
+    """The id of the parent run grouping the jobs of the sweep in folder ``sweep`` (created when missing
+    and ``create``)."""
+    found = client.search_runs([exp_id], filter_string=f"tags.sweep_parent = '{sweep}'", max_results=1)
+    if found:
+        return str(found[0].info.run_id)
+    if not create:
+        return None
+    tags = {"sweep_parent": sweep, "sweep": sweep}
+    return str(client.create_run(exp_id, tags=tags, run_name=f"sweep {Path(sweep).name}").info.run_id)
+
+
+def _hydra_output_dir() -> str | None:
+    """The running Hydra job's output folder (unique per job), or None outside Hydra."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        return str(HydraConfig.get().runtime.output_dir)
+    except ValueError:  # not under @hydra.main
+        return None
+
+
+@dataclass(frozen=True)
+class SweepJob:
+    """One job of a Hydra multirun: the sweep folder, the job number and the job's name (its values of the
+    swept overrides, e.g. ``traversal.max_branching=2 traversal.max_depth=3``)."""
+
+    dir: str
+    num: int
+    name: str
+
+
+def sweep_job() -> SweepJob | None:
+    """The running multirun job (see :class:`SweepJob`), or None outside a multirun.
+
+    The name holds the job's overrides of the keys the sweep varies (read from the sweep's
+    ``multirun.yaml``, which Hydra writes before launching), else all its overrides but the ones excluded
+    from ``hydra.job.override_dirname``, else ``job <num>``."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        hc = HydraConfig.get()
+    except ValueError:  # not under @hydra.main
+        return None
+    if str(hc.mode) != "RunMode.MULTIRUN":
+        return None
+    overrides = [str(o) for o in hc.overrides.task]
+    swept = _swept_keys(Path(str(hc.sweep.dir)) / "multirun.yaml")
+    exclude = {str(k) for k in hc.job.config.override_dirname.exclude_keys}
+    chosen = [o for o in overrides if _key(o) in swept] or [o for o in overrides if _key(o) not in exclude]
+    name = " ".join(o.replace("\\", "") for o in chosen) or f"job {hc.job.num}"
+    return SweepJob(dir=str(hc.sweep.dir), num=int(hc.job.num), name=name)
+
+
+def _key(override: str) -> str:
+    """The key an override sets (``+a.b=1`` -> ``a.b``)."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def _swept_keys(spec: Path) -> set[str]:
+    """The keys a multirun sweeps (``a=1,2``, ``range(...)``, ...), from the ``multirun.yaml`` Hydra writes in
+    the sweep folder; empty when it cannot be read."""
+    if not spec.exists():
+        return set()
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    swept = set()
+    for line in OmegaConf.load(spec).hydra.overrides.task:
+        try:
+            (override,) = parser.parse_overrides([str(line)])
+        except Exception:  # an override this parser cannot read is not a swept one
+            continue
+        if override.is_sweep_override():
+            swept.add(override.key_or_group)
+    return swept
+
+
+class SweepCallback(Callback):
+    """Ends the MLflow runs of a ``python -m signet_rl.train`` job or sweep (``hydra.callbacks`` in
+    ``conf/train.yaml``): a job that raised leaves its run and its sweep's parent run FAILED (not RUNNING
+    forever); a multirun that ends with every job done marks its parent run FINISHED."""
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        if job_return.status != JobStatus.FAILED:
+            return
+        found = _client_of(config)
+        if found is None:
+            return
+        client, exp_id = found
+        with _quiet_backend():
+            out_dir = str(config.hydra.runtime.output_dir)
+            running = client.search_runs(
+                [exp_id],
+                filter_string=f"tags.hydra_output_dir = '{out_dir}' and attributes.status = 'RUNNING'",
+            )
+            for run in running:
+                client.set_terminated(run.info.run_id, "FAILED")
+            if str(config.hydra.mode) == "RunMode.MULTIRUN":
+                parent = _sweep_parent(client, exp_id, str(config.hydra.sweep.dir))
+                assert parent is not None
+                client.set_terminated(parent, "FAILED")
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        found = _client_of(config)
+        if found is None:
+            return
+        client, exp_id = found
+        with _quiet_backend():
+            parent = _sweep_parent(client, exp_id, str(config.hydra.sweep.dir), create=False)
+            if parent is not None and client.get_run(parent).info.status == "RUNNING":
+                client.set_terminated(parent, "FINISHED")
+
+
+def _client_of(config: DictConfig) -> tuple[MlflowClient, str] | None:
+    """The MLflow client and experiment id a Hydra config's ``mlflow`` block names; None when disabled."""
+    ml = config.get("mlflow") or {}
+    if not ml.get("enabled", False):
+        return None
+    cwd = OmegaConf.select(config, "hydra.runtime.cwd", default=None)
+    uri = resolve_tracking_uri(ml.get("tracking_uri"), root=cwd or None)
+    with _quiet_backend():
+        client = MlflowClient(tracking_uri=uri)
+        return client, _experiment_id(client, str(ml.get("experiment") or "signet_rl-train"), uri)

@@ -50,6 +50,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from signet_rl import smoke
 from signet_rl.core.run_folder import RunFolder, run_name
 from signet_rl.datasets import load_dataset
 from signet_rl.evaluation.harness import EvaluationResult, evaluate, validation_callback
@@ -210,6 +211,8 @@ def train(cfg: DictConfig) -> float:
     Raises:
         TrainingInterrupted: Ctrl-C (the bandit task checkpoints first; the message says how to resume).
     """
+    if smoke.enabled():  # SIGNET_RL_SMOKE=1: the same code path in seconds (signet_rl.smoke)
+        smoke.shrink_train(cfg)
     if str(cfg.task.get("name", "bandit")) == "kg":
         from signet_rl.tasks.kg import train_kg
 
@@ -218,16 +221,6 @@ def train(cfg: DictConfig) -> float:
             cfg.run_dir = str(run_dir(cfg))  # the task reads a concrete folder
         return float(train_kg(cfg))
     return train_bandit(cfg)
-
-
-def _sweep_dir() -> str | None:
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        hc = HydraConfig.get()
-    except ValueError:  # not under @hydra.main
-        return None
-    return str(hc.sweep.dir) if str(hc.mode) == "RunMode.MULTIRUN" else None
 
 
 class _StopOnSigint:
@@ -316,14 +309,16 @@ def _train_bandit(
     tracker = None
     mlcfg = cfg.get("mlflow") or {}
     if mlcfg.get("enabled", False):
-        from signet_rl.tracking import TrainingRun
+        from signet_rl.tracking import TrainingRun, sweep_job
 
         id_file = out / "mlflow_run_id"
         resume_id = id_file.read_text().strip() if id_file.exists() and (out / CHECKPOINT).exists() else None
+        job = sweep_job()  # a sweep's jobs are named by the overrides they sweep
         tracker = TrainingRun(
             cfg, experiment=mlcfg.get("experiment") or "signet_rl-train",
             tracking_uri=mlcfg.get("tracking_uri"), run_name=mlcfg.get("run_name") or
-            f"{scorer.name}-{dataset.name}-seed{seed}", run_id=resume_id, sweep=_sweep_dir(),
+            (job.name if job else f"{scorer.name}-{dataset.name}-seed{seed}"), run_id=resume_id,
+            sweep=job.dir if job else None,
             tags={"dataset": dataset.name, "scorer": scorer.name, "task": "bandit"},
         )  # fmt: skip
         id_file.write_text(tracker.run_id)
@@ -423,8 +418,8 @@ def _train_bandit(
     result.rows.to_csv(art / "per_query.csv", index=False)
     (art / "final_metrics.json").write_text(json.dumps(final, indent=2, sort_keys=True))
     save = getattr(scorer, "save", None)
-    if save is not None:
-        save(art / "policy")
+    if save is not None:  # with the traversal it was trained with, which loading it restores
+        save(art / "policy", traversal=traversal)
     if tracker is not None:
         tracker.log_metrics(final, trainer.step)
         tracker.log_artifacts(art)

@@ -38,19 +38,26 @@ def require_data():
     return _require
 
 
+#: The variable naming Signet's v30 schema file (``.ci/run`` sets it when the file is beside the checkout).
+SCHEMA_ENV = "SIGNET_RL_SIGNET_SCHEMA"
+
+
 @pytest.fixture
 def signet_schema_path() -> Path:
-    """Signet's v30 schema file, looked up beside the data root (<data root>/../signet/schema_v30.sql) or at
-    ``$SIGNET_RL_SIGNET_SCHEMA``."""
-    env = os.environ.get("SIGNET_RL_SIGNET_SCHEMA")
+    """Signet's v30 schema file: ``$SIGNET_RL_SIGNET_SCHEMA``, else ``signet/schema_v30.sql`` beside the data
+    root. Skips when absent, naming the variable; fails instead when ``SIGNET_RL_REQUIRE_DATA=1``."""
+    env = os.environ.get(SCHEMA_ENV)
     candidates = [Path(env)] if env else []
     candidates.append(data_root().parent / "signet" / "schema_v30.sql")
     for c in candidates:
         if c.exists():
             return c
-    reason = f"Signet's schema_v30.sql not found (looked at {[str(c) for c in candidates]})"
+    reason = (
+        f"Signet's schema_v30.sql not found (looked at {[str(c) for c in candidates]}); "
+        f"set {SCHEMA_ENV} to its path"
+    )
     if os.environ.get(REQUIRE_DATA_ENV) == "1":
-        pytest.fail(reason)
+        pytest.fail(reason + f"; {REQUIRE_DATA_ENV}=1 makes this a failure")
     pytest.skip(reason)
 
 
@@ -161,3 +168,11 @@ def turns_dataset(evidence_aspects: list[str] | None = ("observations",)) -> Dat
 @pytest.fixture
 def make_turns_dataset():
     return turns_dataset
+
+
+@pytest.fixture
+def repo_copy(tmp_path: Path) -> Path:
+    """A fresh copy of the repository (see :func:`repo_copy.copy_repository`)."""
+    from repo_copy import copy_repository
+
+    return copy_repository(tmp_path / "repo")

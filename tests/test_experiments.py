@@ -40,9 +40,12 @@ def test_flat_baseline_report_writes_its_section_between_markers(tmp_path, capsy
             "<!-- synthetic:end -->\n<!-- other:start -->\nkeep me\n<!-- other:end -->",
         )
     )
-    report.main(
-        ["--fast", "--sections", "synthetic", "--synthetic", "synthetic:tiny:1", "--output", str(out)]
-    )
+    # another protocol (another dataset) replaces a committed section only when asked to
+    args = ["--fast", "--sections", "synthetic", "--synthetic", "synthetic:tiny:1", "--output", str(out)]
+    report.main([*args, "--scratch-dir", str(tmp_path / "scratch")])
+    assert "synthetic:tiny:1" not in out.read_text()
+    assert "synthetic:tiny:1" in (tmp_path / "scratch" / "results.md").read_text()
+    report.main([*args, "--replace"])
     text = out.read_text()
     assert text.count(report.START) == 1 and "synthetic:tiny:1" in text and "synthetic:tiny:0" not in text
     assert "keep me" in text and text.count("<!-- synthetic:start -->") == 1

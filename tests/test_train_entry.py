@@ -47,30 +47,43 @@ def test_any_kg_folder_composes_with_the_kg_task():
     assert cfg.task.name == "kg" and cfg.dataset.spec == "kg:umls" and cfg.dataset.path_length == 2
 
 
-@pytest.mark.slow  # two training jobs in a subprocess: about a minute on a quiet machine
-def test_multirun_sweeps_traversal_with_one_mlflow_run_per_job(tmp_path):
-    db = tmp_path / "mlflow.db"
+def _sweep(tmp_path: Path, name: str, *overrides: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SIGNET_RL_DATA": os.environ.get("SIGNET_RL_DATA", str(tmp_path))}
     cmd = [
-        sys.executable, "-m", "signet_rl.train", "-m", "traversal.max_branching=2,4",
+        sys.executable, "-m", "signet_rl.train", "-m", *overrides,
         "dataset.spec=synthetic:tiny:0", "scorer=linucb", "task.max_interactions=6", "task.eval_every=0",
         "task.max_val_queries=5", "task.max_test_queries=8", "baselines=[]", "ceiling=false", "bootstrap=10",
-        "progress=false", f"mlflow.tracking_uri=sqlite:///{db}", f"hydra.sweep.dir={tmp_path / 'sweep'}",
-        f"run_dir={tmp_path}/runs/${{hydra:job.override_dirname}}",
+        "progress=false", f"mlflow.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
+        f"hydra.sweep.dir={tmp_path / name}", f"run_dir={tmp_path}/{name}-runs/${{hydra:job.num}}",
     ]  # fmt: skip
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_multirun_sweeps_traversal_with_one_mlflow_run_per_job_ended_and_named_by_its_overrides(tmp_path):
+    done = _sweep(tmp_path, "sweep", "traversal.max_branching=2,4")
     assert done.returncode == 0, done.stderr[-3000:]
+    # a sweep whose jobs fail (an unknown encoder, after their MLflow runs started)
+    failed = _sweep(tmp_path, "failing", "encoder=bogus1,bogus2")
+    assert failed.returncode == 1 and "unknown encoder 'bogus1'" in failed.stderr
     with warnings.catch_warnings():  # MLflow's SQLAlchemy store warns about its own loader options
         warnings.simplefilter("ignore")
-        client = MlflowClient(tracking_uri=f"sqlite:///{db}")
+        client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
         exp = client.get_experiment_by_name("signet_rl-train")
         runs = client.search_runs([exp.experiment_id])
-    parents = [r for r in runs if "sweep_parent" in r.data.tags]
-    jobs = [r for r in runs if "sweep_parent" not in r.data.tags]
+    by_sweep = {
+        name: [r for r in runs if r.data.tags.get("sweep") == str(tmp_path / name)]
+        for name in ("sweep", "failing")
+    }
+    parents = [r for r in by_sweep["sweep"] if "sweep_parent" in r.data.tags]
+    jobs = [r for r in by_sweep["sweep"] if "sweep_parent" not in r.data.tags]
     assert len(parents) == 1 and len(jobs) == 2
+    assert parents[0].info.status == "FINISHED"  # not RUNNING forever
     assert {r.data.tags["mlflow.parentRunId"] for r in jobs} == {parents[0].info.run_id}
     assert sorted(r.data.params["traversal.max_branching"] for r in jobs) == ["2", "4"]
+    assert sorted(r.info.run_name for r in jobs) == ["traversal.max_branching=2", "traversal.max_branching=4"]
     assert all(r.info.status == "FINISHED" and "test/learned/needed_recall" in r.data.metrics for r in jobs)
+    statuses = {r.info.run_name: r.info.status for r in by_sweep["failing"]}
+    assert statuses == {"sweep failing": "FAILED", "encoder=bogus1": "FAILED", "encoder=bogus2": "FAILED"}
 
 
 def test_a_dataset_without_queries_is_refused(tmp_path, signet_schema_path):

@@ -73,8 +73,9 @@ class DesirePathRetriever:
     Args:
         scorer: a :class:`~signet_rl.scorers.base.PathScorer` or its registered name (``prior``, ``ppr``,
             ``random``).
-        config: traversal budgets, or a mapping of overrides (a dataset config's ``traversal`` block);
-            defaults: :class:`TraversalConfig`.
+        config: traversal budgets, or a mapping of overrides (a dataset config's ``traversal`` block) on
+            top of the traversal a loaded scorer was trained with (its ``traversal``, see
+            :meth:`~signet_rl.scorers.gnn.GNNPathScorer.load`), else of :class:`TraversalConfig`'s defaults.
         classifier: predicts the intent (default: the rule-based classifier).
         encoder: the encoder of entry search and of attribute relevance.
         relevance: order each aspect's facts by their similarity to the query (else by importance), so an
@@ -98,10 +99,13 @@ class DesirePathRetriever:
         check_integer("entry_k", entry_k, 1)
         check_probability("entry_ratio", entry_ratio)
         self.scorer = make_scorer(scorer) if isinstance(scorer, str) else scorer
-        if config is None or isinstance(config, TraversalConfig):
-            self.config = config or TraversalConfig()
-        else:  # a plain mapping, e.g. a dataset config's traversal block
-            self.config = TraversalConfig.from_dict(dict(config))
+        # A loaded policy carries the traversal it was trained with: walk the same way unless told otherwise
+        # (a mapping overrides some of its fields, a TraversalConfig replaces it).
+        trained = getattr(self.scorer, "traversal", None) or {}
+        if isinstance(config, TraversalConfig):
+            self.config = config
+        else:  # None, or a plain mapping (e.g. a dataset config's traversal block)
+            self.config = TraversalConfig.from_dict({**trained, **dict(config or {})})
         self.classifier = classifier or RuleIntentClassifier()
         self.encoder = encoder
         self.relevance = relevance

@@ -99,6 +99,7 @@ from signet_rl.scorers.features import (
     PerGraphFeaturizers,
     QueryFeaturizer,
 )
+from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.path import Path
 
 __all__ = ["GNNPathNet", "GNNPathScorer"]
@@ -525,6 +526,9 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         )
         self.generator = torch.Generator().manual_seed(seed)
         self.updates = 0
+        #: The traversal the policy was trained with (a full ``TraversalConfig`` as a dict), set by
+        #: :meth:`load` from a policy saved with one; a ``DesirePathRetriever`` walks with it by default.
+        self.traversal: dict[str, Any] | None = None
         self._version = 0  # bumped on every parameter change; node-state caches compare against it
 
     # -- graph state --------------------------------------------------------------------------------
@@ -842,11 +846,28 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         self.updates = int(state.get("updates", 0))
         self._version += 1
 
-    def save(self, path: str | FsPath) -> FsPath:
-        """Write the weights and constructor arguments to ``path`` (a ``torch.save`` file); returns it."""
+    def save(
+        self, path: str | FsPath, traversal: Mapping[str, Any] | TraversalConfig | None = None
+    ) -> FsPath:
+        """Write the weights and constructor arguments to ``path`` (a ``torch.save`` file); returns it.
+
+        Args:
+            path: the file.
+            traversal: the traversal the policy was trained with (a :class:`TraversalConfig` or a mapping of
+                its fields, e.g. a dataset config's ``traversal`` block), saved with it so that a retriever
+                built on the loaded policy walks the way training did (default: :attr:`traversal`).
+        """
         path = FsPath(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"format": _FORMAT, "config": dict(self.config), "net": self.net.state_dict()}, path)
+        blob: dict[str, Any] = {"format": _FORMAT, "config": dict(self.config), "net": self.net.state_dict()}
+        if traversal is None:
+            traversal = self.traversal
+        if traversal is not None:
+            full = (
+                traversal if isinstance(traversal, TraversalConfig) else TraversalConfig.from_dict(traversal)
+            )
+            blob["traversal"] = full.to_dict()
+        torch.save(blob, path)
         return path
 
     @classmethod
@@ -856,7 +877,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         classifier: IntentClassifier | None = None,
         edge_stats: EdgeStats | None = None,
     ) -> GNNPathScorer:
-        """Rebuild a scorer written by :meth:`save` (no trainer, Hydra or MLflow needed).
+        """Rebuild a scorer written by :meth:`save` (no trainer, Hydra or MLflow needed), with the traversal
+        it was saved with as :attr:`traversal` (None for a policy saved without one).
 
         Args:
             path: the file.
@@ -867,6 +889,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             raise ValueError(f"{str(path)!r} is not a saved GNNPathScorer")
         scorer = cls(**blob["config"], classifier=classifier, edge_stats=edge_stats)
         scorer.net.load_state_dict(blob["net"])
+        if blob.get("traversal") is not None:
+            scorer.traversal = TraversalConfig.from_dict(blob["traversal"]).to_dict()
         scorer._version += 1
         return scorer
 

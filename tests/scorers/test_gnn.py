@@ -210,3 +210,34 @@ def test_registry_and_pipeline():
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=f"^{message}$"):
         GNNPathScorer(**kwargs)
+
+
+def test_a_saved_policy_carries_its_traversal_and_a_retriever_on_it_walks_that_way(tmp_path, ctx):
+    from signet_rl.pipeline.desire import DesirePathRetriever
+    from signet_rl.traversal.config import TraversalConfig
+
+    trained = {"max_branching": 4, "max_paths": 50, "max_depth": 2, "min_confidence": 0.5}  # synthetic.yaml
+    s = GNNPathScorer(seed=1, **SMALL)
+    loaded = GNNPathScorer.load(s.save(tmp_path / "policy", traversal=trained))
+    assert loaded.traversal == TraversalConfig.from_dict(trained).to_dict()
+    assert np.array_equal(loaded.score(Q, ROUTES, ctx), s.score(Q, ROUTES, ctx))
+    walked = DesirePathRetriever(loaded).config
+    assert (walked.max_depth, walked.max_branching, walked.max_paths, walked.min_confidence) == (
+        2,
+        4,
+        50,
+        0.5,
+    )
+    # a mapping overrides some fields of the saved traversal; a TraversalConfig replaces it
+    assert DesirePathRetriever(loaded, config={"max_depth": 1}).config.max_branching == 4
+    assert DesirePathRetriever(loaded, config={"max_depth": 1}).config.max_depth == 1
+    assert (
+        DesirePathRetriever(loaded, config=TraversalConfig()).config.max_depth == TraversalConfig().max_depth
+    )
+    # a policy saved without one (or saved before this) walks with the defaults
+    plain = GNNPathScorer.load(s.save(tmp_path / "plain"))
+    assert plain.traversal is None and DesirePathRetriever(plain).config == TraversalConfig()
+    # saving a loaded policy again keeps its traversal; a bad one is refused when saving
+    assert GNNPathScorer.load(loaded.save(tmp_path / "again")).traversal == loaded.traversal
+    with pytest.raises(ValueError, match=r"TraversalConfig: unknown keys \['depth'\]"):
+        s.save(tmp_path / "bad", traversal={"depth": 2})
