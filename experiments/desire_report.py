@@ -1,9 +1,11 @@
 """Desire-path retrieval with each non-learned scorer against the flat baseline, with the candidate ceiling.
 
-Same queries, same budget, one run: ``flat_signet_uncapped`` (Signet's hybrid recall, budget as the only
-cap), desire paths scored by ``prior``, ``ppr`` and ``random``, and the **candidate ceiling** — the same
+Same queries, same budget, one run: ``best_flat`` (the strongest flat retriever for the dataset's family,
+frozen on validation in ``conf/best_flat.yaml``; never chosen here), ``flat_signet_uncapped`` (Signet's hybrid
+recall, budget as the only cap), desire paths scored by ``prior``, ``ppr`` and ``random``, and the **candidate ceiling** — the same
 traversal's candidates ranked by an oracle that reads ground truth (evaluation only), so traversal misses
-and scorer misses can be told apart. Each ``--budgets`` value is a separate comparison (a tight budget is
+and scorer misses can be told apart. ``flat_signet`` (Signet's own caps, no shared budget) is a separate,
+unpaired row in every table, as in ``signet_rl.evaluate``'s ``own_caps``. Each ``--budgets`` value is a separate comparison (a tight budget is
 where scorers differ on recall). Prints its section and writes it into ``docs/results.md`` between markers
 named after the dataset (``desire:start``/``desire:end`` for the synthetic benchmark,
 ``desire-<kind>:start``/``:end`` otherwise) through :func:`signet_rl.reporting.publish`: a rerun whose figures
@@ -27,11 +29,11 @@ import pandas as pd
 
 from signet_rl import smoke
 from signet_rl.datasets import load_dataset
-from signet_rl.evaluation.harness import evaluate, render_markdown
+from signet_rl.evaluation.harness import EvaluationResult, evaluate, render_markdown
 from signet_rl.evaluation.oracle import OracleScorer
 from signet_rl.pipeline.desire import DesirePathRetriever
 from signet_rl.reporting import SCRATCH, Section, publish
-from signet_rl.retrieval.flat import UNCAPPED, flat_variant
+from signet_rl.retrieval.flat import BEST_FLAT, UNCAPPED, flat_variant
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = ["needed_recall", "precision", "f1", "ndcg@10", "mrr", "tokens", "misleading_items"]
@@ -53,9 +55,11 @@ def table(frame: pd.DataFrame, digits: int = 3) -> str:
 
 
 def retrievers(ds, traversal: dict | None) -> dict:
+    """The budgeted comparison: every retriever here is cut to the same budget."""
     flat = flat_variant("flat_signet", encoder="hashing", **UNCAPPED)
     flat.name = "flat_signet_uncapped"
     return {
+        "best_flat": flat_variant(BEST_FLAT),  # the frozen choice for ds's family, read when indexed
         "flat_signet_uncapped": flat,
         "desire_prior": DesirePathRetriever("prior", config=traversal),
         "desire_ppr": DesirePathRetriever("ppr", config=traversal),
@@ -66,9 +70,24 @@ def retrievers(ds, traversal: dict | None) -> dict:
     }
 
 
-def section(ds, budget: int, n_boot: int, max_queries: int | None, traversal: dict | None) -> list[str]:
+def own_caps(ds, n_boot: int, max_queries: int | None) -> EvaluationResult:
+    """``flat_signet`` under Signet's own caps and no shared budget: unpaired with the budgeted rows."""
+    return evaluate(
+        ds,
+        {"flat_signet": flat_variant("flat_signet", encoder="hashing")},
+        split="test",
+        budget_chars=None,
+        n_boot=n_boot,
+        max_queries=max_queries,
+        ks=(2, 5, 10),
+    )
+
+
+def section(
+    ds, budget: int, n_boot: int, max_queries: int | None, traversal: dict | None, own: EvaluationResult
+) -> list[str]:
     t = time.perf_counter()
-    res = evaluate(
+    shared = evaluate(
         ds,
         retrievers(ds, traversal),
         split="test",
@@ -78,6 +97,7 @@ def section(ds, budget: int, n_boot: int, max_queries: int | None, traversal: di
         ks=(2, 5, 10),
     )
     secs = time.perf_counter() - t
+    res = EvaluationResult.concat([shared, own])
     rows = res.rows
     lines = [
         f"#### Budget {budget} characters ({res.num_queries} test queries, {secs:.0f} s)",
@@ -139,11 +159,14 @@ def main(argv: list[str] | None = None) -> str:
         "Every retriever answers the same queries under the same budget. The desire-path pipeline "
         "predicts the intent with the rule classifier and lands on entities with entry search; neither "
         "reads ground truth. `candidate_ceiling` ranks the same traversal's candidates with an oracle "
-        "that does.",
+        "that does. `best_flat` is the flat retriever frozen for this dataset family on validation "
+        "(`conf/best_flat.yaml`). `flat_signet` runs under Signet's own caps with no shared budget "
+        "(budget `none`): it is unpaired with the budgeted rows and the same in every table.",
         "",
     ]
+    own = own_caps(ds, args.n_boot, args.max_queries)
     for budget in args.budgets:
-        lines += section(ds, budget, args.n_boot, args.max_queries, traversal)
+        lines += section(ds, budget, args.n_boot, args.max_queries, traversal, own)
     body = "\n".join(lines)
     print(body)
     protocol = {
