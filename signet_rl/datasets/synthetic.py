@@ -462,13 +462,7 @@ class _Generator:
         # Reasons: informative but imperfect.
         p_true = np.array([0.05, 0.08, 0.12, 0.45, 0.25, 0.05])
         p_spur = np.array([0.25, 0.25, 0.2, 0.2, 0.08, 0.02])
-        rung = np.where(spurious, rng.choice(6, len(src), p=p_spur), rng.choice(6, len(src), p=p_true))
-        prior = np.asarray([r.prior for r in LADDER])[rung]
-        conf = np.clip(prior + rng.normal(0, 0.05, len(src)), 0.0, 1.0).round(4)
-        strength = np.where(spurious, rng.uniform(0.2, 0.9, len(src)), rng.uniform(0.3, 1.0, len(src))).round(
-            4
-        )
-        self._keep_edges(src, tgt, dtype, spurious, rung, conf, strength)
+        self._keep_edges(src, tgt, dtype, spurious, p_true, p_spur, 0.05, (0.2, 0.9))
         ent_aspects = [a.tolist() for a in self.ent_aspects]
         for e in np.flatnonzero(~spurious).tolist():
             self._state_edge(f, e, LINK, ent_aspects)
@@ -522,10 +516,21 @@ class _Generator:
         tgt: np.ndarray,
         dtype: np.ndarray,
         spurious: np.ndarray,
-        rung: np.ndarray,
-        conf: np.ndarray,
-        strength: np.ndarray,
+        p_true: np.ndarray,
+        p_spur: np.ndarray,
+        conf_noise: float,
+        spurious_strength: tuple[float, float],
     ) -> None:
+        """Keep the edges, each with a reason on the ladder (drawn from ``p_true`` or ``p_spur``), a
+        confidence (the reason's prior plus N(0, ``conf_noise``²)) and a strength (uniform in
+        ``spurious_strength`` for a spurious edge, in [0.3, 1) for a true one)."""
+        rng = self.rng
+        rung = np.where(spurious, rng.choice(6, len(src), p=p_spur), rng.choice(6, len(src), p=p_true))
+        prior = np.asarray([r.prior for r in LADDER])[rung]
+        conf = np.clip(prior + rng.normal(0, conf_noise, len(src)), 0.0, 1.0).round(4)
+        strength = np.where(
+            spurious, rng.uniform(*spurious_strength, len(src)), rng.uniform(0.3, 1.0, len(src))
+        ).round(4)
         self.e_src, self.e_tgt, self.e_type, self.e_spurious = src, tgt, dtype, spurious
         self.e_reason = np.asarray([LADDER[i].value for i in rung], dtype=object)
         self.e_conf, self.e_strength = conf, strength
@@ -942,6 +947,19 @@ class _Generator:
         cum = np.cumsum(self.imp[pool] ** 2)
         return int(pool[min(len(pool) - 1, int(np.searchsorted(cum, self.rng.random() * cum[-1])))])
 
+    @staticmethod
+    def no_question(t: float) -> dict[str, Any]:
+        """The drawn row of a non-question at time ``t``: it needs nothing and has no focus."""
+        return {
+            "t": t,
+            "needed": [],
+            "misleading": [],
+            "category": "none",
+            "hops": None,
+            "x": -1,
+            "y": -1,
+        }
+
     def one_query(self, intent: str) -> dict[str, Any] | None:
         rng, c = self.rng, self.c
         tpl = V.QUERIES
@@ -950,16 +968,7 @@ class _Generator:
             a = self.pick(self.regular)  # chit-chat happens in the same sessions as real questions
             t = self.query_time(int(self.a_entity[a]), self.fact_time[a])
             text = tpl["none"][int(rng.integers(len(tpl["none"])))]
-            return {
-                "text": text,
-                "t": t,
-                "needed": [],
-                "misleading": [],
-                "category": "none",
-                "hops": None,
-                "x": -1,
-                "y": -1,
-            }
+            return {"text": text, **self.no_question(t)}
         if intent == "what" and not multi:
             a = self.pick(self.regular, by_importance=True)
             x, asp = int(self.a_entity[a]), int(self.a_aspect[a])

@@ -62,7 +62,6 @@ from signet_rl.datasets.synthetic import (
     _Generator,
     _make_config,
 )
-from signet_rl.graph.confidence import LADDER
 from signet_rl.graph.model import KnowledgeGraph
 
 __all__ = ["GENERATOR_VERSION", "HIDDEN_INTENTS", "SyntheticConfigV2", "generate_v2", "make_config_v2"]
@@ -194,13 +193,7 @@ class _GeneratorV2(_Generator):
         src, tgt, spurious, dtype = self._typed_edges(src, tgt, spurious)
         p_true = np.array([0.08, 0.10, 0.15, 0.37, 0.22, 0.08])
         p_spur = np.array([0.14, 0.16, 0.2, 0.3, 0.15, 0.05])
-        rung = np.where(spurious, rng.choice(6, len(src), p=p_spur), rng.choice(6, len(src), p=p_true))
-        prior = np.asarray([x.prior for x in LADDER])[rung]
-        conf = np.clip(prior + rng.normal(0, 0.08, len(src)), 0.0, 1.0).round(4)
-        strength = np.where(
-            spurious, rng.uniform(0.25, 0.95, len(src)), rng.uniform(0.3, 1.0, len(src))
-        ).round(4)
-        self._keep_edges(src, tgt, dtype, spurious, rung, conf, strength)
+        self._keep_edges(src, tgt, dtype, spurious, p_true, p_spur, 0.08, (0.25, 0.95))
         stated = rng.random(len(src)) < np.where(spurious, c.stated_spurious, c.stated_true)
         ent_aspects = [a.tolist() for a in self.ent_aspects]
         for e in np.flatnonzero(stated).tolist():
@@ -431,15 +424,7 @@ class _GeneratorV2(_Generator):
         if intent == "none":
             a = int(self.regular[int(rng.integers(len(self.regular)))])
             t = self.query_time(int(self.a_entity[a]), self.fact_time[a])
-            return {
-                "t": t,
-                "needed": [],
-                "misleading": [],
-                "category": "none",
-                "hops": None,
-                "x": -1,
-                "y": -1,
-            }
+            return self.no_question(t)
         if intent == "relate":
             if rng.random() < c.bridge_share and self.bridges:
                 k = int(rng.integers(len(self.bridges)))
