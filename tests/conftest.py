@@ -68,6 +68,7 @@ def _embedding_cache_in_tmp(tmp_path_factory):
         mp.setenv(CACHE_ENV, str(tmp_path_factory.mktemp("signet_rl_cache")))
         yield
 
+
 # -- hand-built datasets ------------------------------------------------------------------------------
 
 
@@ -176,3 +177,32 @@ def repo_copy(tmp_path: Path) -> Path:
     from repo_copy import copy_repository
 
     return copy_repository(tmp_path / "repo")
+
+
+#: The five-edge KG the KG-walk tests share: a -r1-> b -r2-> c, a -r2-> d -r1-> c, c -r1-> e
+#: (``inverse=True`` adds r1_inv / r2_inv); r3 is a query relation only.
+TINY_KG_GRAPH = "a\tr1\tb\nb\tr2\tc\na\tr2\td\nd\tr1\tc\nc\tr1\te\n"
+
+
+def _write_kg(
+    root: Path,
+    name: str = "tiny",
+    extra_edges: str = "",
+    train: str = "a\tr3\tc\na\tr1\tb\nb\tr3\te\n",
+    dev: str = "d\tr3\te\n",
+    test: str = "b\tr3\tc\n",
+) -> None:
+    """Write ``root/kg/<name>/`` (graph, train, dev, test) for ``load_kg(name, root=root)``: the tiny KG
+    plus ``extra_edges``, with the given splits."""
+    folder = root / "kg" / name
+    folder.mkdir(parents=True)
+    (folder / "graph.txt").write_text(TINY_KG_GRAPH + extra_edges)
+    (folder / "train.txt").write_text(train)
+    (folder / "dev.txt").write_text(dev)
+    (folder / "test.txt").write_text(test)
+
+
+@pytest.fixture(scope="session")
+def write_kg():
+    """:func:`_write_kg`: writes the tiny KG (or a variant) under a root."""
+    return _write_kg

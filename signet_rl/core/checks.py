@@ -16,11 +16,12 @@ every range.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable
 from typing import SupportsFloat, SupportsInt, cast
 
 import numpy as np
 
-__all__ = ["check_integer", "check_probability", "check_range", "describe_range"]
+__all__ = ["check_integer", "check_known_keys", "check_probability", "check_range", "describe_range"]
 
 Bound = int | float
 
@@ -109,3 +110,17 @@ def check_integer(
 def check_probability(name: str, value: object, *, owner: str | None = None) -> float:
     """``value`` as a ``float`` once it is a number in ``[0, 1]`` (:func:`check_range`)."""
     return _number(name, value, 0, 1, False, False, False, False, owner)
+
+
+def check_known_keys(given: Iterable[str], known: Iterable[str], what: str) -> None:
+    """Refuse keys outside ``known``: ``"<what> ['bad']; known: ['a', 'b']"`` (both sorted).
+
+    >>> check_known_keys({"colour": 1}, ["seed"], "unknown demo keys")
+    Traceback (most recent call last):
+        ...
+    ValueError: unknown demo keys ['colour']; known: ['seed']
+    """
+    allowed = set(known)
+    unknown = sorted(set(given) - allowed)
+    if unknown:
+        raise ValueError(f"{what} {unknown}; known: {sorted(allowed)}")

@@ -63,12 +63,12 @@ import math
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import pandas as pd
 
-from signet_rl.core.checks import check_probability
+from signet_rl.core.checks import check_known_keys, check_probability
 from signet_rl.core.types import Query, Split
 from signet_rl.datasets import vocab as V
 from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport, Truth, config_hash
@@ -89,6 +89,9 @@ FACT_CATEGORIES = ("regular", "link", "bridge", "principle", "distractor")
 @dataclass(frozen=True)
 class SyntheticConfig:
     """Every knob of the generator. Presets fill the sizes; everything else has a documented default."""
+
+    #: Written into :meth:`to_dict` (so into the config hash); not a field.
+    generator_version: ClassVar[int] = GENERATOR_VERSION
 
     preset: str = "small"
     n_entities: int = 500
@@ -164,7 +167,7 @@ class SyntheticConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
-        d["generator_version"] = GENERATOR_VERSION
+        d["generator_version"] = self.generator_version
         return d
 
 
@@ -183,13 +186,18 @@ def make_config(preset: str = "small", **overrides: Any) -> SyntheticConfig:
     Raises:
         ValueError: an unknown preset or knob, naming it and what is allowed.
     """
+    return _make_config(SyntheticConfig, preset, overrides, "unknown synthetic config keys")
+
+
+_C = TypeVar("_C", bound=SyntheticConfig)
+
+
+def _make_config(cls: type[_C], preset: str, overrides: dict[str, Any], unknown_keys: str) -> _C:
+    """``cls`` for ``preset`` with ``overrides``; an unknown key is refused with ``unknown_keys`` first."""
     if preset not in PRESETS:
         raise ValueError(f"unknown synthetic preset {preset!r}; expected one of: {', '.join(PRESETS)}")
-    known = {f.name for f in dataclasses.fields(SyntheticConfig)}
-    unknown = set(overrides) - known
-    if unknown:
-        raise ValueError(f"unknown synthetic config keys {sorted(unknown)}; known: {sorted(known)}")
-    return SyntheticConfig(preset=preset, **{**PRESETS[preset], **overrides})
+    check_known_keys(overrides, (f.name for f in dataclasses.fields(cls)), unknown_keys)
+    return cls(preset=preset, **{**PRESETS[preset], **overrides})
 
 
 #: Generator versions ``generate`` knows; 1 stays the default (its config hash never changes).
@@ -444,6 +452,24 @@ class _Generator:
         n = self.n
         deg = rng.poisson(c.out_degree, n)
         src = np.repeat(np.arange(n), deg)
+        tgt = self._edge_targets(src)
+        n_true = len(src)
+        n_sp = int(round(c.spurious_rate * n_true / max(1e-9, 1 - c.spurious_rate)))
+        src = np.concatenate([src, rng.integers(0, n, n_sp)])
+        tgt = np.concatenate([tgt, rng.integers(0, n, n_sp)])
+        spurious = np.arange(len(src)) >= n_true
+        src, tgt, spurious, dtype = self._typed_edges(src, tgt, spurious)
+        # Reasons: informative but imperfect.
+        p_true = np.array([0.05, 0.08, 0.12, 0.45, 0.25, 0.05])
+        p_spur = np.array([0.25, 0.25, 0.2, 0.2, 0.08, 0.02])
+        self._keep_edges(src, tgt, dtype, spurious, p_true, p_spur, 0.05, (0.2, 0.9))
+        ent_aspects = [a.tolist() for a in self.ent_aspects]
+        for e in np.flatnonzero(~spurious).tolist():
+            self._state_edge(f, e, LINK, ent_aspects)
+
+    def _edge_targets(self, src: np.ndarray) -> np.ndarray:
+        """A target per source: in its community, else its domain, else anywhere."""
+        c, rng, n = self.c, self.rng, self.n
         u = rng.random(len(src))
         comm = self.community[src]
         lo, hi = self.comm_start[comm], self.comm_start[comm + 1]
@@ -453,18 +479,18 @@ class _Generator:
             sel = self.domain[src] == d
             tgt_dom[sel] = members[rng.integers(0, len(members), int(sel.sum()))]
         tgt_any = rng.integers(0, n, len(src))
-        tgt = np.where(
+        return np.where(
             u < c.p_same_community,
             tgt_comm,
             np.where(u < c.p_same_community + c.p_same_domain, tgt_dom, tgt_any),
         )
-        n_true = len(src)
-        n_sp = int(round(c.spurious_rate * n_true / max(1e-9, 1 - c.spurious_rate)))
-        src = np.concatenate([src, rng.integers(0, n, n_sp)])
-        tgt = np.concatenate([tgt, rng.integers(0, n, n_sp)])
-        spurious = np.arange(len(src)) >= n_true
+
+    def _typed_edges(
+        self, src: np.ndarray, tgt: np.ndarray, spurious: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The edges without self-loops and repeated pairs, and a dependency type for each."""
         keep = src != tgt
-        pair = src.astype(np.int64) * n + tgt
+        pair = src.astype(np.int64) * self.n + tgt
         _, first = np.unique(pair, return_index=True)
         uniq = np.zeros(len(src), dtype=bool)
         uniq[first] = True
@@ -472,7 +498,7 @@ class _Generator:
         src, tgt, spurious = src[keep], tgt[keep], spurious[keep]
         dtype = np.empty(len(src), dtype=object)
         st, tt = self.etype[src], self.etype[tgt]
-        r = rng.random(len(src))
+        r = self.rng.random(len(src))
         dtype[:] = np.where(r < 0.5, "uses", "informs")
         dtype[np.isin(st, ["system", "tool"])] = np.where(
             r[np.isin(st, ["system", "tool"])] < 0.6, "uses", "requires"
@@ -482,26 +508,41 @@ class _Generator:
         )
         dtype[st == "concept"] = "informs"
         dtype[tt == "person"] = "owned_by"
-        # Reasons: informative but imperfect.
-        p_true = np.array([0.05, 0.08, 0.12, 0.45, 0.25, 0.05])
-        p_spur = np.array([0.25, 0.25, 0.2, 0.2, 0.08, 0.02])
+        return src, tgt, spurious, dtype
+
+    def _keep_edges(
+        self,
+        src: np.ndarray,
+        tgt: np.ndarray,
+        dtype: np.ndarray,
+        spurious: np.ndarray,
+        p_true: np.ndarray,
+        p_spur: np.ndarray,
+        conf_noise: float,
+        spurious_strength: tuple[float, float],
+    ) -> None:
+        """Keep the edges, each with a reason on the ladder (drawn from ``p_true`` or ``p_spur``), a
+        confidence (the reason's prior plus N(0, ``conf_noise``²)) and a strength (uniform in
+        ``spurious_strength`` for a spurious edge, in [0.3, 1) for a true one)."""
+        rng = self.rng
         rung = np.where(spurious, rng.choice(6, len(src), p=p_spur), rng.choice(6, len(src), p=p_true))
         prior = np.asarray([r.prior for r in LADDER])[rung]
-        conf = np.clip(prior + rng.normal(0, 0.05, len(src)), 0.0, 1.0).round(4)
-        strength = np.where(spurious, rng.uniform(0.2, 0.9, len(src)), rng.uniform(0.3, 1.0, len(src))).round(
-            4
-        )
+        conf = np.clip(prior + rng.normal(0, conf_noise, len(src)), 0.0, 1.0).round(4)
+        strength = np.where(
+            spurious, rng.uniform(*spurious_strength, len(src)), rng.uniform(0.3, 1.0, len(src))
+        ).round(4)
         self.e_src, self.e_tgt, self.e_type, self.e_spurious = src, tgt, dtype, spurious
         self.e_reason = np.asarray([LADDER[i].value for i in rung], dtype=object)
         self.e_conf, self.e_strength = conf, strength
         self.e_aspect = np.full(len(src), -1)
-        ent_aspects = [a.tolist() for a in self.ent_aspects]
-        for e in np.flatnonzero(~spurious).tolist():
-            s, t = int(src[e]), int(tgt[e])
-            a = self.prng.choice(ent_aspects[s])
-            tpl = self.prng.choice(V.LINKS[dtype[e]])
-            self.e_aspect[e] = a
-            f.add(s, a, 0, LINK, self.fill(tpl, target=self.names[t]), tpl, edge=e, names=(t,))
+
+    def _state_edge(self, f: _Facts, e: int, category: int, ent_aspects: list[list[int]]) -> None:
+        """Edge ``e`` stated in words as a fact (of ``category``) on one of its source's aspects."""
+        s, t = int(self.e_src[e]), int(self.e_tgt[e])
+        a = self.prng.choice(ent_aspects[s])
+        tpl = self.prng.choice(V.LINKS[self.e_type[e]])
+        self.e_aspect[e] = a
+        f.add(s, a, 0, category, self.fill(tpl, target=self.names[t]), tpl, edge=e, names=(t,))
 
     def bridges_principles_distractors(self, f: _Facts) -> None:
         c, rng = self.c, self.rng
@@ -532,14 +573,23 @@ class _Generator:
                 text = paraphrases[j % len(paraphrases)]
                 f.add(e, a, 0, PRINCIPLE, text, text, group=p)
         self.principle_names = names[: c.principles]
-        hosts = np.sort(rng.choice(self.n, size=int(round(c.distractor_rate * self.n)), replace=False))
+        self._distractors(f)
+
+    def _distractors(self, f: _Facts) -> None:
+        """Lexical distractors, each on a new ``notes`` aspect of its host (:meth:`_notes_weights`)."""
+        hosts = np.sort(
+            self.rng.choice(self.n, size=int(round(self.c.distractor_rate * self.n)), replace=False)
+        )
         first = len(self.asp_name)
         self.asp_entity = np.concatenate([self.asp_entity, hosts])
         self.asp_name += ["notes"] * len(hosts)
-        self.asp_weight += np.round(rng.uniform(0.05, 0.25, len(hosts)), 4).tolist()
+        self.asp_weight += self._notes_weights(len(hosts)).tolist()
         for j, e in enumerate(hosts.tolist()):
             tpl = self.prng.choice(V.DISTRACTOR_FACTS)
             f.add(e, first + j, 0, DISTRACTOR, self.fill(tpl), tpl)
+
+    def _notes_weights(self, k: int) -> np.ndarray:
+        return np.round(self.rng.uniform(0.05, 0.25, k), 4)
 
     # -- time ---------------------------------------------------------------------------------------
 
@@ -897,6 +947,19 @@ class _Generator:
         cum = np.cumsum(self.imp[pool] ** 2)
         return int(pool[min(len(pool) - 1, int(np.searchsorted(cum, self.rng.random() * cum[-1])))])
 
+    @staticmethod
+    def no_question(t: float) -> dict[str, Any]:
+        """The drawn row of a non-question at time ``t``: it needs nothing and has no focus."""
+        return {
+            "t": t,
+            "needed": [],
+            "misleading": [],
+            "category": "none",
+            "hops": None,
+            "x": -1,
+            "y": -1,
+        }
+
     def one_query(self, intent: str) -> dict[str, Any] | None:
         rng, c = self.rng, self.c
         tpl = V.QUERIES
@@ -905,16 +968,7 @@ class _Generator:
             a = self.pick(self.regular)  # chit-chat happens in the same sessions as real questions
             t = self.query_time(int(self.a_entity[a]), self.fact_time[a])
             text = tpl["none"][int(rng.integers(len(tpl["none"])))]
-            return {
-                "text": text,
-                "t": t,
-                "needed": [],
-                "misleading": [],
-                "category": "none",
-                "hops": None,
-                "x": -1,
-                "y": -1,
-            }
+            return {"text": text, **self.no_question(t)}
         if intent == "what" and not multi:
             a = self.pick(self.regular, by_importance=True)
             x, asp = int(self.a_entity[a]), int(self.a_aspect[a])
@@ -1026,7 +1080,6 @@ class _Generator:
         return {"text": text, "t": t, "needed": needed, "category": "hop0", "hops": 0, "x": x, "y": -1}
 
     def queries(self) -> tuple[list[Query], list[Truth], pd.DataFrame]:
-        c, rng = self.c, self.rng
         self._index()
         self.regular = np.flatnonzero(self.a_cat == REGULAR)
         self.links = np.flatnonzero(self.a_cat == LINK)
@@ -1040,55 +1093,14 @@ class _Generator:
         self.ent_aspects_all: list[list[int]] = [[] for _ in range(self.n)]
         for a, e in enumerate(self.asp_entity.tolist()):
             self.ent_aspects_all[e].append(a)
-        names, weights = zip(*c.intent_mix, strict=True)
-        p = np.asarray(weights) / sum(weights)
-        rows: list[dict[str, Any]] = []
-        attempts = 0
-        while len(rows) < c.n_queries and attempts < 20 * c.n_queries:
-            attempts += 1
-            intent = names[int(rng.choice(len(names), p=p))]
-            q = self.one_query(intent)
-            if q is None or (intent != "none" and not q["needed"]):
-                continue
-            q["intent"] = intent
-            q["needed"] = list(dict.fromkeys(q["needed"]))
-            q["misleading"] = self.stale(q["needed"], q["t"]) if intent != "none" else []
-            rows.append(q)
-        if len(rows) < c.n_queries:
-            raise RuntimeError(
-                f"synthetic:{c.preset}: could only generate {len(rows)} of {c.n_queries} "
-                "queries; the graph is too small for the requested mix"
-            )
-        rows.sort(key=lambda r: r["t"])
-        n = len(rows)
-        cut1 = int(round(c.split_fractions[0] * n))
-        cut2 = int(round((c.split_fractions[0] + c.split_fractions[1]) * n))
+        rows, splits, times = self._draw_rows(self.one_query, "")
         queries, truths, focus = [], [], []
-        times = self.ts(np.asarray([r["t"] for r in rows]))
         for i, r in enumerate(rows):
-            qid = f"q-{i:05d}"
-            split: Split = "train" if i < cut1 else "validation" if i < cut2 else "test"
+            qid, split = f"q-{i:05d}", splits[i]
             queries.append(
                 Query(id=qid, text=r["text"], graph_id="main", split=split, timestamp=times.iat[i])
             )
-            flat = None
-            if r["needed"]:
-                qt = tokens(r["text"])
-                flat = all(
-                    bool(qt & (tokens(self.f.content[a]) | self.memory_tokens(a))) for a in r["needed"]
-                )
-            truths.append(
-                Truth(
-                    query_id=qid,
-                    needed=tuple(self.att_ids[a] for a in r["needed"]),
-                    needed_kind="attribute",
-                    misleading=tuple(self.att_ids[a] for a in r["misleading"]),
-                    intent=r["intent"],
-                    category=r["category"],
-                    hops=r["hops"],
-                    flat_solvable=flat,
-                )
-            )
+            truths.append(self._truth(qid, r["text"], r))
             focus.append(
                 {
                     "query_id": qid,
@@ -1097,6 +1109,61 @@ class _Generator:
                 }
             )
         return queries, truths, pd.DataFrame(focus)
+
+    def misleading(self, q: dict[str, Any]) -> list[int]:
+        """The misleading facts of a drawn question ``q``."""
+        return self.stale(q["needed"], q["t"])
+
+    def _draw_rows(
+        self, one_query: Any, version_tag: str
+    ) -> tuple[list[dict[str, Any]], list[Split], pd.Series]:
+        """``n_queries`` drawn by intent mix (``one_query(intent)``), in time order, with their splits and
+        timestamps; ``version_tag`` goes into the error when the graph is too small."""
+        c, rng = self.c, self.rng
+        names, weights = zip(*c.intent_mix, strict=True)
+        p = np.asarray(weights) / sum(weights)
+        rows: list[dict[str, Any]] = []
+        attempts = 0
+        while len(rows) < c.n_queries and attempts < 20 * c.n_queries:
+            attempts += 1
+            intent = names[int(rng.choice(len(names), p=p))]
+            q = one_query(intent)
+            if q is None or (intent != "none" and not q["needed"]):
+                continue
+            q["intent"] = intent
+            q["needed"] = list(dict.fromkeys(q["needed"]))
+            q["misleading"] = self.misleading(q) if intent != "none" else []
+            rows.append(q)
+        if len(rows) < c.n_queries:
+            raise RuntimeError(
+                f"synthetic:{c.preset}{version_tag}: could only generate {len(rows)} of {c.n_queries} "
+                "queries; the graph is too small for the requested mix"
+            )
+        rows.sort(key=lambda r: r["t"])
+        n = len(rows)
+        cut1 = int(round(c.split_fractions[0] * n))
+        cut2 = int(round((c.split_fractions[0] + c.split_fractions[1]) * n))
+        splits: list[Split] = [
+            "train" if i < cut1 else "validation" if i < cut2 else "test" for i in range(n)
+        ]
+        return rows, splits, self.ts(np.asarray([r["t"] for r in rows]))
+
+    def _truth(self, qid: str, text: str, r: dict[str, Any]) -> Truth:
+        """The ground truth of drawn question ``r`` asked as ``text``."""
+        flat = None
+        if r["needed"]:
+            qt = tokens(text)
+            flat = all(bool(qt & (tokens(self.f.content[a]) | self.memory_tokens(a))) for a in r["needed"])
+        return Truth(
+            query_id=qid,
+            needed=tuple(self.att_ids[a] for a in r["needed"]),
+            needed_kind="attribute",
+            misleading=tuple(self.att_ids[a] for a in r["misleading"]),
+            intent=r["intent"],
+            category=r["category"],
+            hops=r["hops"],
+            flat_solvable=flat,
+        )
 
     def memory_tokens(self, a: int) -> set[str]:
         m = int(self.fact_mem[a])
@@ -1142,6 +1209,7 @@ class _Generator:
         self.bridges_principles_distractors(f)
         self.ent_aspects = self._ent_aspects_fast()  # now with the distractors' notes aspects
         self.memories(f)
+        self.before_graph()
         graph = self.graph()
         queries, truths, focus = self.queries()
         labels = self.labels()
@@ -1153,13 +1221,19 @@ class _Generator:
             queries=queries,
             truth=GroundTruth(truths, labels=labels),
             report=LoadReport(),
-            meta={
-                "generator": "synthetic",
-                "config": self.c.to_dict(),
-                "config_hash": self.hash,
-                "seed": self.seed,
-            },
+            meta=self.meta(),
         )
+
+    def before_graph(self) -> None:
+        """A step between the memories and the tables (none in version 1)."""
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "generator": "synthetic",
+            "config": self.c.to_dict(),
+            "config_hash": self.hash,
+            "seed": self.seed,
+        }
 
     def _ent_aspects_fast(self) -> list[np.ndarray]:
         order = np.lexsort((-np.asarray(self.asp_weight), self.asp_entity))
@@ -1169,5 +1243,3 @@ class _Generator:
 
 # ----------------------------------------------------------------------------------------------------
 # How informative are the cheap signals?
-
-

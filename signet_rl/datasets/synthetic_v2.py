@@ -41,31 +41,27 @@ entity) and ``hidden`` (the hidden component, with ``period`` ``pre``/``post`` w
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from signet_rl.core.types import Query, Split
+from signet_rl.core.types import Query
 from signet_rl.datasets import vocab as V
-from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport, Truth, config_hash
+from signet_rl.datasets.base import Dataset, Truth
 from signet_rl.datasets.synthetic import (
     BRIDGE,
     DAY,
-    DISTRACTOR,
     DOMAIN_NAMES,
     LINK,
-    PRESETS,
     PRINCIPLE,
     REGULAR,
     SyntheticConfig,
     _Facts,
     _Generator,
-    tokens,
+    _make_config,
 )
-from signet_rl.graph.confidence import LADDER
 from signet_rl.graph.model import KnowledgeGraph
 
 __all__ = ["GENERATOR_VERSION", "HIDDEN_INTENTS", "SyntheticConfigV2", "generate_v2", "make_config_v2"]
@@ -93,6 +89,8 @@ REFERENCES: tuple[str, ...] = ("name", "alias", "role", "attribute", "descriptio
 @dataclass(frozen=True)
 class SyntheticConfigV2(SyntheticConfig):
     """v1's knobs (with v2's defaults where they differ) plus the latent-need and reference knobs."""
+
+    generator_version: ClassVar[int] = GENERATOR_VERSION
 
     aspects_per_entity: tuple[int, int] = (3, 5)
     constraint_rate: float = 0.08
@@ -133,11 +131,6 @@ class SyntheticConfigV2(SyntheticConfig):
                 f"synthetic config: drift_domains={self.drift_domains!r} must be in [0, {len(DOMAIN_NAMES)}]"
             )
 
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["generator_version"] = GENERATOR_VERSION
-        return d
-
 
 def make_config_v2(preset: str = "small", **overrides: Any) -> SyntheticConfigV2:
     """The v2 config of a preset with ``overrides`` applied.
@@ -145,13 +138,7 @@ def make_config_v2(preset: str = "small", **overrides: Any) -> SyntheticConfigV2
     Raises:
         ValueError: an unknown preset or knob, naming it and what is allowed.
     """
-    if preset not in PRESETS:
-        raise ValueError(f"unknown synthetic preset {preset!r}; expected one of: {', '.join(PRESETS)}")
-    known = {f.name for f in dataclasses.fields(SyntheticConfigV2)}
-    unknown = set(overrides) - known
-    if unknown:
-        raise ValueError(f"unknown synthetic v2 config keys {sorted(unknown)}; known: {sorted(known)}")
-    return SyntheticConfigV2(preset=preset, **{**PRESETS[preset], **overrides})
+    return _make_config(SyntheticConfigV2, preset, overrides, "unknown synthetic v2 config keys")
 
 
 def generate_v2(preset: str = "small", seed: int = 0, **overrides: Any) -> Dataset:
@@ -201,59 +188,16 @@ class _GeneratorV2(_Generator):
         n_true = int(rng.poisson(c.out_degree * n))
         n_sp = int(round(c.spurious_rate * n_true / max(1e-9, 1 - c.spurious_rate)))
         src = rng.integers(0, n, n_true + n_sp)
-        u = rng.random(len(src))
-        comm = self.community[src]
-        lo, hi = self.comm_start[comm], self.comm_start[comm + 1]
-        tgt_comm = lo + (rng.random(len(src)) * (hi - lo)).astype(np.int64)
-        tgt_dom = np.empty(len(src), dtype=np.int64)
-        for d, members in enumerate(self.domain_members):
-            sel = self.domain[src] == d
-            tgt_dom[sel] = members[rng.integers(0, len(members), int(sel.sum()))]
-        tgt_any = rng.integers(0, n, len(src))
-        tgt = np.where(
-            u < c.p_same_community,
-            tgt_comm,
-            np.where(u < c.p_same_community + c.p_same_domain, tgt_dom, tgt_any),
-        )
+        tgt = self._edge_targets(src)
         spurious = rng.permutation(np.arange(len(src)) >= n_true)
-        keep = src != tgt
-        pair = src.astype(np.int64) * n + tgt
-        _, first = np.unique(pair, return_index=True)
-        uniq = np.zeros(len(src), dtype=bool)
-        uniq[first] = True
-        keep &= uniq
-        src, tgt, spurious = src[keep], tgt[keep], spurious[keep]
-        dtype = np.empty(len(src), dtype=object)
-        st, tt = self.etype[src], self.etype[tgt]
-        r = rng.random(len(src))
-        dtype[:] = np.where(r < 0.5, "uses", "informs")
-        sys_ = np.isin(st, ["system", "tool"])
-        dtype[sys_] = np.where(r[sys_] < 0.6, "uses", "requires")
-        work = np.isin(st, ["task", "project"])
-        dtype[work] = np.where(r[work] < 0.5, "blocks", "requires")
-        dtype[st == "concept"] = "informs"
-        dtype[tt == "person"] = "owned_by"
+        src, tgt, spurious, dtype = self._typed_edges(src, tgt, spurious)
         p_true = np.array([0.08, 0.10, 0.15, 0.37, 0.22, 0.08])
         p_spur = np.array([0.14, 0.16, 0.2, 0.3, 0.15, 0.05])
-        rung = np.where(spurious, rng.choice(6, len(src), p=p_spur), rng.choice(6, len(src), p=p_true))
-        prior = np.asarray([x.prior for x in LADDER])[rung]
-        conf = np.clip(prior + rng.normal(0, 0.08, len(src)), 0.0, 1.0).round(4)
-        strength = np.where(
-            spurious, rng.uniform(0.25, 0.95, len(src)), rng.uniform(0.3, 1.0, len(src))
-        ).round(4)
-        self.e_src, self.e_tgt, self.e_type, self.e_spurious = src, tgt, dtype, spurious
-        self.e_reason = np.asarray([LADDER[i].value for i in rung], dtype=object)
-        self.e_conf, self.e_strength = conf, strength
-        self.e_aspect = np.full(len(src), -1)
+        self._keep_edges(src, tgt, dtype, spurious, p_true, p_spur, 0.08, (0.25, 0.95))
         stated = rng.random(len(src)) < np.where(spurious, c.stated_spurious, c.stated_true)
         ent_aspects = [a.tolist() for a in self.ent_aspects]
         for e in np.flatnonzero(stated).tolist():
-            s, t = int(src[e]), int(tgt[e])
-            a = self.prng.choice(ent_aspects[s])
-            tpl = self.prng.choice(V.LINKS[dtype[e]])
-            self.e_aspect[e] = a
-            cat = SPURIOUS_STATEMENT if spurious[e] else LINK
-            f.add(s, a, 0, cat, self.fill(tpl, target=self.names[t]), tpl, edge=e, names=(t,))
+            self._state_edge(f, e, SPURIOUS_STATEMENT if spurious[e] else LINK, ent_aspects)
 
     def bridges_principles_distractors(self, f: _Facts) -> None:
         """Paraphrased bridges with near-duplicate distractors, v1's principles, lexical distractors whose
@@ -308,19 +252,15 @@ class _GeneratorV2(_Generator):
                 text = paraphrases[j % len(paraphrases)]
                 f.add(e, a, 0, PRINCIPLE, text, text, group=p)
         self.principle_names = names[: c.principles]
-        hosts = np.sort(rng.choice(self.n, size=int(round(c.distractor_rate * self.n)), replace=False))
-        first = len(self.asp_name)
-        self.asp_entity = np.concatenate([self.asp_entity, hosts])
-        self.asp_name += ["notes"] * len(hosts)
-        self.asp_weight += np.round(0.3 + 0.7 * rng.beta(2.0, 2.0, len(hosts)), 4).tolist()
-        for j, e in enumerate(hosts.tolist()):
-            tpl = self.prng.choice(V.DISTRACTOR_FACTS)
-            f.add(e, first + j, 0, DISTRACTOR, self.fill(tpl), tpl)
+        self._distractors(f)
         self.alias_fact = np.empty(self.n, dtype=np.int64)
         for e in range(self.n):
             asp = self.ent_aspects[e]
             a = int(asp[int(rng.integers(len(asp)))])
             self.alias_fact[e] = f.add(e, a, 0, ALIAS, f"also goes by {self.aliases[e]}", "alias")
+
+    def _notes_weights(self, k: int) -> np.ndarray:
+        return np.round(0.3 + 0.7 * self.rng.beta(2.0, 2.0, k), 4)
 
     # -- tables -------------------------------------------------------------------------------------
 
@@ -484,15 +424,7 @@ class _GeneratorV2(_Generator):
         if intent == "none":
             a = int(self.regular[int(rng.integers(len(self.regular)))])
             t = self.query_time(int(self.a_entity[a]), self.fact_time[a])
-            return {
-                "t": t,
-                "needed": [],
-                "misleading": [],
-                "category": "none",
-                "hops": None,
-                "x": -1,
-                "y": -1,
-            }
+            return self.no_question(t)
         if intent == "relate":
             if rng.random() < c.bridge_share and self.bridges:
                 k = int(rng.integers(len(self.bridges)))
@@ -613,41 +545,13 @@ class _GeneratorV2(_Generator):
         return "name", self.names[x]
 
     def queries(self) -> tuple[list[Query], list[Truth], pd.DataFrame]:
-        c, rng = self.c, self.rng
+        rng = self.rng
         self._prepare_queries()
         self.regular = np.flatnonzero((self.a_cat == REGULAR) & ~self.noise[self.a_entity])
-        names, weights = zip(*c.intent_mix, strict=True)
-        p = np.asarray(weights) / sum(weights)
-        rows: list[dict[str, Any]] = []
-        attempts = 0
-        while len(rows) < c.n_queries and attempts < 20 * c.n_queries:
-            attempts += 1
-            intent = names[int(rng.choice(len(names), p=p))]
-            q = self.frame(intent)
-            if q is None or (intent != "none" and not q["needed"]):
-                continue
-            q["intent"] = intent
-            q["needed"] = list(dict.fromkeys(q["needed"]))
-            q["misleading"] = (
-                list(dict.fromkeys(self.stale(q["needed"], q["t"]) + q.get("extra_misleading", [])))
-                if intent != "none"
-                else []
-            )
-            rows.append(q)
-        if len(rows) < c.n_queries:
-            raise RuntimeError(
-                f"synthetic:{c.preset} v2: could only generate {len(rows)} of {c.n_queries} "
-                "queries; the graph is too small for the requested mix"
-            )
-        rows.sort(key=lambda r: r["t"])
-        n = len(rows)
-        cut1 = int(round(c.split_fractions[0] * n))
-        cut2 = int(round((c.split_fractions[0] + c.split_fractions[1]) * n))
+        rows, splits, times = self._draw_rows(self.frame, " v2")
         queries, truths, focus = [], [], []
-        times = self.ts(np.asarray([r["t"] for r in rows]))
         for i, r in enumerate(rows):
-            qid = f"q-{i:05d}"
-            split: Split = "train" if i < cut1 else "validation" if i < cut2 else "test"
+            qid, split = f"q-{i:05d}", splits[i]
             family = V.QUERIES_V2["unseen" if split == "test" else "seen"]
             ref_x = ref_y = ("name", "")
             intent = r["intent"]
@@ -663,24 +567,7 @@ class _GeneratorV2(_Generator):
                 asp = self.aspect_words(int(self.a_aspect[r["needed"][0]]))
                 text = tpls[int(rng.integers(len(tpls)))].format(x=ref_x[1], y=ref_y[1], aspect=asp)
             queries.append(Query(id=qid, text=text, graph_id="main", split=split, timestamp=times.iat[i]))
-            flat = None
-            if r["needed"]:
-                qt = tokens(text)
-                flat = all(
-                    bool(qt & (tokens(self.f.content[a]) | self.memory_tokens(a))) for a in r["needed"]
-                )
-            truths.append(
-                Truth(
-                    query_id=qid,
-                    needed=tuple(self.att_ids[a] for a in r["needed"]),
-                    needed_kind="attribute",
-                    misleading=tuple(self.att_ids[a] for a in r["misleading"]),
-                    intent=intent,
-                    category=r["category"],
-                    hops=r["hops"],
-                    flat_solvable=flat,
-                )
-            )
+            truths.append(self._truth(qid, text, r))
             focus.append(
                 {
                     "query_id": qid,
@@ -693,6 +580,10 @@ class _GeneratorV2(_Generator):
                 }
             )
         return queries, truths, pd.DataFrame(focus)
+
+    def misleading(self, q: dict[str, Any]) -> list[int]:
+        """v1's stale versions plus a bridge's near-duplicates."""
+        return list(dict.fromkeys(self.stale(q["needed"], q["t"]) + q.get("extra_misleading", [])))
 
     # -- labels and assembly ------------------------------------------------------------------------
 
@@ -739,33 +630,16 @@ class _GeneratorV2(_Generator):
         out["hidden"] = pd.DataFrame(rows)
         return out
 
-    def run(self) -> Dataset:
-        self.hash = config_hash(self.c.to_dict())
-        self.entities()
-        self.aspects()
-        f = self.base_facts()
-        self.dependencies(f)
-        self.bridges_principles_distractors(f)
-        self.ent_aspects = self._ent_aspects_fast()
-        self.memories(f)
+    def before_graph(self) -> None:
         self.hidden()
-        graph = self.graph()
-        queries, truths, focus = self.queries()
-        labels = self.labels()
-        labels["queries"] = focus
-        return Dataset(
-            name=f"synthetic:{self.c.preset}:{self.seed}",
-            graphs={"main": graph},
-            queries=queries,
-            truth=GroundTruth(truths, labels=labels),
-            report=LoadReport(),
-            meta={
-                "generator": "synthetic",
-                "generator_version": GENERATOR_VERSION,
-                "config": self.c.to_dict(),
-                "config_hash": self.hash,
-                "seed": self.seed,
-                "drift_domains": self.drifted,
-                "drift_at_day": None if not np.isfinite(self.drift_t) else self.drift_t / DAY,
-            },
-        )
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "generator": "synthetic",
+            "generator_version": GENERATOR_VERSION,
+            "config": self.c.to_dict(),
+            "config_hash": self.hash,
+            "seed": self.seed,
+            "drift_domains": self.drifted,
+            "drift_at_day": None if not np.isfinite(self.drift_t) else self.drift_t / DAY,
+        }

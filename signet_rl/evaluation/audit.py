@@ -677,6 +677,34 @@ def _gold_retriever_class() -> type:
     return GoldEntryRetriever
 
 
+def _question_rows(
+    dataset: Dataset,
+    retrievers: Mapping[str, Any],
+    splits: Sequence[str],
+    budget_chars: int,
+    max_queries: int | None,
+) -> pd.DataFrame:
+    """The harness's per-query rows (nDCG@10, 10 bootstrap draws) of ``retrievers`` over ``splits``,
+    questions only (intent ``none`` dropped)."""
+    from signet_rl.evaluation.harness import evaluate
+
+    rows = pd.concat(
+        [
+            evaluate(
+                dataset,
+                retrievers,
+                split=s,
+                budget_chars=budget_chars,
+                ks=(10,),
+                max_queries=max_queries,
+                n_boot=10,
+            ).rows
+            for s in splits
+        ]
+    )
+    return rows[rows["intent"] != "none"]
+
+
 def room_to_learn(
     dataset: Dataset,
     budget_chars: int = 400,
@@ -687,24 +715,9 @@ def room_to_learn(
     :class:`HiddenScorer`, both given the gold focus entities and gold intent (same walk, same budget, so
     only the scorer differs): how much a scorer that learned the hidden component could gain over PPR.
     Pooled over ``splits`` (the hidden component is the same in every split), at most ``max_queries`` each."""
-    from signet_rl.evaluation.harness import evaluate
-
     gold = _gold_retriever_class()
     retrievers = {"ppr": gold(dataset, "ppr"), "hidden": gold(dataset, HiddenScorer(dataset))}
-    frames = []
-    for s in splits:
-        res = evaluate(
-            dataset,
-            retrievers,
-            split=s,
-            budget_chars=budget_chars,
-            ks=(10,),
-            max_queries=max_queries,
-            n_boot=10,
-        )
-        frames.append(res.rows)
-    rows = pd.concat(frames)
-    rows = rows[rows["intent"] != "none"]
+    rows = _question_rows(dataset, retrievers, splits, budget_chars, max_queries)
     m = rows.groupby("retriever")[["ndcg@10", "needed_recall"]].mean()
     return {
         "ppr_ndcg@10": round(float(m.at["ppr", "ndcg@10"]), 4),
@@ -729,8 +742,6 @@ def drift_loss(dataset: Dataset, budget_chars: int = 400, max_queries: int | Non
     Raises:
         ValueError: a dataset without a drift (``drift=True`` of synthetic v2).
     """
-    from signet_rl.evaluation.harness import evaluate
-
     if dataset.meta.get("drift_at_day") is None:
         raise ValueError(f"{dataset.name} has no drift; generate it with version=2, drift=True")
     gold = _gold_retriever_class()
@@ -738,21 +749,7 @@ def drift_loss(dataset: Dataset, budget_chars: int = 400, max_queries: int | Non
         "fixed": gold(dataset, HiddenScorer(dataset, period="pre")),
         "informed": gold(dataset, HiddenScorer(dataset)),
     }
-    rows = pd.concat(
-        [
-            evaluate(
-                dataset,
-                retrievers,
-                split=s,
-                budget_chars=budget_chars,
-                ks=(10,),
-                max_queries=max_queries,
-                n_boot=10,
-            ).rows
-            for s in ("train", "validation", "test")
-        ]
-    )
-    rows = rows[rows["intent"] != "none"]
+    rows = _question_rows(dataset, retrievers, ("train", "validation", "test"), budget_chars, max_queries)
     after = dataset.truth.labels["queries"].set_index("query_id")["after_drift"]
     rows = rows.assign(after=rows["query_id"].map(after).astype(bool))
     m = rows.groupby(["retriever", "after"])["needed_recall"].mean()

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from signet_rl.core.checks import check_known_keys
 from signet_rl.kg.policy import ADVANTAGES, LAST_STEP_OBJECTIVES
 
 __all__ = [
@@ -180,9 +181,7 @@ class KGTaskConfig:
         """The config a plain ``task`` mapping describes; a key missing takes its default (run folders of
         older versions lack the knobs added since), an unknown key is an error that names it."""
         known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(values) - set(known))
-        if unknown:
-            raise ValueError(f"task=kg: unknown keys {unknown}; known: {sorted(known)}")
+        check_known_keys(values, known, "task=kg: unknown keys")
         kw: dict[str, Any] = {}
         for key, value in values.items():
             kw[key] = _coerce(f"task.{key}", value, known[key].type)

@@ -42,7 +42,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 import numpy as np
 import torch
@@ -178,25 +178,6 @@ def eval_chunk_size(policy: KGPolicy, task: WalkTask, beam_width: int, budget: f
     return int(max(1, min(512, budget // per_query)))
 
 
-def evaluate_policy(
-    policy: KGPolicy,
-    task: WalkTask,
-    batch: QueryBatch,
-    path_length: int,
-    beam_width: int,
-    chunk: int | None = None,
-    mask_query_edge: bool = True,
-    pool: str = "max",
-) -> dict[str, float]:
-    """Filtered Hits@1/3/10, MRR, ``n`` and ``misses`` of the policy's beam search on ``batch``.
-
-    ``mask_query_edge`` hides each query's own triple from the walk (MultiHopKG's test-time mask); the
-    target is used for nothing else, and the mask changes nothing unless the triple is itself a graph edge.
-    """
-    r = policy_ranks(policy, task, batch, path_length, beam_width, chunk, mask_query_edge, pool)
-    return {**ranking_metrics(r), "n": len(r), "misses": int(np.isinf(r).sum())}
-
-
 def policy_ranks(
     policy: KGPolicy,
     task: WalkTask,
@@ -207,8 +188,12 @@ def policy_ranks(
     mask_query_edge: bool = True,
     pool: str = "max",
 ) -> np.ndarray:
-    """The filtered rank of each query's target under the policy's beam search (``inf``: never reached);
-    the arguments are :func:`evaluate_policy`'s."""
+    """The filtered rank of each query's target under the policy's beam search on ``batch`` (``inf``: never
+    reached).
+
+    ``mask_query_edge`` hides each query's own triple from the walk (MultiHopKG's test-time mask); the
+    target is used for nothing else, and the mask changes nothing unless the triple is itself a graph edge.
+    """
     was_training = policy.training
     policy.eval()
     chunk = chunk or eval_chunk_size(policy, task, beam_width)
@@ -231,6 +216,26 @@ def policy_ranks(
     finally:
         policy.train(was_training)
     return np.concatenate(ranks)
+
+
+_P = ParamSpec("_P")
+
+
+def _metrics_of(ranks: Callable[_P, np.ndarray]) -> Callable[_P, dict[str, float]]:
+    """``ranks`` (a function returning filtered ranks) made to return their Hits@1/3/10, MRR, ``n`` and
+    ``misses`` instead."""
+
+    def metrics(*args: _P.args, **kwargs: _P.kwargs) -> dict[str, float]:
+        r = ranks(*args, **kwargs)
+        return {**ranking_metrics(r), "n": len(r), "misses": int(np.isinf(r).sum())}
+
+    return metrics
+
+
+#: ``evaluate_policy(policy, task, batch, path_length, beam_width, chunk=None, mask_query_edge=True,
+#: pool="max")``: filtered Hits@1/3/10, MRR, ``n`` and ``misses`` of the policy's beam search on ``batch``
+#: (the arguments are :func:`policy_ranks`'s).
+evaluate_policy = _metrics_of(policy_ranks)
 
 
 # -- anchors and rewards ----------------------------------------------------------------------------------

@@ -72,7 +72,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from signet_rl.core.checks import check_integer
+from signet_rl.core.checks import check_integer, check_known_keys
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph, to_timestamp
 from signet_rl.retrieval.indexes import BM25Index, VectorIndex
@@ -187,9 +187,7 @@ class EntrySearch:
         min_similarity: float = 0.2,
         max_query_chars: int = 1000,
     ) -> None:
-        unknown = sorted(set(weights or {}) - set(DEFAULT_WEIGHTS))
-        if unknown:
-            raise ValueError(f"unknown entry-search weights {unknown}; known: {sorted(DEFAULT_WEIGHTS)}")
+        check_known_keys(weights or {}, DEFAULT_WEIGHTS, "unknown entry-search weights")
         w = {**DEFAULT_WEIGHTS, **(weights or {})}
         negative = {k: v for k, v in w.items() if not v >= 0}
         if negative:

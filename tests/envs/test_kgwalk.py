@@ -11,19 +11,12 @@ from gymnasium.utils.env_checker import check_env
 from signet_rl.datasets.kg import load_kg
 from signet_rl.envs.kgwalk import INVALID_ACTION_PENALTY, KGWalkEnv
 
-# a -r1-> b -r2-> c, a -r2-> d -r1-> c, c -r1-> e; inverse=True adds r1_inv / r2_inv.
-GRAPH = "a\tr1\tb\nb\tr2\tc\na\tr2\td\nd\tr1\tc\nc\tr1\te\n"
-
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory):
+def tiny(tmp_path_factory: pytest.TempPathFactory, write_kg):
+    """conftest's tiny KG (a -r1-> b -r2-> c, a -r2-> d -r1-> c, c -r1-> e), loaded with inverses."""
     tmp_path = tmp_path_factory.mktemp("kgwalk")
-    folder = tmp_path / "kg" / "tiny"
-    folder.mkdir(parents=True)
-    (folder / "graph.txt").write_text(GRAPH)
-    (folder / "train.txt").write_text("a\tr3\tc\na\tr1\tb\nb\tr3\te\n")
-    (folder / "dev.txt").write_text("d\tr3\te\n")
-    (folder / "test.txt").write_text("b\tr3\tc\n")
+    write_kg(tmp_path)
     return load_kg("tiny", root=tmp_path, inverse=True)
 
 

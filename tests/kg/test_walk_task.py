@@ -11,16 +11,10 @@ import torch
 from signet_rl.datasets.kg import load_kg
 from signet_rl.kg.walk_task import KGWalker, WalkTask, inverse_relations
 
-GRAPH = "a\tr1\tb\nb\tr2\tc\na\tr2\td\nd\tr1\tc\nc\tr1\te\n"
 
-
-def tiny_task(tmp_path: Path) -> WalkTask:
-    folder = tmp_path / "kg" / "tiny"
-    folder.mkdir(parents=True)
-    (folder / "graph.txt").write_text(GRAPH)
-    (folder / "train.txt").write_text("a\tr3\tc\na\tr1\tb\nb\tr3\te\n")
-    (folder / "dev.txt").write_text("d\tr3\te\n")
-    (folder / "test.txt").write_text("b\tr3\tc\n")
+@pytest.fixture
+def tiny_task(tmp_path: Path, write_kg) -> WalkTask:
+    write_kg(tmp_path)
     return WalkTask.from_dataset(load_kg("tiny", root=tmp_path, inverse=True))
 
 
@@ -70,8 +64,8 @@ def test_inverse_relations_both_conventions():
         inverse_relations(["a"], "inv")
 
 
-def test_query_edge_and_its_inverse_are_masked(tmp_path):
-    task = tiny_task(tmp_path)
+def test_query_edge_and_its_inverse_are_masked(tiny_task):
+    task = tiny_task
     ix = task.index
     e = {name: ix.entity_index[name] for name in "abcde"}
     r1, r1_inv = ix.relation_index["r1"], ix.relation_index["r1_inv"]
@@ -102,8 +96,8 @@ def test_query_edge_and_its_inverse_are_masked(tmp_path):
         assert m_np.tolist() == mask[row].tolist()
 
 
-def test_train_facts_and_last_step_mask(tmp_path):
-    task = tiny_task(tmp_path)
+def test_train_facts_and_last_step_mask(tiny_task):
+    task = tiny_task
     ix = task.index
     a, b, c, e = (ix.entity_index[x] for x in "abce")
     r3 = ix.relation_index["r3"]
@@ -117,13 +111,15 @@ def test_train_facts_and_last_step_mask(tmp_path):
     assert len(task.queries("validation")) == 1 and len(task.queries("test")) == 1
 
 
-def test_reciprocal_training_queries_add_one_head_query_per_training_triple(tmp_path):
-    folder = tmp_path / "kg" / "recip"
-    folder.mkdir(parents=True)
-    (folder / "graph.txt").write_text(GRAPH + "e\tr1\tc\n")
-    (folder / "train.txt").write_text("a\tr1\tb\nd\tr1\tc\nb\tr2\tc\n")
-    (folder / "dev.txt").write_text("a\tr2\tc\n")
-    (folder / "test.txt").write_text("b\tr1\tc\n")
+def test_reciprocal_training_queries_add_one_head_query_per_training_triple(tmp_path, write_kg):
+    write_kg(
+        tmp_path,
+        "recip",
+        extra_edges="e\tr1\tc\n",
+        train="a\tr1\tb\nd\tr1\tc\nb\tr2\tc\n",
+        dev="a\tr2\tc\n",
+        test="b\tr1\tc\n",
+    )
     task = WalkTask.from_dataset(load_kg("recip", root=tmp_path, inverse=True))
     ix = task.index
     a, b, c, d, e = (ix.entity_index[x] for x in "abcde")
@@ -154,8 +150,8 @@ def test_reciprocal_training_queries_add_one_head_query_per_training_triple(tmp_
     assert other.tolist() == [[False, False, False, False, True]]
 
 
-def test_reciprocal_training_queries_need_every_inverse(tmp_path):
-    task = tiny_task(tmp_path)  # r3 is a query relation only: the graph holds no inverse of it
+def test_reciprocal_training_queries_need_every_inverse(tiny_task):
+    task = tiny_task  # r3 is a query relation only: the graph holds no inverse of it
     with pytest.raises(
         ValueError,
         match="reciprocal training queries need the inverse of every training "
