@@ -33,6 +33,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,7 +49,9 @@ from signet_rl.datasets.base import Dataset, DatasetNotFoundError, GroundTruth, 
 from signet_rl.graph.confidence import Reason
 from signet_rl.graph.model import EPOCH, EntityType, KnowledgeGraph
 
-__all__ = ["SPECIAL_TOKENS", "load_kg"]
+__all__ = ["SPECIAL_TOKENS", "load_kg", "split_triples_in_graph"]
+
+log = logging.getLogger(__name__)
 
 #: MINERVA vocabulary entries that are not entities or relations.
 SPECIAL_TOKENS: frozenset[str] = frozenset({"PAD", "UNK", "NO_OP", "DUMMY_START_RELATION"})
@@ -255,6 +258,36 @@ def _add_inverses(graph: pd.DataFrame, convention: str) -> pd.DataFrame:
     return pd.concat([graph, inv], ignore_index=True)
 
 
+def split_triples_in_graph(graph: pd.DataFrame, queries: pd.DataFrame, convention: str) -> dict[str, int]:
+    """How many query triples of one split the walking graph holds, as themselves and as their inverse.
+
+    A walker that can take a test query's own edge ``head -relation-> tail`` (or the inverse edge
+    ``tail -relation^-1-> head``) answers it by reading the answer off the graph; MINERVA-layout graphs
+    must hold neither. (Walkers may mask the query's own edge at evaluation time; this counts what the
+    graph file itself leaks.)
+
+    Args:
+        graph: the walking graph's ``head, relation, tail`` rows (after inverses were added or dropped).
+        queries: one split's ``head, relation, tail`` rows.
+        convention: how the folder names inverse relations (``"_"`` or ``"_inv"``).
+
+    Returns:
+        ``{"triples": n, "inverse": m, "queries": len(queries)}``: ``n`` query triples present as edges,
+        ``m`` present as their inverse edge.
+    """
+    key = ["head", "relation", "tail"]
+    if len(queries) == 0 or len(graph) == 0:
+        return {"triples": 0, "inverse": 0, "queries": len(queries)}
+    edges = graph[key].drop_duplicates()
+    q = queries[key]
+    direct = q.merge(edges, on=key, how="left", indicator=True)["_merge"].eq("both")
+    inv = pd.DataFrame({"head": q["tail"].to_numpy(),
+                        "relation": _inverse_name(q["relation"], convention).to_numpy(),
+                        "tail": q["head"].to_numpy()})
+    inverse = inv.merge(edges, on=key, how="left", indicator=True)["_merge"].eq("both")
+    return {"triples": int(direct.sum()), "inverse": int(inverse.sum()), "queries": len(queries)}
+
+
 def _entity_types(ids: pd.Series) -> np.ndarray:
     category = ids.str.extract(_NELL_CATEGORY, expand=False)
     return category.fillna(EntityType.UNKNOWN).to_numpy(dtype=object)
@@ -377,6 +410,18 @@ def load_kg(folder: str, root: Path, inverse: bool | None = None) -> Dataset:
                 report.add(file or split, f"line {line}: {ent}",
                            f"query {col} entity not in the graph", action="kept")
 
+    # A test triple in the walking graph hands the walker its answer: count it and warn loudly. Validation
+    # triples in the graph are counted and reported too (MINERVA's NELL-995 and Countries graphs hold some),
+    # at info level: they make validation, not test, easier.
+    leaks = {split: split_triples_in_graph(graph, frame, convention)
+             for split, frame in splits.items() if split != "train"}
+    for split, leak in leaks.items():
+        if leak["triples"] or leak["inverse"]:
+            problem = (f"{leak['triples']} of {leak['queries']} {split} triples are edges of the walking "
+                       f"graph ({leak['inverse']} more as their inverse edge): a walker can read these "
+                       "answers off the graph")
+            (log.warning if split == "test" else log.info)("kg:%s: %s", folder, problem)
+
     # Filtered-ranking answers: every known tail of (head, relation) across all files.
     queries_all = pd.concat([f.assign(split=s, index=np.arange(len(f)))
                              for s, f in splits.items()], ignore_index=True)
@@ -405,6 +450,8 @@ def load_kg(folder: str, root: Path, inverse: bool | None = None) -> Dataset:
         "duplicate_edges": int(graph.duplicated(_COLS).sum()),
         **{f"queries_{s}": len(f) for s, f in splits.items()},
         "malformed": len(report.malformed),
+        **{f"{s}_triples_in_graph": leak["triples"] for s, leak in leaks.items()},
+        **{f"{s}_inverse_in_graph": leak["inverse"] for s, leak in leaks.items()},
     }
     meta: dict[str, Any] = {
         "dataset": f"kg:{folder}", "folder": str(path),

@@ -68,6 +68,11 @@ def describe(dataset: Dataset, signals: bool = True) -> dict[str, Any]:
     if len(qdf) and (qdf["category"] != "-").any():
         out["queries_by_category"] = _count(qdf["category"])
     out["malformed"] = dataset.report.to_dict()
+    counts = dataset.meta.get("counts", {})
+    if "test_triples_in_graph" in counts:  # a KG folder: split triples its walking graph holds
+        out["split_triples_in_graph"] = {
+            s: {"triples": counts[f"{s}_triples_in_graph"], "inverse": counts[f"{s}_inverse_in_graph"]}
+            for s in ("validation", "test") if f"{s}_triples_in_graph" in counts}
     if dataset.meta.get("generator") == "synthetic":
         from signet_rl.evaluation.audit import describe_mix, signal_auc
 
@@ -143,6 +148,11 @@ def format_description(d: dict[str, Any]) -> str:
             lines.append(f"  WARNING: {', '.join(d['too_easy_signals'])} alone nearly solve the task")
     if "audit" in d:
         lines += _audit_lines(d["audit"])
+    for split, leak in d.get("split_triples_in_graph", {}).items():
+        warn = "  WARNING: a walker can read these answers off the graph" if split == "test" and (
+            leak["triples"] or leak["inverse"]) else ""
+        lines.append(f"{split} triples in the walking graph: {leak['triples']:,} "
+                     f"(+{leak['inverse']:,} as inverse edges){warn}")
     m = d["malformed"]
     lines.append(f"malformed rows: {m['malformed_total']:,}")
     for problem, n in m["malformed_by_problem"].items():

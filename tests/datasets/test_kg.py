@@ -257,3 +257,46 @@ def test_a_kg_file_that_is_not_utf8_is_named_with_its_line(tmp_path):
         f"{folder / 'train.txt'}: line 2 is not UTF-8 (byte 0xe9 at offset 13: invalid continuation byte); "
         "KG files are read as UTF-8: re-encode it (e.g. iconv -f latin1 -t utf-8)"
     )
+
+
+# -- leaks: split triples that are edges of the walking graph --------------------------------------
+
+
+def test_a_test_triple_in_the_graph_is_counted_reported_and_warned(tmp_path, caplog):
+    folder = tmp_path / "kg" / "leaky"
+    # graph: a -r-> b is also a test triple; c -r_inv-> a is the inverse of test triple a -r-> c
+    _write(folder / "graph.txt", ["a\tr\tb", "b\tr\tc", "c\tr_inv\ta", "c\ts\td"])
+    _write(folder / "train.txt", ["b\tr\tc"])
+    _write(folder / "dev.txt", ["c\ts\td"])
+    _write(folder / "test.txt", ["a\tr\tb", "a\tr\tc", "d\ts\tc"])
+    with caplog.at_level("INFO", logger="signet_rl.datasets.kg"):
+        ds = load_kg("leaky", root=tmp_path)
+    counts = ds.meta["counts"]
+    assert (counts["test_triples_in_graph"], counts["test_inverse_in_graph"]) == (1, 1)
+    assert (counts["validation_triples_in_graph"], counts["validation_inverse_in_graph"]) == (1, 0)
+    problem = ("1 of 3 test triples are edges of the walking graph (1 more as their inverse edge): "
+               "a walker can read these answers off the graph")
+    assert not [m for m in ds.report.malformed if "off the graph" in m.problem]  # not a malformed row
+    levels = {r.levelname for r in caplog.records if "off the graph" in r.getMessage()}
+    assert levels == {"WARNING", "INFO"}
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [f"kg:leaky: {problem}"]
+
+
+def test_a_clean_folder_reports_no_leak(tmp_path, caplog):
+    folder = tmp_path / "kg" / "clean"
+    _write(folder / "graph.txt", ["a\tr\tb", "b\tr\tc"])
+    _write(folder / "train.txt", ["a\tr\tb"])
+    _write(folder / "dev.txt", ["b\tr\ta"])
+    _write(folder / "test.txt", ["a\tr\tc"])
+    with caplog.at_level("INFO", logger="signet_rl.datasets.kg"):
+        ds = load_kg("clean", root=tmp_path)
+    assert ds.meta["counts"]["test_triples_in_graph"] == 0
+    assert not [r for r in caplog.records if "off the graph" in r.getMessage()]
+
+
+@pytest.mark.data
+def test_real_benchmarks_hold_no_test_triple_in_their_walking_graph(require_data):
+    require_data("kg/umls")
+    for folder, inverse in (("umls", None), ("umls", True), ("kinship", None)):
+        counts = _load(folder, inverse).meta["counts"]
+        assert (counts["test_triples_in_graph"], counts["test_inverse_in_graph"]) == (0, 0), folder
