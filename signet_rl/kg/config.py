@@ -53,6 +53,7 @@ RESUME_FREE = (
     "eval_batch_size",
     "eval_mask_query_edge",
     "patience",
+    "rank_test",
 )
 #: Knobs added after runs were checkpointed: at these values they are left out of the fingerprint, so a
 #: run started before the knob existed still resumes.
@@ -66,6 +67,7 @@ ADDED_DEFAULTS: dict[str, Any] = {
     "advantage": "normalised",
     "ema_decay": None,
     "history_layers": 1,
+    "rank_test": True,
 }
 
 
@@ -137,6 +139,8 @@ class KGTaskConfig:
     beam_pool: str = "max"
     eval_batch_size: int | None = None
     eval_mask_query_edge: bool = True
+    # false: a probe run: validation only, the test split is never ranked (walker and anchors alike)
+    rank_test: bool = True
     progress: bool = True
 
     def __post_init__(self) -> None:

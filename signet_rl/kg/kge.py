@@ -523,6 +523,7 @@ def train_anchor(
     progress: bool = False,
     device: str | torch.device = "cpu",
     index: KGIndex | None = None,
+    rank_test: bool = True,
 ) -> tuple[KGEAnchor, dict[str, Any]]:
     """Train a KGE anchor on a KG dataset, select it on filtered validation MRR, and rank the test split.
 
@@ -539,6 +540,8 @@ def train_anchor(
             (see :func:`reciprocal`).
         device: where to train and score.
         index: a prebuilt :class:`KGIndex` of ``ds`` (built when ``None``).
+        rank_test: False ranks validation only (a probe: the report's ``test`` is then empty and the test
+            queries are never scored).
 
     Returns:
         The trained anchor (best validation weights) and a report: ``model``, ``dataset``, ``train_on``,
@@ -556,14 +559,15 @@ def train_anchor(
     if model not in MODELS:
         raise ValueError(f"unknown KGE model {model!r}; expected one of: {', '.join(MODELS)}")
     index = index if index is not None else KGIndex.from_dataset(ds)
-    valid, test = index.queries(ds, "validation"), index.queries(ds, "test")
+    valid = index.queries(ds, "validation")
     parts: list[IntArray] = []
     if "train" in train_on.split("+"):
         parts.append(_triples_of(index.queries(ds, "train")))
     leaked = 0
     if "graph" in train_on.split("+"):
         graph = index.graph_triples
-        held, _ = reciprocal(index, np.concatenate([_triples_of(valid), _triples_of(test)]))
+        held_out = [valid, index.queries(ds, "test")]  # filtered out of training, never ranked
+        held, _ = reciprocal(index, np.concatenate([_triples_of(b) for b in held_out]))
         keep = ~_rows_in(graph, held)
         leaked = int((~keep).sum())
         parts.append(graph[keep])
@@ -594,9 +598,9 @@ def train_anchor(
         progress=progress,
         time_budget_s=time_budget_s,
     )
-    results = {
-        split: evaluate_scores(anchor.score_tails, b) for split, b in (("validation", valid), ("test", test))
-    }
+    ranked = [("validation", valid)] + ([("test", index.queries(ds, "test"))] if rank_test else [])
+    results: dict[str, Any] = {split: evaluate_scores(anchor.score_tails, b) for split, b in ranked}
+    results.setdefault("test", {})
     metrics = {f"kge_{model}/{split}/{k}": float(v) for split, m in results.items() for k, v in m.items()}
     report: dict[str, Any] = {
         "model": model,

@@ -157,6 +157,8 @@ def format_results(results: Mapping[str, Any]) -> str:
     ]
     for split in ("validation", "test"):
         metrics = results.get(split) or {}
+        if split == "test" and not metrics:
+            lines.append(f"{split:<11} not ranked (a probe run: task.rank_test=false)")
         models = sorted({k.split("/", 1)[0] for k in metrics}, key=lambda m: (m != "kg_walk", m))
         for model in models:
             m = {k.split("/", 1)[1]: v for k, v in metrics.items() if k.startswith(f"{model}/")}

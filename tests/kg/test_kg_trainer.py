@@ -317,3 +317,32 @@ def test_ema_weights_are_validated_selected_tested_and_resumed(tiny_root, tmp_pa
     assert run_kg(cut)["test"] == selected["test"]  # the average is checkpointed and resumed too
     with pytest.raises(ValueError, match=r"task.ema_decay=1.0 must be null or in \(0, 1\)"):
         run_kg(tiny_cfg(tiny_root, None, "task.ema_decay=1.0"))
+
+
+def test_a_probe_run_never_ranks_the_test_split(tiny_root, tmp_path, monkeypatch):
+    """task.rank_test=false (experiments/kg_report.py --probe): the walker and every anchor are validated, and
+    no test query reaches a ranking function (a spy records the query ids of every ranked batch)."""
+    import signet_rl.kg.kge as kge
+    import signet_rl.kg.trainer as trainer
+
+    ranked: list[str] = []
+
+    def spy(fn):
+        def wrapped(*args, **kwargs):
+            batch = next(a for a in (*args, *kwargs.values()) if hasattr(a, "ids") and hasattr(a, "known"))
+            ranked.extend(batch.ids)
+            return fn(*args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(trainer, "evaluate_policy", spy(trainer.evaluate_policy))
+    monkeypatch.setattr(trainer, "evaluate_scores", spy(trainer.evaluate_scores))
+    monkeypatch.setattr(kge, "evaluate_scores", spy(kge.evaluate_scores))
+    extra = ["task.max_batches=6", "task.anchors=[distmult]", "+task.anchor.epochs=3", "+task.anchor.dim=4",
+             "task.eval_every=3"]
+    results = run_kg(tiny_cfg(tiny_root, tmp_path / "probe", *extra, "task.rank_test=false"))
+    assert results["test"] == {} and results["validation"]["kg_walk/n"] == 1
+    assert "anchor_distmult/mrr" in results["validation"]
+    assert ranked and {i.split(":")[0] for i in ranked} == {"validation"}
+    ranked.clear()
+    full = run_kg(tiny_cfg(tiny_root, tmp_path / "full", *extra))  # the counter does see test rankings
+    assert full["test"]["kg_walk/n"] == 1 and "test:0" in ranked
