@@ -483,6 +483,11 @@ def report(runs: Path = RUNS, ledger: Path = LEDGER) -> str:
                 + f" | {train_min:.1f} / {bound}{total_min:.1f} |"
             )
     out = [
+        "**Appendix — chosen with test in view.** These rows' recipes and dataset settings were compared on "
+        "test figures before being reported (issue 30), and several walk graphs with inverse edges added "
+        "while compared with MINERVA; they are kept for the record. The KG headline is the table of "
+        "`experiments/kg_protocol.py` (recipes frozen on validation before their test runs, per setting).",
+        "",
         f"_Written by `python experiments/kg_report.py` on {time.strftime('%Y-%m-%d')} from the runs "
         "in `experiments/kg_runs/` (each finished run under `runs/report-kg/` is copied there). Test "
         "split, tail queries, filtered ranking (protocol: `docs/kg_protocol.md`), ×100, mean ± sd over "

@@ -1,0 +1,294 @@
+"""KG path reasoning on the published protocols, with recipes frozen before their test runs (issue 30).
+
+Three steps, each resumable (a finished run folder is skipped, an interrupted one resumes):
+
+1. **Probe** (validation only). ``--probe`` trains each ``--recipes`` candidate on ``--datasets`` in a
+   ``--setting`` with ``task.rank_test=false``: neither the walker nor an in-run anchor ever ranks the test
+   split (``tests/kg/test_kg_trainer.py`` checks it with a spy). Each probe's validation figures go to the
+   committed ledger ``experiments/kg_runs/probes.json``; the probe table prints validation columns only.
+2. **Freeze.** ``--freeze <dataset>@<setting> <recipe>`` writes ``conf/experiment/kg/frozen/<dataset>@<setting>.yaml``
+   (the dataset's structural settings, the setting's inverse-edge rule and the recipe's task keys: the whole
+   configuration of its later runs) and records the choice with the validation figures that made it in
+   ``experiments/kg_runs/frozen.json``. It refuses when no probe of that recipe finished, and when a final
+   (test) run of that dataset and setting already exists: a recipe is chosen before its test run or not at
+   all. Commit the frozen file before running step 3.
+3. **Final.** ``--final`` runs every frozen recipe of ``--datasets`` in ``--setting`` on fresh seeds
+   (default 10, 11, 12), ranks validation and test, copies each run into ``experiments/kg_runs/final.json``
+   and publishes the table (section ``kg-protocol`` of ``docs/results.md``): one row per dataset and
+   setting with mean ± sd over the seeds, the in-run anchors beside it, and the published rows **of that
+   setting only** — MINERVA's beside the MINERVA-setting rows, MultiHopKG's beside the MultiHopKG-setting rows.
+
+Settings (``--setting``):
+
+* ``minerva``: the walking graph as the folder's files define it (``dataset.inverse=null``): ``umls/`` has
+  no inverse edges; Kinship's ``graph.txt`` already holds them; NELL-995's graph is rebuilt from
+  ``full_kb/`` with ``<rel>_inv`` edges, as MINERVA's ``nell`` setting does (see the data's SOURCES.md).
+* ``multihopkg``: every inverse edge added (``dataset.inverse=true``), MultiHopKG's setting. On Kinship and
+  NELL-995 the two graphs are the same edge set; the table says so.
+
+Any other MINERVA-layout folder a user points at (``--datasets <folder>``) runs unchanged with the generic
+structure (path length 3, at most 200 actions per entity): nothing in a recipe names a benchmark.
+
+    python experiments/kg_protocol.py --probe --datasets umls --setting minerva --recipes shaped regularised_sum --seeds 0
+    python experiments/kg_protocol.py --freeze umls@minerva regularised_sum
+    python experiments/kg_protocol.py --final --datasets umls --setting minerva
+    python experiments/kg_protocol.py --report-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kg_report import PUBLISHED, recipe_overrides, whole_seconds  # noqa: E402
+
+from signet_rl import smoke  # noqa: E402
+from signet_rl.reporting import Section, publish  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+LEDGER = ROOT / "experiments" / "kg_runs"
+PROBES, FROZEN, FINAL = "probes.json", "frozen.json", "final.json"
+FROZEN_DIR = ROOT / "conf" / "experiment" / "kg" / "frozen"
+RUNS = ROOT / "runs"
+SETTINGS = {"minerva": ["dataset.inverse=null"], "multihopkg": ["dataset.inverse=true"]}
+FINAL_SEEDS = (10, 11, 12)
+#: Each benchmark's structure: MINERVA's published path lengths and NELL-995's 200-action cap and the
+#: smaller policy its 75k entities need on a CPU. Training knobs are not here: they are the recipe's.
+STRUCTURE: dict[str, list[str]] = {
+    "countries_S1": ["dataset.path_length=2"],
+    "countries_S2": ["dataset.path_length=2"],
+    "countries_S3": ["dataset.path_length=3"],
+    "kinship": ["dataset.path_length=2"],
+    "umls": ["dataset.path_length=2"],
+    "nell-995": ["dataset.path_length=3", "dataset.max_actions=200", "task.entity_dim=100",
+                 "task.relation_dim=100", "task.history_dim=100", "task.hidden_dim=200", "task.batch_size=64"],
+}
+GENERIC = ["dataset.path_length=3", "dataset.max_actions=200"]
+#: Which published rows compare with which setting (keys of kg_report.PUBLISHED's per-dataset dicts).
+PUBLISHED_SETTING = {"MINERVA": "minerva", "MultiHopKG (ConvE)": "multihopkg",
+                     "MultiHopKG (ComplEx)": "multihopkg", "ComplEx": "multihopkg"}
+METRICS = ("hits@1", "hits@3", "hits@10", "mrr")
+
+
+def key_of(dataset: str, setting: str) -> str:
+    if setting not in SETTINGS:
+        raise ValueError(f"unknown setting {setting!r}; expected one of: {', '.join(SETTINGS)}")
+    return f"{dataset}@{setting}"
+
+
+def structure(dataset: str) -> list[str]:
+    return list(STRUCTURE.get(dataset, GENERIC))
+
+
+def _read(ledger: Path, name: str) -> dict:
+    path = ledger / name
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _write(ledger: Path, name: str, data: dict) -> None:
+    ledger.mkdir(parents=True, exist_ok=True)
+    (ledger / name).write_text(json.dumps(dict(sorted(data.items())), indent=1, sort_keys=True) + "\n")
+
+
+def _run(overrides: list[str], folder: Path) -> dict:
+    from hydra import compose, initialize_config_dir
+
+    from signet_rl.tasks.kg import run_kg
+
+    if (folder / "results.json").exists():
+        return json.loads((folder / "results.json").read_text())
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=["task=kg", "dataset=kg", *overrides, f"run_dir={folder}",
+                                          "task.progress=false"])
+    if smoke.enabled():
+        smoke.shrink_train(cfg)
+    return run_kg(cfg)
+
+
+def probe_overrides(dataset: str, setting: str, recipe: str, seed: int, budget: float) -> list[str]:
+    return [f"dataset.spec=kg:{dataset}", *structure(dataset), *SETTINGS[setting], *recipe_overrides(recipe),
+            f"seed={seed}", f"task.time_budget_s={budget}", "task.rank_test=false"]
+
+
+def probe(datasets: Sequence[str], setting: str, recipes: Sequence[str], seeds: Sequence[int], budget: float,
+          runs: Path = RUNS / "probe-kg", ledger: Path = LEDGER) -> dict:
+    """Run the probes (validation only) and copy each into the probe ledger; returns the ledger."""
+    book = _read(ledger, PROBES)
+    for seed in seeds:
+        for dataset in datasets:
+            for recipe in recipes:
+                name = f"{key_of(dataset, setting)}-{recipe}-s{seed}"
+                t0 = time.perf_counter()
+                res = _run(probe_overrides(dataset, setting, recipe, seed, budget), runs / name)
+                if res.get("test"):
+                    raise RuntimeError(f"{runs / name} ranked the test split; a probe must not (delete it)")
+                book[name] = {"dataset": dataset, "setting": setting, "recipe": recipe, "seed": seed,
+                              "budget_s": budget, "validation": res.get("validation", {}),
+                              "timing": res.get("timing", {})}
+                _write(ledger, PROBES, book)
+                print(f"[probe {name}] {time.perf_counter() - t0:.0f} s  validation MRR "
+                      f"{res.get('validation', {}).get('kg_walk/mrr', float('nan')):.4f}", flush=True)
+    return book
+
+
+def probe_table(ledger: Path = LEDGER) -> str:
+    """Validation MRR (×100) per dataset, setting and recipe over the probed seeds. No test column exists."""
+    groups: dict[tuple[str, str, str], list[float]] = {}
+    for e in _read(ledger, PROBES).values():
+        groups.setdefault((e["dataset"], e["setting"], e["recipe"]), []).append(
+            100 * e["validation"].get("kg_walk/mrr", float("nan")))
+    lines = ["| dataset | setting | recipe | seeds | validation MRR |", "|---|---|---|---:|---:|"]
+    for (d, s, r), v in sorted(groups.items()):
+        sd = f" ± {np.std(v, ddof=1):.1f}" if len(v) > 1 else ""
+        lines.append(f"| {d} | {s} | {r} | {len(v)} | {np.mean(v):.1f}{sd} |")
+    return "\n".join(lines)
+
+
+def freeze(key: str, recipe: str, ledger: Path = LEDGER, folder: Path = FROZEN_DIR) -> Path:
+    """Freeze ``recipe`` for ``key`` (``<dataset>@<setting>``) from its probes' validation figures.
+
+    Raises:
+        ValueError: a malformed key, no finished probe of that recipe, or a final (test) run of the key
+            already recorded.
+    """
+    dataset, _, setting = key.partition("@")
+    key_of(dataset, setting)
+    finals = [n for n, e in _read(ledger, FINAL).items() if f"{e['dataset']}@{e['setting']}" == key]
+    if finals:
+        raise ValueError(f"{key}: final runs with test figures exist ({', '.join(finals)}); a recipe frozen "
+                         "now would be chosen with test in view")
+    probes = [e for e in _read(ledger, PROBES).values()
+              if e["dataset"] == dataset and e["setting"] == setting and e["recipe"] == recipe]
+    if not probes:
+        raise ValueError(f"{key}: no finished probe of recipe {recipe!r} in {ledger / PROBES}; run "
+                         f"--probe --datasets {dataset} --setting {setting} --recipes {recipe} first")
+    validation = {m: float(np.mean([p["validation"][f"kg_walk/{m}"] for p in probes])) for m in METRICS}
+    overrides = [*structure(dataset), *SETTINGS[setting], *recipe_overrides(recipe)]
+    budget = probes[0]["budget_s"]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{key}.yaml"
+    header = (f"# Frozen from validation only (experiments/kg_protocol.py --freeze {key} {recipe}):\n"
+              f"# recipe {recipe}, {len(probes)} probe seed(s), validation MRR {validation['mrr']:.4f}, "
+              f"H@1 {validation['hits@1']:.4f}; training budget {budget:g} s.\n")
+    path.write_text(header + yaml.safe_dump({"recipe": recipe, "budget_s": budget, "overrides": overrides},
+                                            sort_keys=False))
+    book = _read(ledger, FROZEN)
+    book[key] = {"recipe": recipe, "budget_s": budget, "overrides": overrides, "validation": validation,
+                 "probe_seeds": sorted(p["seed"] for p in probes)}
+    _write(ledger, FROZEN, book)
+    print(f"froze {key}: {recipe} (validation MRR {validation['mrr']:.4f}) -> {path}")
+    return path
+
+
+def frozen_recipe(key: str, folder: Path = FROZEN_DIR) -> dict:
+    path = folder / f"{key}.yaml"
+    if not path.is_file():
+        there = sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+        raise FileNotFoundError(f"{key}: no frozen recipe at {path} (frozen: {', '.join(there) or 'none'}); "
+                                f"probe on validation and --freeze one first")
+    return yaml.safe_load(path.read_text())
+
+
+def final(datasets: Sequence[str], setting: str, seeds: Sequence[int] = FINAL_SEEDS,
+          runs: Path = RUNS / "final-kg", ledger: Path = LEDGER, folder: Path = FROZEN_DIR) -> dict:
+    """Run each frozen recipe on the fresh seeds (validation and test) into the final ledger."""
+    book = _read(ledger, FINAL)
+    for dataset in datasets:
+        key = key_of(dataset, setting)
+        recipe = frozen_recipe(key, folder)
+        for seed in seeds:
+            name = f"{key}-s{seed}"
+            overrides = [f"dataset.spec=kg:{dataset}", *recipe["overrides"], f"seed={seed}",
+                         f"task.time_budget_s={recipe['budget_s']}"]
+            res = _run(overrides, runs / name)
+            book[name] = {"dataset": dataset, "setting": setting, "recipe": recipe["recipe"], "seed": seed,
+                          "budget_s": recipe["budget_s"], "validation": res.get("validation", {}),
+                          "test": res.get("test", {}), "timing": res.get("timing", {})}
+            _write(ledger, FINAL, book)
+    return book
+
+
+def _cells(runs: list[dict], model: str) -> list[str]:
+    out = []
+    for m in METRICS:
+        v = 100 * np.asarray([r["test"].get(f"{model}/{m}", np.nan) for r in runs], dtype=float)
+        out.append(f"{np.mean(v):.1f}" + (f" ± {np.std(v, ddof=1):.1f}" if len(v) > 1 else ""))
+    return out
+
+
+def report(ledger: Path = LEDGER) -> str:
+    """The headline table from the final ledger: frozen recipes on fresh seeds, per setting."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for e in _read(ledger, FINAL).values():
+        groups.setdefault((e["dataset"], e["setting"]), []).append(e)
+    frozen = _read(ledger, FROZEN)
+    lines = [
+        f"_Written by `python experiments/kg_protocol.py` on {time.strftime('%Y-%m-%d')}: each recipe was "
+        "frozen from validation-only probes (`conf/experiment/kg/frozen/`, with the validation figures that "
+        "chose it) before any test run, then run on fresh seeds. Test split, tail queries, filtered ranking "
+        "(`docs/kg_protocol.md`), ×100, mean ± sd. Setting: `minerva` = the walking graph as the folder's "
+        "files define it; `multihopkg` = inverse edges added; published rows appear beside the setting they "
+        "were measured in._",
+        "",
+        "| dataset | setting | model | seeds | H@1 | H@3 | H@10 | MRR | minutes per seed |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for (dataset, setting), runs in sorted(groups.items()):
+        runs = sorted(runs, key=lambda r: r["seed"])
+        recipe = frozen.get(f"{dataset}@{setting}", {}).get("recipe", runs[0]["recipe"])
+        minutes = np.mean([whole_seconds(r["timing"])[0] for r in runs]) / 60
+        seeds = ", ".join(str(r["seed"]) for r in runs)
+        lines.append(f"| {dataset} | {setting} | walker ({recipe}) | {seeds} | "
+                     + " | ".join(_cells(runs, "kg_walk")) + f" | {minutes:.1f} |")
+        for anchor in sorted({k.split("/")[0] for r in runs for k in r["test"] if k.startswith("anchor_")}):
+            lines.append(f"| {dataset} | {setting} | {anchor.removeprefix('anchor_')} (in-run anchor) | "
+                         f"{seeds} | " + " | ".join(_cells(runs, anchor)) + " | – |")
+        for model, (h1, h10, mrr) in PUBLISHED.get(dataset, {}).items():
+            if PUBLISHED_SETTING.get(model) == setting:
+                lines.append(f"| {dataset} | {setting} | {model} (published) | – | {h1} | – | {h10} | {mrr} | – |")
+    if not groups:
+        lines.append("| (no final runs yet) | | | | | | | | |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> str:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--probe", action="store_true", help="validation-only runs of candidate recipes")
+    mode.add_argument("--freeze", nargs=2, metavar=("DATASET@SETTING", "RECIPE"))
+    mode.add_argument("--final", action="store_true", help="frozen recipes on fresh seeds, test ranked")
+    mode.add_argument("--report-only", action="store_true")
+    ap.add_argument("--datasets", nargs="*", default=[])
+    ap.add_argument("--setting", default="minerva", choices=sorted(SETTINGS))
+    ap.add_argument("--recipes", nargs="*", default=["shaped"])
+    ap.add_argument("--seeds", type=int, nargs="*", default=None)
+    ap.add_argument("--budget", type=float, default=1200.0, help="training seconds per probe")
+    ap.add_argument("--output", default=str(ROOT / "docs" / "results.md"))
+    args = ap.parse_args(argv)
+    if args.probe:
+        probe(args.datasets, args.setting, args.recipes, args.seeds or [0], args.budget)
+        body = probe_table()
+        print(body)  # validation only: a probe never publishes
+        return body
+    if args.freeze:
+        return str(freeze(*args.freeze))
+    if args.final:
+        final(args.datasets, args.setting, args.seeds or FINAL_SEEDS)
+    body = report()
+    print(body)
+    publish(args.output, [Section("kg-protocol", body,
+                                  heading="## KG path reasoning on the published protocols (issue 30)")],
+            "kg_protocol.py")
+    return body
+
+
+if __name__ == "__main__":
+    main()

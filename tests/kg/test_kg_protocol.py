@@ -1,0 +1,77 @@
+"""experiments/kg_protocol.py: probes never rank test, a recipe is frozen from validation before any test run,
+final runs use only frozen recipes on fresh seeds, and the table puts published rows beside their setting."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+GRAPH = "a\tr1\tb\nb\tr2\tc\na\tr2\td\nd\tr1\tc\nc\tr1\te\nb\tr1\te\ne\tr2\ta\n"
+
+
+def _load():
+    sys.path.insert(0, str(ROOT / "experiments"))
+    spec = importlib.util.spec_from_file_location("kg_protocol", ROOT / "experiments" / "kg_protocol.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture()
+def env(tmp_path, monkeypatch):
+    folder = tmp_path / "data" / "kg" / "tinykg"
+    folder.mkdir(parents=True)
+    splits = {"graph": GRAPH, "train": "a\tr3\tc\na\tr1\tb\nb\tr3\te\nd\tr3\ta\n", "dev": "d\tr3\te\n",
+              "test": "b\tr3\tc\nc\tr3\tb\n"}
+    for name, text in splits.items():
+        (folder / f"{name}.txt").write_text(text)
+    monkeypatch.setenv("SIGNET_RL_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("SIGNET_RL_SMOKE", "1")  # a second of training per run, no anchors
+    return tmp_path
+
+
+def test_probe_freeze_final_and_report(env):
+    kp = _load()
+    ledger, runs, frozen = env / "ledger", env / "runs", env / "frozen"
+    kw = {"ledger": ledger}
+    book = kp.probe(["tinykg"], "minerva", ["shaped"], [0], 1.0, runs=runs / "probe", **kw)
+    (entry,) = book.values()
+    assert entry["validation"]["kg_walk/n"] == 1 and "test" not in entry
+    # a generic folder gets the generic structure; the minerva setting keeps the graph file as given
+    assert kp.probe_overrides("tinykg", "minerva", "shaped", 0, 1.0)[1:4] == [
+        "dataset.path_length=3", "dataset.max_actions=200", "dataset.inverse=null"]
+    with pytest.raises(FileNotFoundError, match=r"tinykg@minerva: no frozen recipe at .*frozen: none"):
+        kp.final(["tinykg"], "minerva", (10,), runs=runs / "final", folder=frozen, **kw)
+    with pytest.raises(ValueError, match=r"no finished probe of recipe 'likelihood'"):
+        kp.freeze("tinykg@minerva", "likelihood", folder=frozen, **kw)
+    with pytest.raises(ValueError, match=r"unknown setting 'other'; expected one of: minerva, multihopkg"):
+        kp.freeze("tinykg@other", "shaped", folder=frozen, **kw)
+    path = kp.freeze("tinykg@minerva", "shaped", folder=frozen, **kw)
+    saved = yaml.safe_load(path.read_text())
+    assert saved["recipe"] == "shaped" and "dataset.inverse=null" in saved["overrides"]
+    assert "validation MRR" in path.read_text().splitlines()[1]
+    final = kp.final(["tinykg"], "minerva", (10, 11), runs=runs / "final", folder=frozen, **kw)
+    assert sorted(final) == ["tinykg@minerva-s10", "tinykg@minerva-s11"]
+    assert all(e["test"]["kg_walk/n"] == 2 for e in final.values())
+    with pytest.raises(ValueError, match=r"final runs with test figures exist .*chosen with test in view"):
+        kp.freeze("tinykg@minerva", "shaped", folder=frozen, **kw)
+    table = kp.report(ledger)
+    assert "| tinykg | minerva | walker (shaped) | 10, 11 |" in table
+
+
+def test_published_rows_sit_beside_their_own_setting(env):
+    kp = _load()
+    ledger = env / "ledger"
+    run = {"dataset": "umls", "recipe": "shaped", "seed": 10, "budget_s": 1.0, "validation": {},
+           "timing": {"wall_s": 60.0}, "test": {f"kg_walk/{m}": 0.5 for m in kp.METRICS}}
+    kp._write(ledger, kp.FINAL, {"umls@minerva-s10": {**run, "setting": "minerva"},
+                                 "umls@multihopkg-s10": {**run, "setting": "multihopkg"}})
+    rows = [r for r in kp.report(ledger).splitlines() if "(published)" in r]
+    assert [r.split(" | ")[1:3] for r in rows] == [
+        ["minerva", "MINERVA (published)"], ["multihopkg", "MultiHopKG (ConvE) (published)"],
+        ["multihopkg", "MultiHopKG (ComplEx) (published)"], ["multihopkg", "ComplEx (published)"]]
