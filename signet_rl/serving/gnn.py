@@ -115,9 +115,14 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
                     inputs.edge_numeric[i] = row
         return _Served(inputs)
 
-    def forget_snapshot(self) -> None:
-        """Score with the live edge statistics from now on (after online feedback changed them)."""
-        self.edge_features = {}
+    def forget_snapshot(self, edge_ids: Sequence[str] | None = None) -> None:
+        """Read these edges' features (all when None) from the live statistics from now on: online feedback
+        changed them. The others keep the trained snapshot."""
+        if edge_ids is None:
+            self.edge_features = {}
+        else:
+            for e in edge_ids:
+                self.edge_features.pop(str(e), None)
         self.invalidate()
 
     def _edge_vectors(self, gi: GraphInputs, rows: np.ndarray, direction: np.ndarray) -> np.ndarray:

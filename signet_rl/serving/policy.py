@@ -196,6 +196,20 @@ class ServedPolicy:
         self._stats: dict[int, tuple[GraphArrays, EdgeStats]] = {}
         self._fingerprints = {v["sha256"]: k for k, v in manifest["training"]["graphs"].items()}
 
+    @classmethod
+    def fixed(cls, name: str = "prior", traversal: Mapping[str, Any] | None = None) -> ServedPolicy:
+        """A non-learned scorer (``prior``, ``ppr``, ``random``) served with neutral edge statistics: what
+        the sidecar runs without ``--policy``."""
+        manifest = {
+            "format": FORMAT, "scorer": {"name": name, "config": {}, "kind": "fixed"},
+            "encoder": {"name": "hashing", "dim": 0}, "traversal": dict(traversal or {}),
+            "reinforcement": True, "training": {"graphs": {}, "steps": 0},
+        }  # fmt: skip
+        from signet_rl.learning.reinforcement import DEFAULT_INTENTS
+
+        empty = pd.DataFrame({"graph_id": [], "edge_id": [], "walks": [], "last_update": [], "step": []})
+        return cls(FsPath("."), manifest, make_scorer(name), _StatsTable(empty, DEFAULT_INTENTS, 4))
+
     @property
     def encoder(self) -> str:
         """The encoder the scorer reads query and node texts with."""
@@ -276,7 +290,7 @@ class ServedPolicy:
         features are recomputed from the updated statistics)."""
         from signet_rl.learning.reinforcement import path_edges
 
-        changed = False
+        changed: list[str] = []
         for fb in feedback:
             stats = self.edge_stats(fb.context.arrays)
             qf = getattr(self.scorer, "query_featurizer", None)
@@ -291,12 +305,12 @@ class ServedPolicy:
                 edges, _ = path_edges([fb.paths[i]], fb.context.arrays)
                 if len(edges):
                     stats.reinforce(edges, str(intent), bucket, float(r))
-                    changed = True
+                    changed += [str(fb.context.arrays.edge_ids[e]) for e in edges]
         self.scorer.update(feedback)
         forget = getattr(self.scorer, "forget_snapshot", None)
         if changed:
             if forget is not None:
-                forget()
+                forget(changed)
             else:
                 invalidate = getattr(self.scorer, "invalidate", None)
                 if invalidate is not None:
