@@ -56,6 +56,10 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR =
     -32700, -32600, -32601, -32602, -32603,
 )  # fmt: skip
 _CHECKPOINT_FORMAT = "signet_rl.sidecar/1"
+#: Signet's session-start pool holds at most this many candidates; the path budget covers twice as many.
+MAX_CANDIDATES = 100
+#: Most entry entities of one score call (the walk's cost grows with them).
+MAX_ENTRIES = 100
 
 
 class RpcError(Exception):
@@ -112,9 +116,13 @@ class Sidecar:
         self.memory_index = {str(m): i for i, m in enumerate(self.arrays.memory_ids)}
         self.stats = self.policy.edge_stats(self.arrays)
         self.policy.prepare(self.graph, self.arrays)
-        trained = TraversalConfig.from_dict(self.policy.traversal)
-        self.config = trained
-        self.traverser = Traverser(self.arrays, self.graph, trained)
+        # The trained walk, with a path budget that lets every one of Signet's (at most 100) candidates be
+        # reached: a memory scores as its best path.
+        trained = dict(self.policy.traversal)
+        trained["max_paths"] = max(int(trained.get("max_paths", 50)), 2 * MAX_CANDIDATES)
+        self.config = TraversalConfig.from_dict(trained)
+        self.traverser = Traverser(self.arrays, self.graph, self.config)
+        self.attr_index = {str(x): i for i, x in enumerate(self.arrays.attribute_ids)}
         self.dim = int(getattr(getattr(self.policy.scorer, "query_featurizer", None), "embedding_dim", 0) or 0)
         self.step = 0
         self.training_pairs = 0
@@ -131,20 +139,33 @@ class Sidecar:
             meta["query_embedding"] = vec.astype(np.float32)
         return Query(id="sidecar", text="", graph_id="main", split="test", meta=meta)
 
+    def entries(self, memory_ids: Sequence[str]) -> list[int]:
+        """The walk's entry entities: the entities the candidates mention, taken round-robin (each memory's
+        most-mentioned entity first, then each one's second, ...) up to :data:`MAX_ENTRIES`, so that every
+        candidate contributes before any contributes twice and the walk stays within the score timeout."""
+        a = self.arrays
+        per = []
+        for mid in memory_ids:
+            m = self.memory_index.get(mid)
+            if m is not None:
+                ents = a.entities_of(m)
+                per.append(ents[np.argsort(-a.entity_mentions[ents], kind="stable")].tolist())
+        out: list[int] = []
+        seen: set[int] = set()
+        depth = 0
+        while len(out) < MAX_ENTRIES and any(depth < len(p) for p in per):
+            for p in per:
+                if depth < len(p) and p[depth] not in seen and len(out) < MAX_ENTRIES:
+                    seen.add(p[depth])
+                    out.append(p[depth])
+            depth += 1
+        return out
+
     def paths(self, memory_ids: Sequence[str], context: Sequence[float]) -> tuple[Query, list[Any], np.ndarray, ScoringContext, list[list[int]]]:
         """The walk from the candidates' entities: ``(query, paths, path scores, context, paths of each
         candidate)``."""
         a = self.arrays
-        entries: list[str] = []
-        seen: set[int] = set()
-        for mid in memory_ids:
-            m = self.memory_index.get(mid)
-            if m is None:
-                continue
-            for e in a.entities_of(m).tolist():
-                if e not in seen:
-                    seen.add(e)
-                    entries.append(str(a.entity_ids[e]))
+        entries = [str(a.entity_ids[e]) for e in self.entries(memory_ids)]
         query = self._query(context)
         ctx = ScoringContext(self.graph, a, entries, None)
         if self.policy.reinforcement:
@@ -154,7 +175,7 @@ class Sidecar:
         scores = self.policy.score(query, paths, ctx) if paths else np.zeros(0)
         wanted = {mid: j for j, mid in enumerate(memory_ids)}
         per: list[list[int]] = [[] for _ in memory_ids]
-        attr_index = {str(x): i for i, x in enumerate(a.attribute_ids)} if paths else {}
+        attr_index = self.attr_index
         for p_i, path in enumerate(paths):
             mems: set[int] = set()
             for att in path.attributes:
