@@ -45,3 +45,8 @@ def small_store(tmp_path_factory) -> Path:
 
     ds = load_dataset("synthetic:small:0")
     return write_graph(next(iter(ds.graphs.values())), tmp_path_factory.mktemp("store") / "memories.db")
+
+
+@pytest.fixture(scope="session")
+def linucb_run(tmp_path_factory) -> Path:
+    return train_run(tmp_path_factory.mktemp("runs") / "linucb", "scorer=linucb")
