@@ -1,4 +1,4 @@
-"""``python -m signet_rl.export RUN_DIR --out DIR``: a trained policy as a self-contained, torch-free artifact.
+"""``python -m signet_rl.export RUN_DIR --out DIR``: a trained policy as a self-contained torch-free artifact.
 
 Reads a training run's folder (``runs/<task>/...``: ``artifacts/config.yaml``, ``checkpoint.pkl``,
 ``artifacts/final_metrics.json`` and, for the GNN, ``artifacts/policy``) and writes to ``DIR``:
@@ -83,10 +83,14 @@ EXPORTERS: dict[str, Callable[[RunContents, Path, Any], dict[str, Any]]] = {}
 
 def register_exporter(
     name: str,
-) -> Callable[[Callable[[RunContents, Path, Any], dict[str, Any]]], Callable[[RunContents, Path, Any], dict[str, Any]]]:
+) -> Callable[
+    [Callable[[RunContents, Path, Any], dict[str, Any]]], Callable[[RunContents, Path, Any], dict[str, Any]]
+]:
     """Register the exporter of the scorer registered as ``name``."""
 
-    def wrap(fn: Callable[[RunContents, Path, Any], dict[str, Any]]) -> Callable[[RunContents, Path, Any], dict[str, Any]]:
+    def wrap(
+        fn: Callable[[RunContents, Path, Any], dict[str, Any]],
+    ) -> Callable[[RunContents, Path, Any], dict[str, Any]]:
         EXPORTERS[name] = fn
         return fn
 
@@ -107,7 +111,9 @@ def _export_linucb(run: RunContents, out: Path, dataset: Any) -> dict[str, Any]:
     in the config, the served scorer scores with the mean) and updatable online."""
     state = run.state.get("scorer")
     if not isinstance(state, Mapping) or "A_inv" not in state or "b" not in state:
-        raise ExportError(f"cannot export {run.path}: checkpoint.pkl has no LinUCB posterior ('scorer' state)")
+        raise ExportError(
+            f"cannot export {run.path}: checkpoint.pkl has no LinUCB posterior ('scorer' state)"
+        )
     np.savez(out / "linucb.npz", A_inv=np.asarray(state["A_inv"]), b=np.asarray(state["b"]),
              updates=np.asarray(int(state.get("updates", 0))))  # fmt: skip
     return {"kind": "linucb", "files": ["linucb.npz"]}
@@ -178,7 +184,9 @@ def export_gnn_onnx(scorer: Any, out: Path) -> list[str]:
         def forward(self, types: Any, numeric: Any, direction: Any) -> Any:
             base = net.edge_base(types, numeric)
             out = net.edge_dir_emb((direction > 0).long())
-            return out + base if isinstance(base, torch.Tensor) else out + 0.0 * numeric.sum() + 0 * types.sum()
+            return (
+                out + base if isinstance(base, torch.Tensor) else out + 0.0 * numeric.sum() + 0 * types.sum()
+            )
 
     class Conv(nn.Module):
         def __init__(self, layer: int) -> None:
@@ -303,8 +311,14 @@ def export_run(run_dir: str | Path, out: str | Path) -> Path:
     from signet_rl.learning.reinforcement import EdgeStats
 
     stats = {g: EdgeStats.from_state_dict(s) for g, s in run.state["stats"].items()}
-    write_edge_stats(out / "edge_stats.parquet", {g: (arrays_of[g], s) for g, s in stats.items()})
-    headline = {k: v for k, v in run.metrics.items() if k.startswith("test/learned/") or k.startswith("baseline_flat/")}
+    write_edge_stats(
+        out / "edge_stats.parquet", {g: (dataset.graphs[g], arrays_of[g], s) for g, s in stats.items()}
+    )
+    headline = {
+        k: v
+        for k, v in run.metrics.items()
+        if k.startswith("test/learned/") or k.startswith("baseline_flat/")
+    }
     task = run.config.get("task") or {}
     manifest = {
         "format": FORMAT,
@@ -312,16 +326,26 @@ def export_run(run_dir: str | Path, out: str | Path) -> Path:
         "feature_schema": {
             "path_features": list(PATH_FEATURES),
             "query_features": [f"embedding_{i}" for i in range(qf.embedding_dim)]
-            + [f"intent_{i}" for i in INTENTS] + list(TIME_FEATURES),
+            + [f"intent_{i}" for i in INTENTS]
+            + list(TIME_FEATURES),
         },
-        "encoder": {"name": encoder_name, "dim": int(qf.embedding_dim), "retrieval": str(run.config["encoder"])},
+        "encoder": {
+            "name": encoder_name,
+            "dim": int(qf.embedding_dim),
+            "retrieval": str(run.config["encoder"]),
+        },
         "traversal": run.state["traversal"],
         "reinforcement": bool(task.get("reinforcement", True)),
-        "training": {"dataset": str(ds["spec"]), "dataset_name": run.state["dataset"], "graphs": graphs,
-                     "run_dir": str(run.path), "steps": int(run.state.get("step", 0)),
-                     "seed": int(run.state.get("seed", 0)),
-                     "budget_chars": int(task.get("budget_chars", 2000)),
-                     "max_test_queries": task.get("max_test_queries")},  # fmt: skip
+        "training": {
+            "dataset": str(ds["spec"]),
+            "dataset_name": run.state["dataset"],
+            "graphs": graphs,
+            "run_dir": str(run.path),
+            "steps": int(run.state.get("step", 0)),
+            "seed": int(run.state.get("seed", 0)),
+            "budget_chars": int(task.get("budget_chars", 2000)),
+            "max_test_queries": task.get("max_test_queries"),
+        },
         "metrics": headline,
         "versions": _versions(),
     }

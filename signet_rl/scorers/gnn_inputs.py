@@ -218,7 +218,9 @@ def path_inputs(
     )  # fmt: skip
 
 
-def query_vector(query_featurizer: QueryFeaturizer, query: Any, time_features: bool) -> tuple[np.ndarray, str]:
+def query_vector(
+    query_featurizer: QueryFeaturizer, query: Any, time_features: bool
+) -> tuple[np.ndarray, str]:
     """The query features the GNN reads and the predicted intent (time features dropped without them)."""
     intent = query_featurizer.intent(query)
     q = query_featurizer.features(query, intent)

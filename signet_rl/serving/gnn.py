@@ -35,7 +35,7 @@ __all__ = ["OnnxGNNScorer", "query_parts"]
 
 def query_parts(qf: QueryFeaturizer, query: Query) -> tuple[np.ndarray, str]:
     """A query's embedding and intent, as a scorer reads them. ``query.meta`` may carry them instead of text
-    (``query_embedding``: a vector of the encoder's dimension; ``intent``): the sidecar's queries have none."""
+    (``query_embedding``: a vector of the encoder's dimension; ``intent``): sidecar queries have no text."""
     emb = query.meta.get("query_embedding") if query.meta else None
     intent = query.meta.get("intent") if query.meta else None
     if intent is None:
@@ -62,8 +62,9 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
         model_dir: the artifact folder (``node_in.onnx``, ``edge_vec.onnx``, ``conv_<l>.onnx``,
             ``hops.onnx``, ``head.onnx``).
         config: the GNN's constructor config (from the manifest).
-        edge_features: optional per-graph snapshot of the trained edge features: ``{edge id: row}``
-            (the desire columns the policy scored with); edges it lacks take the live statistics.
+        snapshots: the trained edge features per training graph, ``{graph id: {edge id: row}}`` (the
+            desire columns the policy scored with there); a graph gets its snapshot through
+            :meth:`use_snapshot`, and edges without one take the live statistics.
     """
 
     name = "gnn"
@@ -72,7 +73,7 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
         self,
         model_dir: str | FsPath,
         config: Mapping[str, Any],
-        edge_features: Mapping[str, np.ndarray] | None = None,
+        snapshots: Mapping[str, Mapping[str, np.ndarray]] | None = None,
     ) -> None:
         import onnxruntime as ort
 
@@ -84,7 +85,8 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
         self.query_featurizer = QueryFeaturizer(str(self.config.get("encoder", "hashing")))
         self.encoder = self.query_featurizer.encoder
         self._init_graph_states(None)
-        self.edge_features = dict(edge_features or {})
+        self.snapshots = {g: dict(rows) for g, rows in (snapshots or {}).items()}
+        self._snapshot_of: dict[int, dict[str, np.ndarray]] = {}
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1
         opts.inter_op_num_threads = 1
@@ -102,27 +104,38 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
     @staticmethod
     def _run(sess: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         names = {i.name for i in sess.get_inputs()}
-        return sess.run(None, {k: v for k, v in feeds.items() if k in names})  # type: ignore[no-any-return]
+        out: list[np.ndarray] = sess.run(None, {k: v for k, v in feeds.items() if k in names})
+        return out
 
     # -- per graph ----------------------------------------------------------------------------------
 
-    def _build_graph_state(self, graph: KnowledgeGraph, arrays: GraphArrays, featurizer: PathFeaturizer) -> _Served:
+    def _build_graph_state(
+        self, graph: KnowledgeGraph, arrays: GraphArrays, featurizer: PathFeaturizer
+    ) -> _Served:
         inputs = GraphInputs(graph, arrays, featurizer, self.config)
-        if self.edge_features and arrays.num_dependencies:
-            rows = [self.edge_features.get(str(e)) for e in arrays.edge_ids]
-            for i, row in enumerate(rows):
+        snapshot = self._snapshot_of.get(id(arrays))
+        if snapshot and arrays.num_dependencies:
+            for i, e in enumerate(arrays.edge_ids):
+                row = snapshot.get(str(e))
                 if row is not None:
                     inputs.edge_numeric[i] = row
         return _Served(inputs)
 
+    def use_snapshot(self, arrays: GraphArrays, graph_id: str | None) -> None:
+        """Score the graph ``arrays`` views with the trained edge features of training graph ``graph_id``
+        (None: another graph, live statistics only)."""
+        self._snapshot_of[id(arrays)] = dict(self.snapshots.get(graph_id, {})) if graph_id is not None else {}
+        self.invalidate(arrays)
+
     def forget_snapshot(self, edge_ids: Sequence[str] | None = None) -> None:
         """Read these edges' features (all when None) from the live statistics from now on: online feedback
         changed them. The others keep the trained snapshot."""
-        if edge_ids is None:
-            self.edge_features = {}
-        else:
-            for e in edge_ids:
-                self.edge_features.pop(str(e), None)
+        for snapshot in self._snapshot_of.values():
+            if edge_ids is None:
+                snapshot.clear()
+            else:
+                for e in edge_ids:
+                    snapshot.pop(str(e), None)
         self.invalidate()
 
     def _edge_vectors(self, gi: GraphInputs, rows: np.ndarray, direction: np.ndarray) -> np.ndarray:

@@ -55,13 +55,17 @@ class PolicyError(ValueError):
 
 
 def graph_fingerprint(arrays: GraphArrays) -> dict[str, Any]:
-    """Counts and a SHA-256 over a graph's entity ids and its dependencies (id, source, target)."""
+    """Counts and a SHA-256 over a graph's entity ids and its dependencies (id, source id, target id), each
+    sorted: the same graph read back from a store in another row order has the same fingerprint."""
     h = hashlib.sha256()
-    h.update("\n".join(map(str, arrays.entity_ids)).encode())
+    ents = arrays.entity_ids
+    h.update("\n".join(sorted(map(str, ents))).encode())
     h.update(b"\0")
-    h.update("\n".join(map(str, arrays.edge_ids)).encode())
-    h.update(np.ascontiguousarray(arrays.edge_source, dtype=np.int64).tobytes())
-    h.update(np.ascontiguousarray(arrays.edge_target, dtype=np.int64).tobytes())
+    deps = sorted(
+        f"{e}\t{ents[s]}\t{ents[t]}"
+        for e, s, t in zip(arrays.edge_ids, arrays.edge_source, arrays.edge_target, strict=True)
+    )
+    h.update("\n".join(deps).encode())
     return {"entities": int(arrays.num_entities), "dependencies": int(arrays.num_dependencies),
             "sha256": h.hexdigest()}  # fmt: skip
 
@@ -70,18 +74,32 @@ def _weight_columns(intents: Sequence[str], buckets: int) -> list[str]:
     return [f"w_{i}_{b}" for i in intents for b in range(buckets)]
 
 
-def write_edge_stats(path: FsPath, stats: Mapping[str, tuple[GraphArrays, EdgeStats]]) -> None:
+def _edge_keys(graph: KnowledgeGraph, arrays: GraphArrays) -> list[str]:
+    """``source name -> target name (type)`` per dependency: what makes "the same edge" in another store
+    (Signet's entity names are unique within a store; ids are not comparable across stores)."""
+    names = graph.entities.set_index("id")["name"].astype(str).reindex(arrays.entity_ids).fillna("").tolist()
+    return [
+        f"{names[s]}\t{names[t]}\t{arrays.dep_type_vocab[k]}"
+        for s, t, k in zip(arrays.edge_source, arrays.edge_target, arrays.edge_type, strict=True)
+    ]
+
+
+def write_edge_stats(
+    path: FsPath, stats: Mapping[str, tuple[KnowledgeGraph, GraphArrays, EdgeStats]]
+) -> None:
     """Write every graph's :class:`EdgeStats` as one Parquet table, a row per dependency: ``graph_id``,
-    ``edge_id``, ``source``, ``target``, ``type``, ``walks``, ``last_update``, ``step``, one ``w_<intent>_<bucket>``
-    column per weight, and the hyperparameters (``lr``, ``floor``, ``ceiling``, ``cool``, ``init``)."""
+    ``edge_id``, ``source``, ``target`` (entity ids), ``key`` (source name, target name, type), ``type``,
+    ``walks``, ``last_update``, ``step``, one ``w_<intent>_<bucket>`` column per weight, and the
+    hyperparameters (``lr``, ``floor``, ``ceiling``, ``cool``, ``init``)."""
     frames = []
-    for gid, (arrays, s) in stats.items():
+    for gid, (graph, arrays, s) in stats.items():
         n = arrays.num_dependencies
         frame = pd.DataFrame({
             "graph_id": [str(gid)] * n,
             "edge_id": [str(e) for e in arrays.edge_ids],
             "source": [str(arrays.entity_ids[i]) for i in arrays.edge_source],
             "target": [str(arrays.entity_ids[i]) for i in arrays.edge_target],
+            "key": _edge_keys(graph, arrays),
             "type": [str(arrays.dep_type_vocab[i]) for i in arrays.edge_type],
             "walks": s.walks, "last_update": s.last_update, "step": np.full(n, s.step, dtype=np.int64),
         })  # fmt: skip
@@ -107,16 +125,21 @@ class _StatsTable:
         )  # fmt: skip
         self.step = int(frame["step"].max()) if len(frame) else 0
 
-    def for_graph(self, arrays: GraphArrays, graph_id: str | None) -> tuple[EdgeStats, int]:
-        """Statistics for a served graph and how many of its edges the export knew."""
+    def for_graph(
+        self, graph: KnowledgeGraph, arrays: GraphArrays, graph_id: str | None
+    ) -> tuple[EdgeStats, int]:
+        """Statistics for a served graph and how many of its edges the export knew: by dependency id on a
+        training graph (``graph_id``), else by ``key`` (source name, target name, type)."""
         lr, floor, ceiling, cool, init = self.hyper
         s = EdgeStats(arrays.num_dependencies, self.intents, self.buckets, lr, floor, ceiling, cool, init)
         s.step = self.step
         frame = self.frame
-        if graph_id is not None and (frame["graph_id"] == graph_id).any():
-            frame = frame[frame["graph_id"] == graph_id]
-        frame = frame.drop_duplicates("edge_id").set_index("edge_id")
-        ids = pd.Index([str(e) for e in arrays.edge_ids])
+        if graph_id is not None:
+            frame = frame[frame["graph_id"] == graph_id].drop_duplicates("edge_id").set_index("edge_id")
+            ids = pd.Index([str(e) for e in arrays.edge_ids])
+        else:
+            frame = frame.drop_duplicates("key").set_index("key") if "key" in frame else frame.iloc[:0]
+            ids = pd.Index(_edge_keys(graph, arrays))
         pos = frame.index.get_indexer(ids)
         hit = pos >= 0
         if hit.any():
@@ -164,15 +187,17 @@ def _load_linucb(directory: FsPath, manifest: Mapping[str, Any]) -> PathScorer:
 def _load_gnn(directory: FsPath, manifest: Mapping[str, Any]) -> PathScorer:
     from signet_rl.serving.gnn import OnnxGNNScorer
 
-    snapshot: dict[str, np.ndarray] = {}
+    snapshots: dict[str, dict[str, np.ndarray]] = {}
     path = directory / "gnn_edge_features.parquet"
     if path.exists():
         frame = pd.read_parquet(path)
         cols = [c for c in frame.columns if c.startswith("f")]
         values = frame[cols].to_numpy(np.float32)
-        for i, eid in enumerate(frame["edge_id"].tolist()):
-            snapshot.setdefault(str(eid), values[i])
-    return OnnxGNNScorer(directory, manifest["scorer"]["config"], edge_features=snapshot)
+        for i, (gid, eid) in enumerate(
+            zip(frame["graph_id"].tolist(), frame["edge_id"].tolist(), strict=True)
+        ):
+            snapshots.setdefault(str(gid), {})[str(eid)] = values[i]
+    return OnnxGNNScorer(directory, manifest["scorer"]["config"], snapshots=snapshots)
 
 
 class ServedPolicy:
@@ -185,7 +210,9 @@ class ServedPolicy:
         traversal: the traversal the policy was trained with (a ``TraversalConfig`` dict).
     """
 
-    def __init__(self, directory: FsPath, manifest: dict[str, Any], scorer: PathScorer, stats: _StatsTable) -> None:
+    def __init__(
+        self, directory: FsPath, manifest: dict[str, Any], scorer: PathScorer, stats: _StatsTable
+    ) -> None:
         self.directory = directory
         self.manifest = manifest
         self.scorer = scorer
@@ -217,11 +244,16 @@ class ServedPolicy:
 
     # -- per graph ----------------------------------------------------------------------------------
 
-    def edge_stats(self, arrays: GraphArrays) -> EdgeStats:
-        """The learned statistics mapped onto the graph ``arrays`` views (built on first use)."""
+    def edge_stats(self, arrays: GraphArrays, graph: KnowledgeGraph | None = None) -> EdgeStats:
+        """The learned statistics mapped onto the graph ``arrays`` views (built on first use, which needs
+        the ``graph``): on a training graph (same fingerprint) edge by edge; on another graph by source
+        name, target name and type, edges it never saw starting neutral. A GNN scores a training graph with
+        the edge features it was trained with, another graph with features of the mapped statistics."""
         got = self._stats.get(id(arrays))
         if got is not None and got[0] is arrays:
             return got[1]
+        if graph is None:
+            raise RuntimeError(f"{self.name}: graph not prepared; call prepare(graph, arrays) first")
         fp = graph_fingerprint(arrays)
         gid = self._fingerprints.get(fp["sha256"])
         if gid is None:
@@ -230,8 +262,11 @@ class ServedPolicy:
                 "graphs; edges it never saw start neutral", self.name, fp["entities"], fp["dependencies"],
                 fp["sha256"][:12],
             )  # fmt: skip
-        stats, _ = self._table.for_graph(arrays, gid)
+        stats, _ = self._table.for_graph(graph, arrays, gid)
         self._stats[id(arrays)] = (arrays, stats)
+        use_snapshot = getattr(self.scorer, "use_snapshot", None)
+        if use_snapshot is not None:
+            use_snapshot(arrays, gid)
         attach = getattr(self.scorer, "attach_edge_stats", None)
         if attach is not None:
             attach(arrays, stats)
@@ -239,7 +274,7 @@ class ServedPolicy:
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         """Map the statistics onto the graph and let the scorer build its per-graph state."""
-        self.edge_stats(arrays)
+        self.edge_stats(arrays, graph)
         self.scorer.prepare(graph, arrays)
 
     # -- scoring ------------------------------------------------------------------------------------
@@ -247,7 +282,7 @@ class ServedPolicy:
     def score(self, query: Query, paths: Sequence[Any], context: ScoringContext) -> np.ndarray:
         """One float per candidate path (higher is better); ``query.meta`` may carry ``query_embedding``
         and ``intent`` in place of text."""
-        self.edge_stats(context.arrays)
+        self.edge_stats(context.arrays, context.graph)
         return np.asarray(self.scorer.score(query, paths, context), dtype=np.float64)
 
     def edge_weight_fn(self, arrays_of: Callable[[str], GraphArrays]) -> Callable[[str, str, Any], Any]:
@@ -260,7 +295,9 @@ class ServedPolicy:
 
         return fn
 
-    def retriever(self, name: str = "learned", encoder: str | None = None, config: Mapping[str, Any] | None = None) -> Any:
+    def retriever(
+        self, name: str = "learned", encoder: str | None = None, config: Mapping[str, Any] | None = None
+    ) -> Any:
         """A desire-path retriever over this policy: its traversal, its learned walk order, its scorer.
 
         Args:
@@ -292,7 +329,7 @@ class ServedPolicy:
 
         changed: list[str] = []
         for fb in feedback:
-            stats = self.edge_stats(fb.context.arrays)
+            stats = self.edge_stats(fb.context.arrays, fb.context.graph)
             qf = getattr(self.scorer, "query_featurizer", None)
             intent = fb.query.meta.get("intent") if fb.query.meta else None
             if intent is None and qf is not None:

@@ -3,8 +3,8 @@
 Signet's daemon starts its predictor as ``<binary> --native-dim <dims> --checkpoint <path>`` and lets another
 binary take its place (``predictor.binaryPath`` / ``binaryArgs``). ``python -m signet_rl.serve sidecar --db
 memories.db [--policy DIR]`` is such a binary. One JSON object per line each way; every response carries
-``jsonrpc: "2.0"``, the request's ``id`` and either ``result`` or ``error: {code, message}``; a bad line gets a
-JSON-RPC error and the process keeps serving; end of input ends it (exit status 0).
+``jsonrpc: "2.0"``, the request's ``id`` and either ``result`` or ``error: {code, message}``; a bad line
+gets a JSON-RPC error and the process keeps serving; end of input ends it (exit status 0).
 
 Methods (Signet's ``packages/predictor/src/protocol.rs``):
 
@@ -20,8 +20,9 @@ Methods (Signet's ``packages/predictor/src/protocol.rs``):
   temperature?, candidate_ids?}`` -> ``{loss, step}``: the listwise KL loss of the current scores against the
   labels (softmax at ``temperature``, as Signet's), then feedback: every path that constructs from a
   candidate is rated +1 (label >= 0.5), -1 (label <= 0) or 0, which updates the policy's edge statistics
-  (and, for the GNN, the features of the edges that changed) and any online head (LinUCB). Signet's own ``train`` carries no ids; this sidecar learns only from calls that add
-  ``candidate_ids`` (an extension; without them the loss is reported and nothing is learned).
+  (and, for the GNN, the features of the edges that changed) and any online head (LinUCB). Signet's own
+  ``train`` carries no ids; this sidecar learns only from calls that add ``candidate_ids`` (an extension;
+  without them the loss is reported and nothing is learned).
 * ``status`` -> ``{trained, training_pairs, model_version, last_trained}``.
 * ``save_checkpoint {path?}`` -> ``{saved, path}``: the learned state (edge statistics, LinUCB posterior,
   counters) to ``path`` or the ``--checkpoint`` file, atomically; a later start with that ``--checkpoint``
@@ -110,11 +111,11 @@ class Sidecar:
     ) -> None:
         self.graph = import_signet(db)
         self.arrays = GraphArrays.from_graph(self.graph)
-        self.policy = load_policy(policy) if policy is not None else ServedPolicy.fixed("prior")
+        self.policy = load_policy(FsPath(policy)) if policy is not None else ServedPolicy.fixed("prior")
         self.native_dim = int(native_dim)
         self.checkpoint = FsPath(checkpoint) if checkpoint else None
         self.memory_index = {str(m): i for i, m in enumerate(self.arrays.memory_ids)}
-        self.stats = self.policy.edge_stats(self.arrays)
+        self.stats = self.policy.edge_stats(self.arrays, self.graph)
         self.policy.prepare(self.graph, self.arrays)
         # The trained walk, with a path budget that lets every one of Signet's (at most 100) candidates be
         # reached: a memory scores as its best path.
@@ -123,7 +124,9 @@ class Sidecar:
         self.config = TraversalConfig.from_dict(trained)
         self.traverser = Traverser(self.arrays, self.graph, self.config)
         self.attr_index = {str(x): i for i, x in enumerate(self.arrays.attribute_ids)}
-        self.dim = int(getattr(getattr(self.policy.scorer, "query_featurizer", None), "embedding_dim", 0) or 0)
+        self.dim = int(
+            getattr(getattr(self.policy.scorer, "query_featurizer", None), "embedding_dim", 0) or 0
+        )
         self.step = 0
         self.training_pairs = 0
         self.last_trained: str | None = None
@@ -161,7 +164,9 @@ class Sidecar:
             depth += 1
         return out
 
-    def paths(self, memory_ids: Sequence[str], context: Sequence[float]) -> tuple[Query, list[Any], np.ndarray, ScoringContext, list[list[int]]]:
+    def paths(
+        self, memory_ids: Sequence[str], context: Sequence[float]
+    ) -> tuple[Query, list[Any], np.ndarray, ScoringContext, list[list[int]]]:
         """The walk from the candidates' entities: ``(query, paths, path scores, context, paths of each
         candidate)``."""
         a = self.arrays
@@ -207,9 +212,13 @@ class Sidecar:
               temperature: float) -> tuple[float, int]:  # fmt: skip
         """The listwise loss of the current scores, then feedback (see the module docstring)."""
         if memory_ids is None:
-            return _listwise_kl(np.zeros(len(labels)), np.asarray(labels, dtype=np.float64), temperature), self.step
+            return _listwise_kl(
+                np.zeros(len(labels)), np.asarray(labels, dtype=np.float64), temperature
+            ), self.step
         if len(memory_ids) != len(labels):
-            raise RpcError(INVALID_PARAMS, f"Invalid params: {len(labels)} labels for {len(memory_ids)} candidate_ids")
+            raise RpcError(
+                INVALID_PARAMS, f"Invalid params: {len(labels)} labels for {len(memory_ids)} candidate_ids"
+            )
         query, paths, scores, ctx, per = self.paths(memory_ids, context)
         best_scores = np.array([max(scores[i] for i in idx) if idx else 0.0 for idx in per])
         loss = _listwise_kl(best_scores, np.asarray(labels, dtype=np.float64), temperature)
@@ -263,9 +272,15 @@ class Sidecar:
                     raise ValueError(meta.get("format"))
                 self.stats.load_state_dict({k[6:]: z[k] for k in z.files if k.startswith("stats_")})
                 if "linucb_A_inv" in z.files and self.policy.name == "linucb":
-                    self.policy.scorer.load_state_dict({  # type: ignore[attr-defined]
-                        "format": "signet_rl.LinUCBScorer/1", "A_inv": z["linucb_A_inv"], "b": z["linucb_b"]})
-        except Exception as err:  # noqa: BLE001  Signet's own checkpoint, or damage: start from the artifact
+                    head: Any = self.policy.scorer
+                    head.load_state_dict(
+                        {
+                            "format": "signet_rl.LinUCBScorer/1",
+                            "A_inv": z["linucb_A_inv"],
+                            "b": z["linucb_b"],
+                        }
+                    )
+        except Exception as err:
             print(f"signet_rl sidecar: {path} is not a signet_rl sidecar checkpoint ({type(err).__name__}: "
                   f"{err}); starting from the policy artifact", file=sys.stderr)  # fmt: skip
             return
@@ -294,7 +309,9 @@ class Sidecar:
             labels = _floats(params, "labels")
             embeddings = params.get("candidate_embeddings")
             if not isinstance(embeddings, list):
-                raise RpcError(INVALID_PARAMS, "Invalid params: candidate_embeddings must be a list of number lists")
+                raise RpcError(
+                    INVALID_PARAMS, "Invalid params: candidate_embeddings must be a list of number lists"
+                )
             temperature = params.get("temperature", 0.5)
             if isinstance(temperature, bool) or not isinstance(temperature, int | float) or temperature <= 0:
                 raise RpcError(INVALID_PARAMS, "Invalid params: temperature must be a number > 0")
@@ -325,12 +342,12 @@ class Sidecar:
         rid = request.get("id")
         method = request.get("method")
         if request.get("jsonrpc") != "2.0" or not isinstance(method, str):
-            return _error(rid, INVALID_REQUEST, "Invalid Request: needs jsonrpc \"2.0\" and a string method")
+            return _error(rid, INVALID_REQUEST, 'Invalid Request: needs jsonrpc "2.0" and a string method')
         try:
             result = self.handle(method, request.get("params"))
         except RpcError as err:
             return _error(rid, err.code, str(err))
-        except Exception as err:  # noqa: BLE001  one bad call never ends the process
+        except Exception as err:
             return _error(rid, INTERNAL_ERROR, f"Internal error: {type(err).__name__}: {err}")
         return {"jsonrpc": "2.0", "id": rid, "result": result}
 
@@ -367,4 +384,3 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-

@@ -65,13 +65,23 @@ def test_sidecar_scores_trains_and_survives_bad_lines(small_store, gnn_artifact,
     assert [s for _, s in local] == pytest.approx([s["score"] for s in scores], abs=1e-9)
 
     # malformed line, unknown method, wrong field type: error objects, and the process keeps serving
+    parse = "Parse error: Expecting property name enclosed in double quotes at column 2"
     assert client.send("{not json") == {
-        "jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error: Expecting property name enclosed in double quotes at column 2"}}  # fmt: skip
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": parse},
+    }
     assert client.call(2, "predict") == {
-        "jsonrpc": "2.0", "id": 2, "error": {"code": -32601, "message": "Method not found: predict"}}
+        "jsonrpc": "2.0",
+        "id": 2,
+        "error": {"code": -32601, "message": "Method not found: predict"},
+    }
+    wrong = "Invalid params: candidate_ids must be a list of strings"
     assert client.call(3, "score", {"context_embedding": context, "candidate_ids": "m1"}) == {
-        "jsonrpc": "2.0", "id": 3,
-        "error": {"code": -32602, "message": "Invalid params: candidate_ids must be a list of strings"}}  # fmt: skip
+        "jsonrpc": "2.0",
+        "id": 3,
+        "error": {"code": -32602, "message": wrong},
+    }
 
     status = client.call(4, "status")["result"]
     assert status == {"trained": True, "training_pairs": 0, "model_version": 0, "last_trained": None}
@@ -115,5 +125,29 @@ def test_without_a_policy_the_sidecar_serves_the_prior(small_store, candidates):
     assert side.policy.name == "prior" and len(scores) == 100
     assert len({s for _, s in scores}) > 1
     res = side.respond(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "train_from_db"}))
-    assert res == {"jsonrpc": "2.0", "id": 9, "error": {
-        "code": -32601, "message": "Method not supported: train_from_db (send train with labels)"}}
+    assert res == {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "error": {"code": -32601, "message": "Method not supported: train_from_db (send train with labels)"},
+    }
+
+
+def test_a_store_other_than_the_training_graph_is_logged_not_refused(
+    small_store, gnn_artifact, tmp_path, caplog
+):
+    from signet_rl.datasets.registry import load_dataset
+    from signet_rl.graph.store import write_graph
+    from signet_rl.serving.sidecar import Sidecar
+
+    with caplog.at_level("WARNING", logger="signet_rl.serving.policy"):
+        Sidecar(small_store, gnn_artifact)
+    (msg,) = [r.getMessage() for r in caplog.records]
+    assert msg.startswith("serving gnn on a graph (500 entities, ") and msg.endswith(
+        "other than its training graphs; edges it never saw start neutral"
+    )
+    caplog.clear()
+    tiny = write_graph(next(iter(load_dataset("synthetic:tiny:0").graphs.values())), tmp_path / "tiny.db")
+    with caplog.at_level("WARNING", logger="signet_rl.serving.policy"):
+        side = Sidecar(tiny, gnn_artifact)
+    assert caplog.records == []
+    assert side.stats.walks.sum() > 0  # the training graph's learned statistics, mapped by edge id
