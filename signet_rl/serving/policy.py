@@ -222,6 +222,8 @@ class ServedPolicy:
         self._table = stats
         self._stats: dict[int, tuple[GraphArrays, EdgeStats]] = {}
         self._fingerprints = {v["sha256"]: k for k, v in manifest["training"]["graphs"].items()}
+        #: Dependency ids whose statistics online feedback changed (a GNN reads them live from then on).
+        self.online_edges: set[str] = set()
 
     @classmethod
     def fixed(cls, name: str = "prior", traversal: Mapping[str, Any] | None = None) -> ServedPolicy:
@@ -346,6 +348,7 @@ class ServedPolicy:
         self.scorer.update(feedback)
         forget = getattr(self.scorer, "forget_snapshot", None)
         if changed:
+            self.online_edges.update(changed)
             if forget is not None:
                 forget(changed)
             else:

@@ -253,7 +253,8 @@ class Sidecar:
             state = head()
             blob["linucb_A_inv"], blob["linucb_b"] = state["A_inv"], state["b"]
         meta = {"format": _CHECKPOINT_FORMAT, "step": self.step, "training_pairs": self.training_pairs,
-                "last_trained": self.last_trained, "policy": self.policy.name}  # fmt: skip
+                "last_trained": self.last_trained, "policy": self.policy.name,
+                "online_edges": sorted(self.policy.online_edges)}  # fmt: skip
         blob["meta"] = np.asarray(json.dumps(meta))
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         try:
@@ -287,9 +288,11 @@ class Sidecar:
         self.step = int(meta.get("step", 0))
         self.training_pairs = int(meta.get("training_pairs", 0))
         self.last_trained = meta.get("last_trained")
+        online = [str(e) for e in meta.get("online_edges", [])]
+        self.policy.online_edges.update(online)
         forget = getattr(self.policy.scorer, "forget_snapshot", None)
-        if forget is not None:
-            forget()
+        if forget is not None and online:
+            forget(online)  # the edges feedback changed read the resumed statistics; the rest as trained
 
     # -- protocol -----------------------------------------------------------------------------------
 

@@ -114,7 +114,10 @@ def test_sidecar_scores_trains_and_survives_bad_lines(small_store, gnn_artifact,
     # a restart from the checkpoint resumes the learned state
     resumed = Sidecar(small_store, gnn_artifact, checkpoint=ckpt)
     assert resumed.status()["model_version"] == 1
-    assert np.array_equal(resumed.stats.walks, Sidecar(small_store, gnn_artifact).stats.walks) is False
+    assert not np.array_equal(resumed.stats.walks, Sidecar(small_store, gnn_artifact).stats.walks)
+    assert [s for _, s in resumed.score(candidates, context)] == pytest.approx(
+        [after[m] for m in candidates], abs=1e-9
+    )
 
 
 def test_without_a_policy_the_sidecar_serves_the_prior(small_store, candidates):
