@@ -8,6 +8,7 @@ config with the same keys and returns every logged metric, so a sweeper can opti
     python -m signet_rl.evaluate dataset.spec=synthetic:medium max_queries=200
     python -m signet_rl.evaluate dataset=locomo encoder=minilm budget_chars=4000
     python -m signet_rl.evaluate mlflow.enabled=false '~retrievers.desire_random' ceiling=false
+    python -m signet_rl.evaluate policy=artifacts/gnn                # a saved policy as the `learned` row
     python -m signet_rl.train task=kg dataset=kg dataset.spec=kg:kinship  # KG datasets: the KG task
     mlflow ui --backend-store-uri sqlite:///mlflow.db              # then open the run
 
@@ -34,7 +35,7 @@ from signet_rl.datasets.registry import load_dataset, parse_spec
 from signet_rl.evaluation.harness import EvaluationResult, evaluate
 from signet_rl.retrieval.base import Retriever
 
-__all__ = ["build_retrievers", "evaluate_from_config", "main"]
+__all__ = ["build_retrievers", "evaluate_from_config", "main", "policy_retriever"]
 
 
 def build_retrievers(nodes: Mapping[str, Any] | None, section: str = "retrievers") -> dict[str, Retriever]:
@@ -58,6 +59,33 @@ def build_retrievers(nodes: Mapping[str, Any] | None, section: str = "retrievers
             raise TypeError(f"{section}.{key} built a {type(retriever).__name__}, not a retriever")
         out[str(key)] = retriever
     return out
+
+
+def policy_retriever(path: str, name: str = "learned") -> Retriever:
+    """A saved policy as a retriever: an artifact folder (``manifest.json``) is loaded as it is, a training
+    run's folder is exported to a temporary folder first (:func:`signet_rl.export.export_run`).
+
+    Raises:
+        ValueError: a folder that is neither (naming it), or a run export refuses.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from signet_rl.serving import MANIFEST, load_policy
+
+    folder = Path(path)
+    if (folder / MANIFEST).exists():
+        return load_policy(folder).retriever(name=name)  # type: ignore[no-any-return]
+    if (folder / "checkpoint.pkl").exists():
+        from signet_rl.export import export_run
+
+        with tempfile.TemporaryDirectory(prefix="signet_rl-policy-") as tmp:
+            export_run(folder, tmp)
+            return load_policy(tmp).retriever(name=name)  # type: ignore[no-any-return]
+    raise ValueError(
+        f"policy={path!r} is neither a policy artifact (no {MANIFEST}) nor a training run folder (no "
+        "checkpoint.pkl); export a run with python -m signet_rl.export RUN_DIR --out DIR"
+    )
 
 
 def _budget(value: Any) -> int | None:
@@ -100,6 +128,8 @@ def evaluate_from_config(cfg: DictConfig) -> dict[str, float]:
             group=split.get("group"),
         )  # fmt: skip
     shared = build_retrievers(cfg.get("retrievers"), "retrievers")
+    if cfg.get("policy"):
+        shared["learned"] = policy_retriever(str(cfg.policy))
     own = build_retrievers(cfg.get("own_caps"), "own_caps")
     clash = sorted(set(shared) & set(own))
     if clash:

@@ -1,0 +1,52 @@
+"""Shared fixtures of the serving tests: one real (smoke-sized) training run per scorer, its export, and a
+Signet store written from a synthetic graph."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from signet_rl import smoke
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+def train_run(folder: Path, *overrides: str) -> Path:
+    """A real ``python -m signet_rl.train`` run (in-process, shrunk as ``SIGNET_RL_SMOKE=1`` shrinks it)."""
+    from signet_rl.train import train
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("train", overrides=[
+            f"run_dir={folder}", "mlflow.enabled=false", "progress=false", *overrides])  # fmt: skip
+    smoke.shrink_train(cfg)
+    train(cfg)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def gnn_run(tmp_path_factory) -> Path:
+    return train_run(tmp_path_factory.mktemp("runs") / "gnn")
+
+
+@pytest.fixture(scope="session")
+def gnn_artifact(gnn_run, tmp_path_factory) -> Path:
+    from signet_rl.export import export_run
+
+    return export_run(gnn_run, tmp_path_factory.mktemp("artifacts") / "gnn")
+
+
+@pytest.fixture(scope="session")
+def small_store(tmp_path_factory) -> Path:
+    """A Signet v30 store written from the synthetic:small graph (not the graph the policy trained on)."""
+    from signet_rl.datasets.registry import load_dataset
+    from signet_rl.graph.store import write_graph
+
+    ds = load_dataset("synthetic:small:0")
+    return write_graph(next(iter(ds.graphs.values())), tmp_path_factory.mktemp("store") / "memories.db")
+
+
+@pytest.fixture(scope="session")
+def linucb_run(tmp_path_factory) -> Path:
+    return train_run(tmp_path_factory.mktemp("runs") / "linucb", "scorer=linucb")
