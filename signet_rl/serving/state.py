@@ -35,8 +35,18 @@ VERBS = ("rate", "confirm", "correct", "reject")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS recalls (
+    recall_id   TEXT PRIMARY KEY,
+    created_at  REAL NOT NULL,
+    session_key TEXT,
+    query       TEXT NOT NULL,
+    k           INTEGER NOT NULL,
+    slate       TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS results (
     result_id   TEXT PRIMARY KEY,
+    recall_id   TEXT REFERENCES recalls (recall_id),
+    slot        INTEGER,
     created_at  REAL NOT NULL,
     session_key TEXT,
     query       TEXT NOT NULL,
@@ -81,7 +91,8 @@ class UnknownIdError(StateError):
 
 @dataclass(frozen=True)
 class IssuedResult:
-    """One shown result, as :meth:`ServiceState.issue` records it."""
+    """One shown result, as :meth:`ServiceState.issue` records it (``slot``: its index in the recall's
+    mixed slate's ``shown``)."""
 
     result_id: str
     session_key: str | None
@@ -96,6 +107,8 @@ class IssuedResult:
     path: Mapping[str, Any]
     edge_ids: tuple[str, ...]
     score: float
+    recall_id: str | None = None
+    slot: int | None = None
 
 
 @dataclass(frozen=True)
@@ -177,14 +190,19 @@ class ServiceState:
 
     # -- results ----------------------------------------------------------------------------------------
 
-    def issue(self, results: Sequence[IssuedResult]) -> None:
-        """Record shown results, all or none, before the recall that shows them is answered."""
-        rows = [(r.result_id, time.time(), r.session_key, r.query, r.graph_id, r.system, int(r.position),
+    def issue(self, results: Sequence[IssuedResult], recall: Mapping[str, Any] | None = None) -> None:
+        """Record shown results (and the recall's mixed slate, ``{recall_id, session_key, query, k, slate}``),
+        all or none, before the recall that shows them is answered."""
+        rows = [(r.result_id, r.recall_id, r.slot, time.time(), r.session_key, r.query, r.graph_id, r.system, int(r.position),
                  float(r.propensity), r.intent, int(r.bucket), json.dumps(list(r.memory_ids)),
                  json.dumps(dict(r.path), sort_keys=True), json.dumps(list(r.edge_ids)), float(r.score))
                 for r in results]  # fmt: skip
         with self._tx() as db:
-            db.executemany("INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            if recall is not None:
+                db.execute("INSERT INTO recalls VALUES (?, ?, ?, ?, ?, ?)",
+                           (recall["recall_id"], time.time(), recall.get("session_key"), recall["query"],
+                            int(recall["k"]), json.dumps(recall["slate"])))  # fmt: skip
+            db.executemany("INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
             db.executemany("INSERT OR IGNORE INTO result_memories VALUES (?, ?)",
                            [(r.result_id, m) for r in results for m in r.memory_ids])
 
@@ -263,7 +281,23 @@ class ServiceState:
     def counts(self) -> dict[str, int]:
         with self._lock:
             return {t: int(self._db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0])  # noqa: S608
-                    for t in ("results", "feedback")}
+                    for t in ("recalls", "results", "feedback")}
+
+    def recalls(self) -> list[tuple[dict[str, Any], list[float | None]]]:
+        """Every logged recall's mixed slate (JSON) with the latest rating of each shown slot (None:
+        unrated), in order: what ``serve report`` compares."""
+        with self._lock:
+            recs = self._db.execute("SELECT recall_id, k, slate FROM recalls ORDER BY created_at, rowid").fetchall()
+            rated = self._db.execute(
+                "SELECT r.recall_id, r.slot, f.rating FROM feedback f JOIN results r ON r.result_id = f.result_id "
+                "WHERE r.recall_id IS NOT NULL ORDER BY f.seq").fetchall()
+        latest: dict[tuple[str, int], float] = {(rid, int(slot)): float(x) for rid, slot, x in rated}
+        out = []
+        for rid, k, slate in recs:
+            data = json.loads(slate)
+            data["k"] = int(k)
+            out.append((data, [latest.get((rid, j)) for j in range(len(data["shown"]))]))
+        return out
 
     def replay(self, apply: Any) -> int:
         """Call ``apply(result, feedback_row)`` for every logged rating in order (rebuilds learned state from
@@ -277,8 +311,9 @@ class ServiceState:
 
 
 def _issued(row: Sequence[Any]) -> IssuedResult:
-    (rid, _created, session, query, graph_id, system, position, propensity, intent, bucket, mids, path,
+    (rid, recall_id, slot, _created, session, query, graph_id, system, position, propensity, intent, bucket, mids, path,
      edges, score) = row  # fmt: skip
     return IssuedResult(str(rid), session, str(query), str(graph_id), str(system), int(position),
                         float(propensity), str(intent), int(bucket), tuple(json.loads(mids)),
-                        json.loads(path), tuple(json.loads(edges)), float(score))  # fmt: skip
+                        json.loads(path), tuple(json.loads(edges)), float(score), recall_id,
+                        None if slot is None else int(slot))  # fmt: skip

@@ -32,7 +32,7 @@ def test_feedback_is_idempotent_transactional_and_replayable(tmp_path):
         state.record("k3", "r1", 2)
     with pytest.raises(StateError, match=r"unknown verb 'boost'; expected one of: rate, confirm, correct"):
         state.record("k4", "r1", 1.0, verb="boost")
-    assert state.counts() == {"results": 2, "feedback": 1}  # the refused ones wrote nothing
+    assert state.counts() == {"recalls": 0, "results": 2, "feedback": 1}  # the refused ones wrote nothing
     state.record("k5", "r2", -0.5, verb="reject")
     assert state.latest_result_for_memory("m2", "s1") == "r2" and state.latest_result_for_memory("m9", None) is None
     seen = []
