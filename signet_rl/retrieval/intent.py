@@ -27,12 +27,13 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import torch
-from torch import nn
+
+if TYPE_CHECKING:  # torch is imported where the learned model runs: the rules need no torch (serving)
+    import torch
 
 __all__ = [
     "INTENTS",
@@ -226,6 +227,8 @@ class HashingFeaturizer:
 
     def transform(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(ids [F], weights [F], offsets [n])`` for a batch of texts."""
+        import torch
+
         ids: list[int] = []
         weights: list[float] = []
         offsets: list[int] = []
@@ -241,28 +244,56 @@ class HashingFeaturizer:
         )
 
 
-class _IntentNet(nn.Module):
-    """EmbeddingBag (sum of weighted hashed features) -> ReLU hidden layer -> logits over the intents.
+_NET_CLASS: list[Any] = []
 
-    Shapes:
-        ids: ``[F]``, weights: ``[F]``, offsets: ``[n]`` -> logits ``[n, 5]``.
-    """
 
-    def __init__(self, buckets: int, hidden: int, n_classes: int) -> None:
-        super().__init__()
-        self.embed = nn.EmbeddingBag(buckets, hidden, mode="sum")
-        self.bias = nn.Parameter(torch.zeros(hidden))
-        self.out = nn.Linear(hidden, n_classes)
-        self.reset_parameters()
+def __getattr__(name: str) -> Any:
+    """``_IntentNet`` on first use (pickle finds the class by this name)."""
+    if name == "_IntentNet":
+        return _intent_net_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    def reset_parameters(self) -> None:
-        nn.init.normal_(self.embed.weight, std=0.1)
-        nn.init.zeros_(self.bias)
-        self.out.reset_parameters()
 
-    def forward(self, ids: torch.Tensor, weights: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
-        h = torch.relu(self.embed(ids, offsets, per_sample_weights=weights) + self.bias)
-        return self.out(h)
+def _intent_net(buckets: int, hidden: int, n_classes: int) -> Any:
+    """The learned classifier's network."""
+    return _intent_net_class()(buckets, hidden, n_classes)
+
+
+def _intent_net_class() -> Any:
+    """The network class, defined on first use so that importing this module needs no torch (the rules
+    and the serving side run without it)."""
+    if _NET_CLASS:
+        return _NET_CLASS[0]
+    import torch
+    from torch import nn
+
+    class _IntentNet(nn.Module):
+        """EmbeddingBag (sum of weighted hashed features) -> ReLU hidden layer -> logits over the intents.
+
+        Shapes:
+            ids: ``[F]``, weights: ``[F]``, offsets: ``[n]`` -> logits ``[n, 5]``.
+        """
+
+        def __init__(self, buckets: int, hidden: int, n_classes: int) -> None:
+            super().__init__()
+            self.embed = nn.EmbeddingBag(buckets, hidden, mode="sum")
+            self.bias = nn.Parameter(torch.zeros(hidden))
+            self.out = nn.Linear(hidden, n_classes)
+            self.reset_parameters()
+
+        def reset_parameters(self) -> None:
+            nn.init.normal_(self.embed.weight, std=0.1)
+            nn.init.zeros_(self.bias)
+            self.out.reset_parameters()
+
+        def forward(self, ids: torch.Tensor, weights: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+            h = torch.relu(self.embed(ids, offsets, per_sample_weights=weights) + self.bias)
+            return self.out(h)
+
+    _IntentNet.__module__ = __name__
+    _IntentNet.__qualname__ = "_IntentNet"
+    _NET_CLASS.append(_IntentNet)
+    return _IntentNet
 
 
 class LearnedIntentClassifier(IntentClassifier):
@@ -314,9 +345,11 @@ class LearnedIntentClassifier(IntentClassifier):
         self.featurizer = HashingFeaturizer(
             buckets, (word_ngrams[0], word_ngrams[1]), (char_ngrams[0], char_ngrams[1])
         )
+        import torch
+
         with torch.random.fork_rng(devices=[]):  # the untrained net never touches the global RNG
             torch.manual_seed(0)
-            self.net = _IntentNet(buckets, hidden, len(INTENTS))
+            self.net = _intent_net(buckets, hidden, len(INTENTS))
         self.fitted = False
 
     def fit(self, texts: Sequence[str], labels: Sequence[str], seed: int = 0) -> LearnedIntentClassifier:
@@ -332,6 +365,9 @@ class LearnedIntentClassifier(IntentClassifier):
         bad = sorted({lab for lab in labels if lab not in _INDEX})
         if bad:
             raise ValueError(f"unknown intent labels {bad}; expected one of {INTENTS}")
+        import torch
+        from torch import nn
+
         rng = np.random.default_rng(seed)
         xs, ys = list(texts), list(labels)
         for _ in range(self.config["augment"]):
@@ -391,12 +427,16 @@ class LearnedIntentClassifier(IntentClassifier):
             raise RuntimeError("LearnedIntentClassifier is not fitted; call fit() or load() first")
         if len(texts) == 0:
             return np.zeros((0, len(INTENTS)), dtype=np.float32)
+        import torch
+
         with torch.no_grad():
             logits = self.net(*self.featurizer.transform(texts))
         return torch.softmax(logits, dim=1).numpy().astype(np.float32)
 
     def save(self, path: str | Path) -> Path:
         """Write the constructor arguments and the state dict to one ``torch.save`` file."""
+        import torch
+
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.save(
@@ -416,6 +456,8 @@ class LearnedIntentClassifier(IntentClassifier):
         Raises:
             ValueError: the file was saved with other intent classes.
         """
+        import torch
+
         blob = torch.load(Path(path), map_location="cpu", weights_only=True)
         if tuple(blob["intents"]) != INTENTS:
             raise ValueError(f"{path}: saved for intents {blob['intents']}, expected {list(INTENTS)}")

@@ -126,7 +126,30 @@ class PathScorer(Protocol):
         """Learn from a batch of rated interactions (non-learned scorers ignore it)."""
 
 
-SCORERS: dict[str, Callable[..., PathScorer]] = {}
+class _Registry(dict[str, Callable[..., PathScorer]]):
+    """Scorer factories by name. Scorers whose module imports torch (:data:`LAZY_SCORERS`) are imported on
+    first lookup, so that the non-learned scorers and the serving side load without torch."""
+
+    def __missing__(self, name: str) -> Callable[..., PathScorer]:
+        module = LAZY_SCORERS.get(name)
+        if module is None:
+            raise KeyError(name)
+        import importlib
+
+        importlib.import_module(module)  # its @register fills the entry
+        return dict.__getitem__(self, name)
+
+    def __contains__(self, name: object) -> bool:
+        return dict.__contains__(self, name) or name in LAZY_SCORERS
+
+    def names(self) -> list[str]:
+        """Every known name, imported or not."""
+        return sorted(set(self.keys()) | set(LAZY_SCORERS))
+
+
+#: Scorers registered by a module imported on first lookup: name -> module.
+LAZY_SCORERS: dict[str, str] = {"gnn": "signet_rl.scorers.gnn"}
+SCORERS: _Registry = _Registry()
 
 
 def register(name: str) -> Callable[[Callable[..., PathScorer]], Callable[..., PathScorer]]:
@@ -144,5 +167,5 @@ def make_scorer(name: str, **kwargs: Any) -> PathScorer:
         ValueError: an unknown name, listing the known ones.
     """
     if name not in SCORERS:
-        raise ValueError(f"unknown scorer {name!r}; known scorers: {', '.join(sorted(SCORERS))}")
+        raise ValueError(f"unknown scorer {name!r}; known scorers: {', '.join(SCORERS.names())}")
     return SCORERS[name](**kwargs)

@@ -84,7 +84,7 @@ from signet_rl.core.checks import check_integer, check_range
 from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.confidence import LADDER
-from signet_rl.graph.model import DependencyType, EntityType, KnowledgeGraph
+from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.graph.timeslice import TimeSlices
 from signet_rl.retrieval.intent import IntentClassifier
 from signet_rl.scorers.base import Feedback, ScoringContext, check_feedback, register
@@ -99,39 +99,23 @@ from signet_rl.scorers.features import (
     PerGraphFeaturizers,
     QueryFeaturizer,
 )
+from signet_rl.scorers.gnn_inputs import (  # torch-free: shared with the served (ONNX) policy
+    ATTR_NUMERIC_DIM,
+    DAY,
+    EDGE_NUMERIC_DIM,
+    KNOWN_DEPENDENCY_TYPES,
+    KNOWN_ENTITY_TYPES,
+    MAX_POSITIONS,
+    NAME_SKETCH_DIM,
+    _bucket,
+    _sketch,
+)
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.path import Path
 
 __all__ = ["GNNPathNet", "GNNPathScorer"]
 
-DAY = 86400.0
-#: Entity types with a bucket of their own (others are hashed into the remaining buckets).
-KNOWN_ENTITY_TYPES: tuple[str, ...] = (*EntityType.SIGNET, EntityType.EXTRACTED, EntityType.PRINCIPLE)
-#: Dependency types with a bucket of their own.
-KNOWN_DEPENDENCY_TYPES: tuple[str, ...] = DependencyType.SIGNET
-#: Numeric edge columns: confidence, strength, reason rung one-hot, desire statistics, desire weight.
-EDGE_NUMERIC_DIM = 2 + len(LADDER) + EDGE_STAT_DIM + 1
-#: Numeric attribute-hop columns: importance, ln(1 + age days), is_constraint, is_stale.
-ATTR_NUMERIC_DIM = 4
-#: Entity-name embeddings enter the net through a fixed Gaussian random projection to this many dimensions
-#: (it keeps cosines roughly, and makes the per-pass learned projection of 43k names six times cheaper).
-NAME_SKETCH_DIM = 64
-#: Positions beyond this share the last position embedding.
-MAX_POSITIONS = 32
 _FORMAT = "signet_rl.GNNPathScorer/1"
-
-
-def _bucket(name: str, known: tuple[str, ...], buckets: int) -> int:
-    """A stable bucket for a type name: its own for a known name, else a CRC32 hash into the rest."""
-    if name in known:
-        return known.index(name)
-    return len(known) + zlib.crc32(name.encode("utf-8")) % (buckets - len(known))
-
-
-def _sketch(dim: int) -> np.ndarray:
-    """The fixed ``[dim, NAME_SKETCH_DIM]`` random projection (the same in every process)."""
-    rng = np.random.default_rng(20240601)
-    return (rng.standard_normal((dim, NAME_SKETCH_DIM)) / np.sqrt(NAME_SKETCH_DIM)).astype(np.float32)
 
 
 def _symlog(x: Tensor) -> Tensor:
