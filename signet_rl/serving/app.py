@@ -261,8 +261,9 @@ class Service:
             raise UnknownIdError(f"unknown entity {body.entity!r} (give an entity id or its name)")
         eid = str(hit["id"].iloc[0])
         budget = body.maxTokens * 4
-        attrs = g.attributes[g.attributes["entity_id"] == eid]
         aspects = g.aspects[g.aspects["entity_id"] == eid]
+        attrs = g.attributes[g.attributes["aspect_id"].isin(set(aspects["id"]))]
+        attrs = attrs[attrs["status"] == "active"]
         if body.aspect is not None:
             aspects = aspects[(aspects["id"] == body.aspect) | (aspects["name"] == body.aspect)]
             if aspects.empty:
