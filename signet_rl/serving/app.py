@@ -295,12 +295,21 @@ class Service:
                 "aspects": out_aspects, "dependencies": dependencies, "memories": memories,
                 "chars": used, "maxTokens": body.maxTokens}  # fmt: skip
 
+    def stats_digest(self) -> str:
+        """SHA-256 of the desire-path statistics (weights, walk counts, step): equal digests, equal state."""
+        with self._lock:
+            h = hashlib.sha256(np.ascontiguousarray(self.stats.weights).tobytes())
+            h.update(np.ascontiguousarray(self.stats.walks).tobytes())
+            h.update(str(self.stats.step).encode())
+        return h.hexdigest()
+
     def status(self) -> dict[str, Any]:
         counts = self.state.counts()
         return {"trained": True, "model_version": self.policy.manifest.get("version", 1),
                 "policy": self.policy.name, "encoder": self.policy.encoder,
                 "training_pairs": counts["feedback"], "results_issued": counts["results"],
                 "ratings_replayed_at_start": self.replayed,
+                "stats_sha256": self.stats_digest(),
                 "last_trained": None}  # fmt: skip
 
 

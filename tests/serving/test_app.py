@@ -97,3 +97,22 @@ def test_a_token_guards_every_endpoint_but_health(service):
     assert client.get("/health").status_code == 200
     ok = client.post("/api/memory/recall", json={"query": "x"}, headers={"Authorization": "Bearer s3cret"})
     assert ok.status_code == 200
+
+
+def test_the_app_imports_no_torch_trainer_hydra_mlflow_or_evaluation(served, tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from fastapi.testclient import TestClient\n"
+        "from signet_rl.serving.app import Service, create_app\n"
+        f"svc = Service({str(served['store'])!r}, {str(served['artifact'])!r}, {str(tmp_path / 's.sqlite')!r})\n"
+        "c = TestClient(create_app(svc))\n"
+        "assert c.post('/api/memory/recall', json={'query': 'what about it'}).status_code == 200\n"
+        "bad = ('torch', 'hydra', 'mlflow', 'signet_rl.evaluation', 'signet_rl.learning.trainer')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in bad[:3] or m.startswith(bad[3:])))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
