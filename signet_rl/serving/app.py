@@ -149,8 +149,11 @@ class Service:
         self.state = ServiceState(state or default_state_path(self.store), store=self.store)
         self.k, self.budget_chars, self.alpha, self.temperature = k, budget_chars, alpha, temperature
         self._rng = np.random.default_rng(seed)
-        self._lock = threading.Lock()  # recall draws and online updates are serialised
+        # Retrieval, slate draws and online updates share caches and the statistics (the hashing encoder and the
+        # scorers' lazy per-graph state are not thread-safe): one lock serialises them; the state file has its own.
+        self._lock = threading.RLock()
         self.memories = self.graph.memories.set_index("id", drop=False)
+        self.memory_ids = frozenset(str(m) for m in self.graph.memories["id"])
         self.replayed = self.state.replay(self._learn)
         self.started = time.time()
         self.load_seconds = time.perf_counter() - t0
@@ -177,13 +180,14 @@ class Service:
         limit = body.limit or self.k
         query = Query(id=f"serve:{uuid.uuid4().hex}", text=body.query, graph_id="main", split="test",
                       meta={"session": body.sessionKey} if body.sessionKey else {})  # fmt: skip
-        desire_units = [u for u in self.desire.retrieve(query, body.budgetChars or self.budget_chars)
-                        if u.kind == "constructed"]  # fmt: skip
-        flat_units = self.flat.retrieve(query, None)
-        d_keys = _unique([f"p:{u.meta.get('path_id', u.text[:40])}" for u in desire_units])
-        f_keys = _unique([f"m:{u.items[0]}" if u.items else f"f:{i}" for i, u in enumerate(flat_units)])
-        units = {**dict(zip(d_keys, desire_units, strict=False)), **dict(zip(f_keys, flat_units, strict=False))}
         with self._lock:
+            desire_units = [u for u in self.desire.retrieve(query, body.budgetChars or self.budget_chars)
+                            if u.kind == "constructed"]  # fmt: skip
+            flat_units = self.flat.retrieve(query, None)
+            d_keys = _unique([f"p:{u.meta.get('path_id', u.text[:40])}" for u in desire_units])
+            f_keys = _unique([f"m:{u.items[0]}" if u.items else f"f:{i}" for i, u in enumerate(flat_units)])
+            units = {**dict(zip(d_keys, desire_units, strict=False)),
+                     **dict(zip(f_keys, flat_units, strict=False))}  # fmt: skip
             slate = mix(list(dict.fromkeys(d_keys)), [k for k in dict.fromkeys(f_keys) if k not in d_keys],
                         limit, self._rng, alpha=self.alpha, temperature=self.temperature)  # fmt: skip
         recall_id = uuid.uuid4().hex
@@ -193,7 +197,7 @@ class Service:
             key = slate.keys[j]
             unit = units[key]
             rid = f"r_{uuid.uuid4().hex}"
-            path = _provenance(unit, self.graph)
+            path = _provenance(unit, self.memory_ids)
             system = slate.systems[j]
             issued.append(IssuedResult(
                 rid, body.sessionKey, body.query, "main", system, slot, p,
@@ -337,7 +341,7 @@ def _derived_key(session: str | None, ident: str, rating: float) -> str:
     return "auto:" + hashlib.sha256(f"{session}\0{ident}\0{rating!r}".encode()).hexdigest()[:32]
 
 
-def _provenance(unit: Any, graph: Any) -> dict[str, Any]:
+def _provenance(unit: Any, memory_ids_of_graph: frozenset[str]) -> dict[str, Any]:
     """The constructed memory's path: entities, aspects, attributes, memory ids, dependencies."""
     from signet_rl.traversal.path import HopKind
     from signet_rl.traversal.path import Path as WalkPath
@@ -354,7 +358,7 @@ def _provenance(unit: Any, graph: Any) -> dict[str, Any]:
             lists[hop.kind].append(str(hop.id))
     memory_ids = [str(m) for m in (unit.meta.get("memories") or ())]
     for item in unit.items:
-        if str(item) in set(graph.memories["id"]) and str(item) not in memory_ids:
+        if str(item) in memory_ids_of_graph and str(item) not in memory_ids:
             memory_ids.append(str(item))
     return {"entities": entities, "aspects": aspects, "attributes": attributes, "memory_ids": memory_ids,
             "dependencies": deps, "kind": unit.kind}  # fmt: skip
