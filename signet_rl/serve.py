@@ -1,9 +1,22 @@
-"""``python -m signet_rl.serve sidecar --db PATH [--policy DIR]``: serve an exported policy.
+"""``python -m signet_rl.serve``: serve an exported policy over a Signet store.
+
+* ``python -m signet_rl.serve --db PATH --policy DIR [--host 127.0.0.1] [--port 3850] [--state FILE]``: the
+  HTTP service (:mod:`signet_rl.serving.app`): recall, feedback, expand, impact, health, status. Binding
+  anything but loopback needs a bearer token (``--token`` or ``SIGNET_RL_SERVE_TOKEN``).
+* ``python -m signet_rl.serve report --db PATH [--state FILE]``: the online comparison against flat recall
+  from the service's log (win rate with its interval, IPS / SNIPS / DR of the desire policy).
+* ``python -m signet_rl.serve sidecar --db PATH [--policy DIR]``: Signet's predictor protocol
+  (newline-delimited JSON-RPC 2.0 on stdin/stdout, :mod:`signet_rl.serving.sidecar`), so Signet's daemon can
+  run it in place of its own predictor (``predictor.binaryPath``); it accepts the daemon's ``--native-dim`` and
+  ``--checkpoint`` flags.
+* ``python -m signet_rl.serve store DATASET --out FILE``: write a dataset's graph as a Signet v30 store, to
+  serve a policy on.
+
+Nothing here imports torch.
 
 ``sidecar`` speaks Signet's predictor protocol (newline-delimited JSON-RPC 2.0 on stdin/stdout, see
 :mod:`signet_rl.serving.sidecar`) over a Signet store, so that Signet's daemon can run it in place of its own
 predictor (``predictor.binaryPath``); it accepts the daemon's ``--native-dim`` and ``--checkpoint`` flags.
-``store DATASET --out FILE`` writes a dataset's graph as a Signet v30 store, to serve a policy on.
 Nothing here imports torch.
 """
 
@@ -15,20 +28,85 @@ import sys
 __all__ = ["main"]
 
 
-def main(argv: list[str] | None = None) -> int:
+def _http(argv: list[str]) -> int:
+    import os
+
     parser = argparse.ArgumentParser(prog="python -m signet_rl.serve", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    side = sub.add_parser("sidecar", help="Signet's predictor protocol on stdin/stdout")
-    side.add_argument("--db", required=True, help="the Signet store (memories.db), opened read-only")
-    side.add_argument("--policy", help="a policy artifact (python -m signet_rl.export); default: the prior")
-    side.add_argument("--native-dim", type=int, default=768, help="the daemon's embedding dimension")
-    side.add_argument("--checkpoint", help="where save_checkpoint writes, and a start resumes from")
-    store = sub.add_parser("store", help="write a dataset's graph as a Signet v30 store (to serve or test)")
-    store.add_argument("dataset", help="a dataset spec, e.g. synthetic:small:0 (its first graph)")
-    store.add_argument("--out", required=True, help="the store file to write (refused if it exists)")
+    parser.add_argument("--db", required=True, help="the Signet store (memories.db), opened read-only")
+    parser.add_argument("--policy", required=True, help="a policy artifact (python -m signet_rl.export)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=3850)
+    parser.add_argument("--state", help="the service's own SQLite file (default: beside the store)")
+    parser.add_argument("--token", default=os.environ.get("SIGNET_RL_SERVE_TOKEN"),
+                        help="bearer token (required when --host is not loopback)")
+    parser.add_argument("--k", type=int, default=5, help="results per recall")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    if args.command == "store":
-        return _store(args.dataset, args.out)
+    if args.host not in ("127.0.0.1", "localhost", "::1") and not args.token:
+        print(f"error: binding {args.host} exposes the memory store beyond this machine; give a bearer token "
+              "(--token or SIGNET_RL_SERVE_TOKEN)", file=sys.stderr)
+        return 2
+    import uvicorn
+
+    from signet_rl.serving.app import Service, create_app
+
+    try:
+        service = Service(args.db, args.policy, args.state, k=args.k, seed=args.seed)
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"signet_rl serve: {service.policy.name} policy over {args.db} ({service.graph.num_entities} "
+          f"entities, {service.graph.num_memories} memories, {service.replayed} ratings replayed); state "
+          f"{service.state.path}; http://{args.host}:{args.port}", file=sys.stderr, flush=True)
+    uvicorn.run(create_app(service, token=args.token), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def _report(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m signet_rl.serve report")
+    parser.add_argument("--db", help="the store the service served (its state file sits beside it)")
+    parser.add_argument("--state", help="the service's state file")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    from signet_rl.serving.app import default_state_path, report
+
+    if not (args.state or args.db):
+        parser.error("give --db or --state")
+    path = args.state or default_state_path(args.db)
+    from pathlib import Path
+
+    if not Path(path).exists():
+        print(f"error: no service state at {path}", file=sys.stderr)
+        return 2
+    r = report(path, seed=args.seed)
+    lo, hi = r["ci95"]
+    print(f"recalls {r['recalls']:,}, rated {r['rated']:,}: desire wins {r['wins']:,}, flat wins {r['losses']:,}, "
+          f"ties {r['ties']:,}")
+    print(f"desire win rate {r['win_rate']:.3f} (95% interval {lo:.3f}-{hi:.3f})")
+    for name, e in (r.get("ope") or {}).items():
+        print(f"{name.upper():>6} value of the desire policy's slate: {e['value']:.3f} "
+              f"({e['ci95'][0]:.3f}-{e['ci95'][1]:.3f})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["report"]:
+        return _report(argv[1:])
+    if argv[:1] == ["store"]:
+        p = argparse.ArgumentParser(prog="python -m signet_rl.serve store")
+        p.add_argument("dataset", help="a dataset spec, e.g. synthetic:small:0 (its first graph)")
+        p.add_argument("--out", required=True, help="the store file to write (refused if it exists)")
+        a = p.parse_args(argv[1:])
+        return _store(a.dataset, a.out)
+    if argv[:1] != ["sidecar"]:
+        return _http(argv)
+    parser = argparse.ArgumentParser(prog="python -m signet_rl.serve sidecar", description=__doc__.split("\n")[0])
+    parser.add_argument("--db", required=True, help="the Signet store (memories.db), opened read-only")
+    parser.add_argument("--policy", help="a policy artifact (python -m signet_rl.export); default: the prior")
+    parser.add_argument("--native-dim", type=int, default=768, help="the daemon's embedding dimension")
+    parser.add_argument("--checkpoint", help="where save_checkpoint writes, and a start resumes from")
+    args = parser.parse_args(argv[1:])
     from signet_rl.serving.sidecar import Sidecar, serve
 
     try:

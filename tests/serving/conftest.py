@@ -50,3 +50,17 @@ def small_store(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def linucb_run(tmp_path_factory) -> Path:
     return train_run(tmp_path_factory.mktemp("runs") / "linucb", "scorer=linucb")
+
+
+@pytest.fixture(scope="session")
+def served(linucb_run, tmp_path_factory) -> dict[str, Path]:
+    """The HTTP service's fixture: the LinUCB run exported, and a store of the synthetic:tiny graph."""
+    from signet_rl.datasets.registry import load_dataset
+    from signet_rl.export import export_run
+    from signet_rl.graph.store import write_graph
+
+    base = tmp_path_factory.mktemp("served")
+    artifact = export_run(linucb_run, base / "artifact")
+    ds = load_dataset("synthetic:tiny:0")
+    store = write_graph(next(iter(ds.graphs.values())), base / "memories.db")
+    return {"artifact": artifact, "store": store, "base": base}

@@ -1,0 +1,430 @@
+"""``python -m signet_rl.serve``: a trained policy in front of a Signet store, over HTTP.
+
+The service opens the user's Signet v30 store **read-only** (it is never written), loads an exported policy
+artifact (:func:`~signet_rl.serving.policy.load_policy`; no torch), and answers in the shapes of Signet's
+own API (facts: the project's design notes on Signet's HTTP API):
+
+* ``POST /api/memory/recall`` — Signet's request fields (``query``, ``keywordQuery``, ``limit``, ...; plus
+  ``sessionKey`` and ``budgetChars``); Signet's result fields plus, per result, ``result_id`` (what
+  feedback rates), ``system`` (``desire`` or ``flat``: the online comparison's label), ``propensity`` and
+  ``path`` — the constructed memory's provenance (entities, aspects, attributes, memory ids, dependencies).
+  The results are a mixed slate of the desire retriever's constructed memories and Signet's flat recall
+  (:mod:`signet_rl.serving.compare`); Signet's significance gate may leave the flat side empty.
+* ``POST /api/memory/feedback`` — Signet's shape (``sessionKey``, ``feedback: {id: rating}``, where ``id`` is
+  a result id or a memory id the session was shown) plus ``results: {result_id: {rating | verb, text,
+  idempotencyKey}}``; the verbs are the seed's ``confirm`` (+1), ``reject`` (-1) and ``correct`` (-0.5, with
+  the correction's text logged). Each rating carries an idempotency key (given, or derived from the
+  request's ``idempotencyKey`` and the id), and is acknowledged only once committed. No endpoint sets a
+  weight.
+* ``POST /api/knowledge/expand`` — the pull path: an entity's constraints, aspects with attributes,
+  dependencies and memories within ``maxTokens``.
+* ``GET /api/graph/impact?entity=...``, ``GET /health``, ``GET /api/predictor/status``.
+
+Online learning: each newly recorded rating reinforces the rated path's edges in the policy's desire-path
+statistics with the training rule (:meth:`~signet_rl.learning.reinforcement.EdgeStats.reinforce`: floor,
+ceiling) and a cooling step; at start-up the statistics are rebuilt by replaying the state file's feedback
+log, so they always equal a replay of what was acknowledged.
+
+Security: binds 127.0.0.1 by default; elsewhere a bearer token is required (``--token`` or
+``SIGNET_RL_SERVE_TOKEN``). Bodies over 64 KiB get 413; malformed JSON or a wrong field type gets 422
+naming the field; unknown ids are rejected with nothing written. This module imports neither torch, the
+trainer, Hydra, MLflow nor the evaluation package.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+
+from signet_rl.core.types import Query
+from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport
+from signet_rl.datasets.signet import import_signet
+from signet_rl.graph.impact import impact_report
+from signet_rl.serving.compare import MixedSlate, compare_report, mix
+from signet_rl.serving.state import FeedbackRow, IssuedResult, ServiceState, StateError, UnknownIdError
+
+__all__ = ["MAX_BODY", "Service", "create_app", "default_state_path"]
+
+log = logging.getLogger(__name__)
+
+#: Largest request body accepted (bytes); larger ones get 413.
+MAX_BODY = 64 * 1024
+VERB_RATING = {"confirm": 1.0, "reject": -1.0, "correct": -0.5}
+
+
+def default_state_path(store: str | Path) -> Path:
+    """The service's own state file beside the store: ``<store>.signet_rl.sqlite``."""
+    store = Path(store)
+    return store.with_name(store.name + ".signet_rl.sqlite")
+
+
+# -- request bodies (strict types: a wrong type is a 422 naming the field) ------------------------------
+
+
+class RecallBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    query: StrictStr = Field(min_length=1, max_length=8192)
+    keywordQuery: StrictStr | None = None  # noqa: N815 - Signet's field name
+    limit: StrictInt | None = Field(default=None, ge=1, le=50)
+    type: StrictStr | None = None
+    tags: list[StrictStr] | None = None
+    who: StrictStr | None = None
+    pinned: bool | None = None
+    importance_min: StrictFloat | StrictInt | None = None
+    since: StrictStr | None = None
+    until: StrictStr | None = None
+    sessionKey: StrictStr | None = None  # noqa: N815
+    budgetChars: StrictInt | None = Field(default=None, ge=1, le=100_000)  # noqa: N815
+
+
+class ResultFeedback(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    rating: StrictFloat | StrictInt | None = Field(default=None, ge=-1, le=1)
+    verb: StrictStr | None = None
+    text: StrictStr | None = Field(default=None, max_length=4000)
+    idempotencyKey: StrictStr | None = Field(default=None, min_length=1, max_length=200)  # noqa: N815
+
+
+class FeedbackBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    sessionKey: StrictStr | None = None  # noqa: N815
+    feedback: dict[StrictStr, StrictFloat | StrictInt] = Field(default_factory=dict)
+    results: dict[StrictStr, ResultFeedback] = Field(default_factory=dict)
+    idempotencyKey: StrictStr | None = Field(default=None, min_length=1, max_length=150)  # noqa: N815
+
+
+class ExpandBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    entity: StrictStr
+    aspect: StrictStr | None = None
+    maxTokens: StrictInt = Field(default=500, ge=1, le=20_000)  # noqa: N815
+
+
+# -- the service ---------------------------------------------------------------------------------------
+
+
+class Service:
+    """Everything one running service holds: the store's graph, the policy, the retrievers, the state.
+
+    Args:
+        store: the Signet database (opened read-only).
+        policy: an exported artifact folder.
+        state: the service's own SQLite file (default :func:`default_state_path`).
+        k: results per recall (Signet's ``limit`` overrides per request).
+        budget_chars: the desire retriever's character budget per recall.
+        alpha, temperature: the online comparison's mixing (see :mod:`~signet_rl.serving.compare`).
+        seed: seeds the slate draws.
+    """
+
+    def __init__(self, store: str | Path, policy: str | Path, state: str | Path | None = None, *, k: int = 5,
+                 budget_chars: int = 2000, alpha: float = 0.5, temperature: float = 0.02, seed: int = 0,
+                 flat: str = "flat_signet") -> None:  # fmt: skip
+        from signet_rl.retrieval.flat import flat_variant
+        from signet_rl.serving.policy import load_policy
+
+        t0 = time.perf_counter()
+        self.store = Path(store)
+        self.graph = import_signet(self.store)
+        self.dataset = Dataset(name=f"signet:{self.store}", graphs={"main": self.graph}, queries=[],
+                               truth=GroundTruth(), report=LoadReport(files=[str(self.store)]))  # fmt: skip
+        self.policy = load_policy(policy)
+        self.desire = self.policy.retriever(name="desire")
+        self.desire.index(self.dataset)
+        self.flat = flat_variant(flat, encoder=self.policy.encoder)
+        self.flat.index(self.dataset)
+        self.arrays = self.desire._state("main").arrays
+        self.edge_index = {str(e): i for i, e in enumerate(self.arrays.edge_ids)}
+        self.stats = self.policy.edge_stats(self.arrays)
+        self.state = ServiceState(state or default_state_path(self.store), store=self.store)
+        self.k, self.budget_chars, self.alpha, self.temperature = k, budget_chars, alpha, temperature
+        self._rng = np.random.default_rng(seed)
+        # Retrieval, slate draws and online updates share caches and the statistics (the hashing encoder and the
+        # scorers' lazy per-graph state are not thread-safe): one lock serialises them; the state file has its own.
+        self._lock = threading.RLock()
+        self.memories = self.graph.memories.set_index("id", drop=False)
+        self.memory_ids = frozenset(str(m) for m in self.graph.memories["id"])
+        self.replayed = self.state.replay(self._learn)
+        self.started = time.time()
+        self.load_seconds = time.perf_counter() - t0
+        log.info("serving %s on %s: %d entities, %d memories; %d ratings replayed in %.1f s",
+                 self.policy.name, self.store, self.graph.num_entities, self.graph.num_memories,
+                 self.replayed, self.load_seconds)  # fmt: skip
+
+    # -- learning -----------------------------------------------------------------------------------------
+
+    def _learn(self, result: IssuedResult, fb: FeedbackRow) -> None:
+        """One rating's online update: the rated path's edges reinforced (training rule), then a cool step."""
+        edges = np.asarray([self.edge_index[e] for e in result.edge_ids if e in self.edge_index], dtype=np.int64)
+        intent = result.intent if result.intent in self.stats.intents else self.stats.intents[0]
+        if len(edges):
+            self.stats.reinforce(edges, intent, result.bucket, fb.rating)
+        self.stats.cool(edges if len(edges) else None)
+        forget = getattr(self.policy.scorer, "forget_snapshot", None)
+        if forget is not None:
+            forget()
+
+    # -- recall -------------------------------------------------------------------------------------------
+
+    def recall(self, body: RecallBody) -> dict[str, Any]:
+        limit = body.limit or self.k
+        query = Query(id=f"serve:{uuid.uuid4().hex}", text=body.query, graph_id="main", split="test",
+                      meta={"session": body.sessionKey} if body.sessionKey else {})  # fmt: skip
+        with self._lock:
+            desire_units = [u for u in self.desire.retrieve(query, body.budgetChars or self.budget_chars)
+                            if u.kind == "constructed"]  # fmt: skip
+            flat_units = self.flat.retrieve(query, None)
+            d_keys = _unique([f"p:{u.meta.get('path_id', u.text[:40])}" for u in desire_units])
+            f_keys = _unique([f"m:{u.items[0]}" if u.items else f"f:{i}" for i, u in enumerate(flat_units)])
+            units = {**dict(zip(d_keys, desire_units, strict=False)),
+                     **dict(zip(f_keys, flat_units, strict=False))}  # fmt: skip
+            slate = mix(list(dict.fromkeys(d_keys)), [k for k in dict.fromkeys(f_keys) if k not in d_keys],
+                        limit, self._rng, alpha=self.alpha, temperature=self.temperature)  # fmt: skip
+        recall_id = uuid.uuid4().hex
+        bucket = self.stats.time_bucket(time.time())
+        issued, out = [], []
+        for slot, (j, p) in enumerate(zip(slate.shown, slate.pscores, strict=True)):
+            key = slate.keys[j]
+            unit = units[key]
+            rid = f"r_{uuid.uuid4().hex}"
+            path = _provenance(unit, self.memory_ids)
+            system = slate.systems[j]
+            issued.append(IssuedResult(
+                rid, body.sessionKey, body.query, "main", system, slot, p,
+                str(unit.meta.get("strategy") or "what"), bucket, tuple(path["memory_ids"]), path,
+                tuple(path["dependencies"]), float(slate.fused[j]), recall_id, slot))  # fmt: skip
+            out.append(self._result_json(rid, unit, system, p, slate.fused[j], path))
+        self.state.issue(issued, {"recall_id": recall_id, "session_key": body.sessionKey, "query": body.query,
+                                  "k": limit, "slate": slate.to_json()})  # fmt: skip
+        return {"results": out, "query": body.query, "method": "desire-paths", "recall_id": recall_id}
+
+    def _result_json(self, rid: str, unit: Any, system: str, p: float, score: float, path: Mapping[str, Any]) -> dict:
+        first = path["memory_ids"][0] if path["memory_ids"] else None
+        row = self.memories.loc[first] if first is not None and first in self.memories.index else None
+        return {
+            "id": rid, "result_id": rid, "content": unit.text, "content_length": len(unit.text),
+            "truncated": False, "score": float(score), "source": f"signet_rl:{system}",
+            "type": "constructed" if unit.kind == "constructed" else str(_get(row, "type", "fact")),
+            "tags": _get(row, "tags", None), "pinned": bool(_get(row, "pinned", False)),
+            "importance": float(_get(row, "importance", 0.5)), "who": _get(row, "who", None),
+            "project": _get(row, "project", None), "created_at": str(_get(row, "created_at", "")),
+            "system": system, "propensity": float(p), "path": dict(path),
+        }  # fmt: skip
+
+    # -- feedback -----------------------------------------------------------------------------------------
+
+    def feedback(self, body: FeedbackBody, header_key: str | None) -> dict[str, Any]:
+        base = body.idempotencyKey or header_key
+        items: list[tuple[str, str, float, str, str | None]] = []  # key, result id, rating, verb, text
+        for ident, rating in body.feedback.items():
+            rid = ident if ident.startswith("r_") else self.state.latest_result_for_memory(ident, body.sessionKey)
+            if rid is None:
+                raise UnknownIdError(f"unknown id {ident!r}: neither a result id nor a memory this session was "
+                                     "shown")
+            key = f"{base}:{ident}" if base else _derived_key(body.sessionKey, ident, float(rating))
+            items.append((key, rid, float(rating), "rate", None))
+        for rid, fb in body.results.items():
+            if fb.verb is not None and fb.verb not in VERB_RATING:
+                raise StateError(f"results.{rid}.verb: unknown verb {fb.verb!r}; expected one of: "
+                                 f"{', '.join(VERB_RATING)}")
+            if (fb.rating is None) == (fb.verb is None):
+                raise StateError(f"results.{rid}: give exactly one of rating or verb")
+            rating = float(fb.rating) if fb.rating is not None else VERB_RATING[str(fb.verb)]
+            key = fb.idempotencyKey or (f"{base}:{rid}" if base else None)
+            if key is None:
+                raise StateError(f"results.{rid}: an idempotencyKey is required (per result or per request)")
+            items.append((key, rid, rating, fb.verb or "rate", fb.text))
+        for _, rid, _, _, _ in items:  # every id checked before anything is written
+            self.state.result(rid)
+        recorded = 0
+        for key, rid, rating, verb, text in items:
+            row, new = self.state.record(key, rid, rating, verb, body.sessionKey, text)
+            if new:
+                recorded += 1
+                with self._lock:
+                    self._learn(self.state.result(rid), row)
+        return {"ok": True, "recorded": recorded, "acknowledged": len(items)}
+
+    # -- pull path, impact, status ------------------------------------------------------------------------
+
+    def expand(self, body: ExpandBody) -> dict[str, Any]:
+        g = self.graph
+        ents = g.entities
+        hit = ents[(ents["id"] == body.entity) | (ents["name"].str.lower() == body.entity.lower())]
+        if hit.empty:
+            raise UnknownIdError(f"unknown entity {body.entity!r} (give an entity id or its name)")
+        eid = str(hit["id"].iloc[0])
+        budget = body.maxTokens * 4
+        aspects = g.aspects[g.aspects["entity_id"] == eid]
+        attrs = g.attributes[g.attributes["aspect_id"].isin(set(aspects["id"]))]
+        attrs = attrs[attrs["status"] == "active"]
+        if body.aspect is not None:
+            aspects = aspects[(aspects["id"] == body.aspect) | (aspects["name"] == body.aspect)]
+            if aspects.empty:
+                raise UnknownIdError(f"entity {eid!r} has no aspect {body.aspect!r}")
+        used = 0
+
+        def take(text: str) -> bool:
+            nonlocal used
+            if used + len(text) > budget:
+                return False
+            used += len(text)
+            return True
+
+        constraints = [{"id": str(r.id), "content": str(r.content)}
+                       for r in attrs[attrs["kind"] == "constraint"].itertuples() if take(str(r.content))]
+        out_aspects = []
+        for a in aspects.sort_values("weight", ascending=False).itertuples():
+            facts = [{"id": str(r.id), "content": str(r.content), "memory_id": r.memory_id}
+                     for r in attrs[(attrs["aspect_id"] == a.id) & (attrs["kind"] != "constraint")]
+                     .sort_values("importance", ascending=False).itertuples() if take(str(r.content))]
+            out_aspects.append({"id": str(a.id), "name": str(a.name), "weight": float(a.weight), "attributes": facts})
+        deps = g.dependencies[(g.dependencies["source_entity_id"] == eid) | (g.dependencies["target_entity_id"] == eid)]
+        dependencies = [{"id": str(d.id), "source": str(d.source_entity_id), "target": str(d.target_entity_id),
+                         "type": str(d.dependency_type), "strength": float(d.strength)} for d in deps.itertuples()]
+        mids = sorted({str(m) for m in attrs["memory_id"].dropna()})
+        memories = [{"id": m, "content": str(self.memories.loc[m, "content"])} for m in mids
+                    if m in self.memories.index and take(str(self.memories.loc[m, "content"]))]
+        return {"entity": {"id": eid, "name": str(hit["name"].iloc[0])}, "constraints": constraints,
+                "aspects": out_aspects, "dependencies": dependencies, "memories": memories,
+                "chars": used, "maxTokens": body.maxTokens}  # fmt: skip
+
+    def stats_digest(self) -> str:
+        """SHA-256 of the desire-path statistics (weights, walk counts, step): equal digests, equal state."""
+        with self._lock:
+            h = hashlib.sha256(np.ascontiguousarray(self.stats.weights).tobytes())
+            h.update(np.ascontiguousarray(self.stats.walks).tobytes())
+            h.update(str(self.stats.step).encode())
+        return h.hexdigest()
+
+    def status(self) -> dict[str, Any]:
+        counts = self.state.counts()
+        return {"trained": True, "model_version": self.policy.manifest.get("version", 1),
+                "policy": self.policy.name, "encoder": self.policy.encoder,
+                "training_pairs": counts["feedback"], "results_issued": counts["results"],
+                "ratings_replayed_at_start": self.replayed,
+                "stats_sha256": self.stats_digest(),
+                "last_trained": None}  # fmt: skip
+
+
+def _unique(keys: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for k in keys:
+        n = seen.get(k, 0)
+        seen[k] = n + 1
+        out.append(k if n == 0 else f"{k}#{n}")
+    return out
+
+
+def _get(row: Any, field: str, default: Any) -> Any:
+    if row is None or field not in row.index:
+        return default
+    value = row[field]
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return default
+    return value.item() if hasattr(value, "item") else value
+
+
+def _derived_key(session: str | None, ident: str, rating: float) -> str:
+    """A Signet-shaped rating without a key: one per (session, id, rating), so a retry is recorded once."""
+    return "auto:" + hashlib.sha256(f"{session}\0{ident}\0{rating!r}".encode()).hexdigest()[:32]
+
+
+def _provenance(unit: Any, memory_ids_of_graph: frozenset[str]) -> dict[str, Any]:
+    """The constructed memory's path: entities, aspects, attributes, memory ids, dependencies."""
+    from signet_rl.traversal.path import HopKind
+    from signet_rl.traversal.path import Path as WalkPath
+
+    entities: list[str] = []
+    aspects: list[str] = []
+    attributes: list[str] = []
+    deps: list[str] = []
+    text = unit.meta.get("path")
+    if text:
+        lists = {HopKind.ENTITY: entities, HopKind.ASPECT: aspects, HopKind.ATTRIBUTE: attributes,
+                 HopKind.DEPENDENCY: deps}
+        for hop in WalkPath.parse(str(text)).hops:
+            lists[hop.kind].append(str(hop.id))
+    memory_ids = [str(m) for m in (unit.meta.get("memories") or ())]
+    for item in unit.items:
+        if str(item) in memory_ids_of_graph and str(item) not in memory_ids:
+            memory_ids.append(str(item))
+    return {"entities": entities, "aspects": aspects, "attributes": attributes, "memory_ids": memory_ids,
+            "dependencies": deps, "kind": unit.kind}  # fmt: skip
+
+
+def create_app(service: Service, token: str | None = None) -> FastAPI:
+    """The FastAPI app over a :class:`Service` (``token``: require ``Authorization: Bearer <token>``)."""
+    app = FastAPI(title="signet_rl serve", version="1")
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next: Any) -> Any:
+        if token is not None and request.url.path != "/health":
+            if request.headers.get("authorization") != f"Bearer {token}":
+                return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > MAX_BODY:
+            return JSONResponse({"error": f"body of {length} bytes is over the {MAX_BODY}-byte limit"},
+                                status_code=413)  # fmt: skip
+        if request.method == "POST":
+            body = await request.body()
+            if len(body) > MAX_BODY:
+                return JSONResponse({"error": f"body of {len(body)} bytes is over the {MAX_BODY}-byte limit"},
+                                    status_code=413)  # fmt: skip
+        return await call_next(request)
+
+    @app.exception_handler(StateError)
+    async def state_error(_: Request, exc: StateError) -> JSONResponse:
+        status = 404 if isinstance(exc, UnknownIdError) else 422
+        return JSONResponse({"error": str(exc)}, status_code=status)
+
+    @app.post("/api/memory/recall")
+    def recall(body: RecallBody) -> dict[str, Any]:
+        return service.recall(body)
+
+    @app.post("/api/memory/feedback")
+    def feedback(body: FeedbackBody, request: Request) -> dict[str, Any]:
+        return service.feedback(body, request.headers.get("idempotency-key"))
+
+    @app.post("/api/knowledge/expand")
+    def expand(body: ExpandBody) -> dict[str, Any]:
+        return service.expand(body)
+
+    @app.get("/api/graph/impact")
+    def graph_impact(entity: str, min_confidence: float = 0.7, max_depth: int = 3) -> dict[str, Any]:
+        if entity not in set(service.graph.entities["id"]):
+            raise HTTPException(404, f"unknown entity {entity!r}")
+        return {"entity": entity, "impact": impact_report(service.graph, entity, min_confidence, max_depth,
+                                                          arrays=service.arrays)}  # fmt: skip
+
+    @app.get("/health")
+    def health() -> dict[str, Any]:
+        return {"status": "ok", "uptime_s": round(time.time() - service.started, 1),
+                "store": str(service.store), "state_integrity": service.state.integrity_check()}  # fmt: skip
+
+    @app.get("/api/predictor/status")
+    def predictor_status() -> dict[str, Any]:
+        return service.status()
+
+    return app
+
+
+def report(state_path: str | Path, seed: int = 0) -> dict[str, Any]:
+    """``serve report``: the win rate and OPE estimates from a service's state file."""
+    state = ServiceState(state_path)
+    rows = state.recalls()
+    slates = [MixedSlate.from_json({f: d[f] for f in MixedSlate.__dataclass_fields__}) for d, _ in rows]
+    ratings = [r for _, r in rows]
+    k = max((d["k"] for d, _ in rows), default=5)
+    return compare_report(slates, ratings, k, seed=seed)

@@ -1,0 +1,118 @@
+"""The HTTP service in process (FastAPI's TestClient): Signet-shaped recall with provenance, idempotent
+feedback that changes later recalls' statistics, the pull path, errors that name the field, and a store that
+is never written."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from signet_rl.serving.app import MAX_BODY, Service, create_app
+
+
+def _sha(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture()
+def service(served, tmp_path):
+    svc = Service(served["store"], served["artifact"], tmp_path / "state.sqlite", k=5)
+    yield svc
+    svc.state.close()
+
+
+def _a_query(service) -> str:
+    ents = service.graph.entities
+    return f"what do we know about {ents['name'].iloc[0]}"
+
+
+def test_recall_feedback_and_replay(served, service, tmp_path):
+    before = _sha(served["store"])
+    client = TestClient(create_app(service))
+    got = client.post("/api/memory/recall", json={"query": _a_query(service), "sessionKey": "s1"})
+    assert got.status_code == 200, got.text
+    body = got.json()
+    assert body["method"] == "desire-paths" and 1 <= len(body["results"]) <= 5
+    first = body["results"][0]
+    assert {"id", "content", "content_length", "truncated", "score", "source", "type", "tags", "pinned",
+            "importance", "who", "project", "created_at"} <= set(first)
+    assert set(first["path"]) == {"entities", "aspects", "attributes", "memory_ids", "dependencies", "kind"}
+    assert 0 < first["propensity"] <= 1 and first["system"] in ("desire", "flat")
+    desire = [r for r in body["results"] if r["system"] == "desire" and r["path"]["dependencies"]]
+    target = (desire or body["results"])[0]
+    weights = service.stats.weights.copy()
+    ok = client.post("/api/memory/feedback", json={
+        "sessionKey": "s1", "results": {target["result_id"]: {"verb": "confirm", "idempotencyKey": "k1"}}})
+    assert ok.json() == {"ok": True, "recorded": 1, "acknowledged": 1}
+    again = client.post("/api/memory/feedback", json={
+        "sessionKey": "s1", "results": {target["result_id"]: {"verb": "confirm", "idempotencyKey": "k1"}}})
+    assert again.json()["recorded"] == 0
+    if target["path"]["dependencies"]:
+        assert not np.array_equal(weights, service.stats.weights)
+    # Signet's own shape, by memory id, with a request key
+    mid = next(r["path"]["memory_ids"][0] for r in body["results"] if r["path"]["memory_ids"])
+    sig = client.post("/api/memory/feedback", json={"sessionKey": "s1", "feedback": {mid: -1},
+                                                   "idempotencyKey": "req2"})
+    assert sig.json()["recorded"] == 1
+    assert client.get("/api/predictor/status").json()["training_pairs"] == 2
+    # a restart rebuilds the same statistics from the log
+    replayed = Service(served["store"], served["artifact"], tmp_path / "state.sqlite")
+    assert replayed.replayed == 2 and np.allclose(replayed.stats.weights, service.stats.weights)
+    assert _sha(served["store"]) == before
+
+
+def test_bad_requests_are_named_and_write_nothing(service):
+    client = TestClient(create_app(service))
+    assert client.post("/api/memory/recall", json={"query": 3}).status_code == 422
+    wrong = client.post("/api/memory/recall", json={"query": "x", "limit": "ten"})
+    assert wrong.status_code == 422 and "limit" in wrong.text
+    bad_json = client.post("/api/memory/recall", content=b"{nope", headers={"content-type": "application/json"})
+    assert bad_json.status_code == 422
+    big = client.post("/api/memory/recall", content=b"{" + b" " * MAX_BODY + b"}",
+                      headers={"content-type": "application/json"})
+    assert big.status_code == 413
+    unknown = client.post("/api/memory/feedback", json={"results": {"r_nope": {"rating": 1, "idempotencyKey": "z"}}})
+    assert unknown.status_code == 404 and "unknown result id 'r_nope'" in unknown.text
+    assert service.state.counts()["feedback"] == 0
+    verb = client.post("/api/memory/feedback", json={"results": {"r_x": {"verb": "boost", "idempotencyKey": "z"}}})
+    assert verb.status_code == 422 and "unknown verb 'boost'" in verb.text
+
+
+def test_expand_impact_and_health(service):
+    client = TestClient(create_app(service))
+    eid = str(service.graph.entities["id"].iloc[0])
+    ex = client.post("/api/knowledge/expand", json={"entity": eid, "maxTokens": 200}).json()
+    assert ex["entity"]["id"] == eid and ex["chars"] <= 800
+    assert client.post("/api/knowledge/expand", json={"entity": "no such"}).status_code == 404
+    assert "impact" in client.get("/api/graph/impact", params={"entity": eid}).json()
+    assert client.get("/health").json()["state_integrity"] == "ok"
+
+
+def test_a_token_guards_every_endpoint_but_health(service):
+    client = TestClient(create_app(service, token="s3cret"))
+    assert client.post("/api/memory/recall", json={"query": "x"}).status_code == 401
+    assert client.get("/health").status_code == 200
+    ok = client.post("/api/memory/recall", json={"query": "x"}, headers={"Authorization": "Bearer s3cret"})
+    assert ok.status_code == 200
+
+
+def test_the_app_imports_no_torch_trainer_hydra_mlflow_or_evaluation(served, tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from fastapi.testclient import TestClient\n"
+        "from signet_rl.serving.app import Service, create_app\n"
+        f"svc = Service({str(served['store'])!r}, {str(served['artifact'])!r}, {str(tmp_path / 's.sqlite')!r})\n"
+        "c = TestClient(create_app(svc))\n"
+        "assert c.post('/api/memory/recall', json={'query': 'what about it'}).status_code == 200\n"
+        "bad = ('torch', 'hydra', 'mlflow', 'signet_rl.evaluation', 'signet_rl.learning.trainer')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in bad[:3] or m.startswith(bad[3:])))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
