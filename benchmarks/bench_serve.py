@@ -62,6 +62,11 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=50, help="HTTP requests per client")
     ap.add_argument("--output", default=str(ROOT / "benchmarks" / "results" / "serve.json"))
     args = ap.parse_args()
+    from signet_rl import smoke
+
+    if smoke.enabled():  # SIGNET_RL_SMOKE=1 (the README test): the same path, tiny
+        args.preset, args.queries, args.clients, args.requests = "tiny", 10, 2, 3
+        args.output = str(Path(tempfile.mkdtemp(prefix="bench_serve-")) / "serve.json")
 
     from signet_rl.core.types import Query
     from signet_rl.datasets.synthetic import generate

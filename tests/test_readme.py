@@ -113,6 +113,10 @@ def check_only(words: list[str]) -> str | None:
         return "an install"
     if words[:2] == ["mlflow", "ui"]:
         return "a server for a browser"
+    if words[:3] == ["python", "-m", "signet_rl.serve"] and words[3:4] not in (["sidecar"], ["store"]):
+        return "the HTTP service, or the report on its log"
+    if words[0] == "curl":
+        return "a request to a running service"
     if "encoder=minilm" in words:
         return "needs the .[embed] extra"
     if words[0] == "export" and "/path/to/" in line:
