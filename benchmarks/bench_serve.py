@@ -38,8 +38,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _stats(ms: list[float]) -> dict[str, float]:
     a = np.asarray(ms, dtype=float)
-    return {"p50_ms": round(float(np.percentile(a, 50)), 3), "p95_ms": round(float(np.percentile(a, 95)), 3),
-            "n": int(a.size)}
+    return {
+        "p50_ms": round(float(np.percentile(a, 50)), 3),
+        "p95_ms": round(float(np.percentile(a, 95)), 3),
+        "n": int(a.size),
+    }
 
 
 def _policy(work: Path) -> Path:
@@ -83,8 +86,10 @@ def main() -> None:
     t = time.perf_counter()
     svc = Service(store, policy, work / "state.sqlite")
     load_s = time.perf_counter() - t
-    print(f"{ds.name}: {ds.graph.num_entities:,} entities, {ds.graph.num_memories:,} memories; policy "
-          f"{svc.policy.name}; store written in {write_s:.1f} s, service loaded in {load_s:.1f} s")
+    print(
+        f"{ds.name}: {ds.graph.num_entities:,} entities, {ds.graph.num_memories:,} memories; policy "
+        f"{svc.policy.name}; store written in {write_s:.1f} s, service loaded in {load_s:.1f} s"
+    )
 
     def q(text: str, i: int) -> Query:
         return Query(id=f"b{i}", text=text, graph_id="main", split="test")
@@ -114,9 +119,24 @@ def main() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     log = (work / "serve.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "signet_rl.serve", "--db", str(store), "--policy", str(policy),
-                             "--state", str(work / "state_http.sqlite"), "--port", str(port)],
-                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=log)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "signet_rl.serve",
+            "--db",
+            str(store),
+            "--policy",
+            str(policy),
+            "--state",
+            str(work / "state_http.sqlite"),
+            "--port",
+            str(port),
+        ],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 600
     while time.time() < deadline:
@@ -160,8 +180,10 @@ def main() -> None:
     for name, s in inproc.items():
         print(f"  {name:<24} {s['p50_ms']:>8.2f} {s['p95_ms']:>8.2f}")
     print(f"  desire p50 / flat p50    {ratio:>8.2f}x   (target <= 10 ms and <= 2x)")
-    print(f"HTTP recall, {args.clients} clients: {http['requests_per_s']} req/s, p50 {http['p50_ms']:.1f} ms, "
-          f"p95 {http['p95_ms']:.1f} ms, errors {errors}")
+    print(
+        f"HTTP recall, {args.clients} clients: {http['requests_per_s']} req/s, p50 {http['p50_ms']:.1f} ms, "
+        f"p95 {http['p95_ms']:.1f} ms, errors {errors}"
+    )
     out = {"dataset": ds.name, "entities": int(ds.graph.num_entities), "memories": int(ds.graph.num_memories),
            "policy": svc.policy.name, "queries": len(queries), "in_process": inproc, "desire_over_flat_p50": ratio,
            "http": http, "cpu_count": os.cpu_count(), "load_s": round(load_s, 2)}  # fmt: skip

@@ -28,10 +28,19 @@ def check(root: Path) -> list[dict]:
     for folder in _available(root / "kg"):
         for setting, inverse in SETTINGS.items():
             counts = load_kg(folder, root=root, inverse=inverse).meta["counts"]
-            rows.append({"folder": folder, "setting": setting, "edges": counts["dependencies"],
-                         **{f"{s}_{k}": counts.get(f"{s}_{k}_in_graph", 0)
-                            for s in ("validation", "test") for k in ("triples", "inverse")},
-                         "test_queries": counts["queries_test"]})
+            rows.append(
+                {
+                    "folder": folder,
+                    "setting": setting,
+                    "edges": counts["dependencies"],
+                    **{
+                        f"{s}_{k}": counts.get(f"{s}_{k}_in_graph", 0)
+                        for s in ("validation", "test")
+                        for k in ("triples", "inverse")
+                    },
+                    "test_queries": counts["queries_test"],
+                }
+            )
     return rows
 
 
@@ -41,13 +50,19 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--out", type=Path, default=None, help="also write the rows as JSON here")
     args = ap.parse_args(argv)
     rows = check(args.data_root or data_root())
-    print(f"{'folder':<22} {'setting':<28} {'edges':>8} {'val':>6} {'val inv':>8} {'test':>6} {'test inv':>9}")
+    print(
+        f"{'folder':<22} {'setting':<28} {'edges':>8} {'val':>6} {'val inv':>8} {'test':>6} {'test inv':>9}"
+    )
     for r in rows:
-        print(f"{r['folder']:<22} {r['setting']:<28} {r['edges']:>8,} {r['validation_triples']:>6} "
-              f"{r['validation_inverse']:>8} {r['test_triples']:>6} {r['test_inverse']:>9}")
+        print(
+            f"{r['folder']:<22} {r['setting']:<28} {r['edges']:>8,} {r['validation_triples']:>6} "
+            f"{r['validation_inverse']:>8} {r['test_triples']:>6} {r['test_inverse']:>9}"
+        )
     leaked = [r for r in rows if r["test_triples"] or r["test_inverse"]]
-    print(f"test triples in a walking graph: {sum(r['test_triples'] + r['test_inverse'] for r in rows)} "
-          f"({len(leaked)} of {len(rows)} folder-settings)")
+    print(
+        f"test triples in a walking graph: {sum(r['test_triples'] + r['test_inverse'] for r in rows)} "
+        f"({len(leaked)} of {len(rows)} folder-settings)"
+    )
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(rows, indent=1) + "\n")

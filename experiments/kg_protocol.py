@@ -48,10 +48,10 @@ import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kg_report import PUBLISHED, recipe_overrides, whole_seconds  # noqa: E402
+from kg_report import PUBLISHED, recipe_overrides, whole_seconds
 
-from signet_rl import smoke  # noqa: E402
-from signet_rl.reporting import Section, publish  # noqa: E402
+from signet_rl import smoke
+from signet_rl.reporting import Section, publish
 
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "experiments" / "kg_runs"
@@ -70,14 +70,27 @@ STRUCTURE: dict[str, list[str]] = {
     "umls": ["dataset.path_length=2"],
     # the ComplEx anchor trains on the walking graph's ~150k triples (validation and test triples dropped),
     # not on the 8,747 training queries alone, so "anchor vs walker" compares models that saw the same edges
-    "nell-995": ["dataset.path_length=3", "dataset.max_actions=200", "task.anchors=[complex]",
-                 "++task.anchor.train_on=graph", "++task.anchor.time_budget_s=600", "task.entity_dim=100",
-                 "task.relation_dim=100", "task.history_dim=100", "task.hidden_dim=200", "task.batch_size=64"],
+    "nell-995": [
+        "dataset.path_length=3",
+        "dataset.max_actions=200",
+        "task.anchors=[complex]",
+        "++task.anchor.train_on=graph",
+        "++task.anchor.time_budget_s=600",
+        "task.entity_dim=100",
+        "task.relation_dim=100",
+        "task.history_dim=100",
+        "task.hidden_dim=200",
+        "task.batch_size=64",
+    ],
 }
 GENERIC = ["dataset.path_length=3", "dataset.max_actions=200"]
 #: Which published rows compare with which setting (keys of kg_report.PUBLISHED's per-dataset dicts).
-PUBLISHED_SETTING = {"MINERVA": "minerva", "MultiHopKG (ConvE)": "multihopkg",
-                     "MultiHopKG (ComplEx)": "multihopkg", "ComplEx": "multihopkg"}
+PUBLISHED_SETTING = {
+    "MINERVA": "minerva",
+    "MultiHopKG (ConvE)": "multihopkg",
+    "MultiHopKG (ComplEx)": "multihopkg",
+    "ComplEx": "multihopkg",
+}
 METRICS = ("hits@1", "hits@3", "hits@10", "mrr")
 
 
@@ -109,20 +122,36 @@ def _run(overrides: list[str], folder: Path) -> dict:
     if (folder / "results.json").exists():
         return json.loads((folder / "results.json").read_text())
     with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose("train", overrides=["task=kg", "dataset=kg", *overrides, f"run_dir={folder}",
-                                          "task.progress=false"])
+        cfg = compose(
+            "train",
+            overrides=["task=kg", "dataset=kg", *overrides, f"run_dir={folder}", "task.progress=false"],
+        )
     if smoke.enabled():
         smoke.shrink_train(cfg)
     return run_kg(cfg)
 
 
 def probe_overrides(dataset: str, setting: str, recipe: str, seed: int, budget: float) -> list[str]:
-    return [f"dataset.spec=kg:{dataset}", *structure(dataset), *SETTINGS[setting], *recipe_overrides(recipe),
-            f"seed={seed}", f"task.time_budget_s={budget}", "task.rank_test=false"]
+    return [
+        f"dataset.spec=kg:{dataset}",
+        *structure(dataset),
+        *SETTINGS[setting],
+        *recipe_overrides(recipe),
+        f"seed={seed}",
+        f"task.time_budget_s={budget}",
+        "task.rank_test=false",
+    ]
 
 
-def probe(datasets: Sequence[str], setting: str, recipes: Sequence[str], seeds: Sequence[int], budget: float,
-          runs: Path = RUNS / "probe-kg", ledger: Path = LEDGER) -> dict:
+def probe(
+    datasets: Sequence[str],
+    setting: str,
+    recipes: Sequence[str],
+    seeds: Sequence[int],
+    budget: float,
+    runs: Path = RUNS / "probe-kg",
+    ledger: Path = LEDGER,
+) -> dict:
     """Run the probes (validation only) and copy each into the probe ledger; returns the ledger."""
     book = _read(ledger, PROBES)
     for seed in seeds:
@@ -133,12 +162,21 @@ def probe(datasets: Sequence[str], setting: str, recipes: Sequence[str], seeds: 
                 res = _run(probe_overrides(dataset, setting, recipe, seed, budget), runs / name)
                 if res.get("test"):
                     raise RuntimeError(f"{runs / name} ranked the test split; a probe must not (delete it)")
-                book[name] = {"dataset": dataset, "setting": setting, "recipe": recipe, "seed": seed,
-                              "budget_s": budget, "validation": res.get("validation", {}),
-                              "timing": res.get("timing", {})}
+                book[name] = {
+                    "dataset": dataset,
+                    "setting": setting,
+                    "recipe": recipe,
+                    "seed": seed,
+                    "budget_s": budget,
+                    "validation": res.get("validation", {}),
+                    "timing": res.get("timing", {}),
+                }
                 _write(ledger, PROBES, book)
-                print(f"[probe {name}] {time.perf_counter() - t0:.0f} s  validation MRR "
-                      f"{res.get('validation', {}).get('kg_walk/mrr', float('nan')):.4f}", flush=True)
+                print(
+                    f"[probe {name}] {time.perf_counter() - t0:.0f} s  validation MRR "
+                    f"{res.get('validation', {}).get('kg_walk/mrr', float('nan')):.4f}",
+                    flush=True,
+                )
     return book
 
 
@@ -147,7 +185,8 @@ def probe_table(ledger: Path = LEDGER) -> str:
     groups: dict[tuple[str, str, str], list[float]] = {}
     for e in _read(ledger, PROBES).values():
         groups.setdefault((e["dataset"], e["setting"], e["recipe"]), []).append(
-            100 * e["validation"].get("kg_walk/mrr", float("nan")))
+            100 * e["validation"].get("kg_walk/mrr", float("nan"))
+        )
     lines = ["| dataset | setting | recipe | seeds | validation MRR |", "|---|---|---|---:|---:|"]
     for (d, s, r), v in sorted(groups.items()):
         sd = f" ± {np.std(v, ddof=1):.1f}" if len(v) > 1 else ""
@@ -166,26 +205,42 @@ def freeze(key: str, recipe: str, ledger: Path = LEDGER, folder: Path = FROZEN_D
     key_of(dataset, setting)
     finals = [n for n, e in _read(ledger, FINAL).items() if f"{e['dataset']}@{e['setting']}" == key]
     if finals:
-        raise ValueError(f"{key}: final runs with test figures exist ({', '.join(finals)}); a recipe frozen "
-                         "now would be chosen with test in view")
-    probes = [e for e in _read(ledger, PROBES).values()
-              if e["dataset"] == dataset and e["setting"] == setting and e["recipe"] == recipe]
+        raise ValueError(
+            f"{key}: final runs with test figures exist ({', '.join(finals)}); a recipe frozen "
+            "now would be chosen with test in view"
+        )
+    probes = [
+        e
+        for e in _read(ledger, PROBES).values()
+        if e["dataset"] == dataset and e["setting"] == setting and e["recipe"] == recipe
+    ]
     if not probes:
-        raise ValueError(f"{key}: no finished probe of recipe {recipe!r} in {ledger / PROBES}; run "
-                         f"--probe --datasets {dataset} --setting {setting} --recipes {recipe} first")
+        raise ValueError(
+            f"{key}: no finished probe of recipe {recipe!r} in {ledger / PROBES}; run "
+            f"--probe --datasets {dataset} --setting {setting} --recipes {recipe} first"
+        )
     validation = {m: float(np.mean([p["validation"][f"kg_walk/{m}"] for p in probes])) for m in METRICS}
     overrides = [*structure(dataset), *SETTINGS[setting], *recipe_overrides(recipe)]
     budget = probes[0]["budget_s"]
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{key}.yaml"
-    header = (f"# Frozen from validation only (experiments/kg_protocol.py --freeze {key} {recipe}):\n"
-              f"# recipe {recipe}, {len(probes)} probe seed(s), validation MRR {validation['mrr']:.4f}, "
-              f"H@1 {validation['hits@1']:.4f}; training budget {budget:g} s.\n")
-    path.write_text(header + yaml.safe_dump({"recipe": recipe, "budget_s": budget, "overrides": overrides},
-                                            sort_keys=False))
+    header = (
+        f"# Frozen from validation only (experiments/kg_protocol.py --freeze {key} {recipe}):\n"
+        f"# recipe {recipe}, {len(probes)} probe seed(s), validation MRR {validation['mrr']:.4f}, "
+        f"H@1 {validation['hits@1']:.4f}; training budget {budget:g} s.\n"
+    )
+    path.write_text(
+        header
+        + yaml.safe_dump({"recipe": recipe, "budget_s": budget, "overrides": overrides}, sort_keys=False)
+    )
     book = _read(ledger, FROZEN)
-    book[key] = {"recipe": recipe, "budget_s": budget, "overrides": overrides, "validation": validation,
-                 "probe_seeds": sorted(p["seed"] for p in probes)}
+    book[key] = {
+        "recipe": recipe,
+        "budget_s": budget,
+        "overrides": overrides,
+        "validation": validation,
+        "probe_seeds": sorted(p["seed"] for p in probes),
+    }
     _write(ledger, FROZEN, book)
     print(f"froze {key}: {recipe} (validation MRR {validation['mrr']:.4f}) -> {path}")
     return path
@@ -195,13 +250,21 @@ def frozen_recipe(key: str, folder: Path = FROZEN_DIR) -> dict:
     path = folder / f"{key}.yaml"
     if not path.is_file():
         there = sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
-        raise FileNotFoundError(f"{key}: no frozen recipe at {path} (frozen: {', '.join(there) or 'none'}); "
-                                f"probe on validation and --freeze one first")
+        raise FileNotFoundError(
+            f"{key}: no frozen recipe at {path} (frozen: {', '.join(there) or 'none'}); "
+            f"probe on validation and --freeze one first"
+        )
     return yaml.safe_load(path.read_text())
 
 
-def final(datasets: Sequence[str], setting: str, seeds: Sequence[int] = FINAL_SEEDS,
-          runs: Path = RUNS / "final-kg", ledger: Path = LEDGER, folder: Path = FROZEN_DIR) -> dict:
+def final(
+    datasets: Sequence[str],
+    setting: str,
+    seeds: Sequence[int] = FINAL_SEEDS,
+    runs: Path = RUNS / "final-kg",
+    ledger: Path = LEDGER,
+    folder: Path = FROZEN_DIR,
+) -> dict:
     """Run each frozen recipe on the fresh seeds (validation and test) into the final ledger."""
     book = _read(ledger, FINAL)
     for dataset in datasets:
@@ -209,12 +272,23 @@ def final(datasets: Sequence[str], setting: str, seeds: Sequence[int] = FINAL_SE
         recipe = frozen_recipe(key, folder)
         for seed in seeds:
             name = f"{key}-s{seed}"
-            overrides = [f"dataset.spec=kg:{dataset}", *recipe["overrides"], f"seed={seed}",
-                         f"task.time_budget_s={recipe['budget_s']}"]
+            overrides = [
+                f"dataset.spec=kg:{dataset}",
+                *recipe["overrides"],
+                f"seed={seed}",
+                f"task.time_budget_s={recipe['budget_s']}",
+            ]
             res = _run(overrides, runs / name)
-            book[name] = {"dataset": dataset, "setting": setting, "recipe": recipe["recipe"], "seed": seed,
-                          "budget_s": recipe["budget_s"], "validation": res.get("validation", {}),
-                          "test": res.get("test", {}), "timing": res.get("timing", {})}
+            book[name] = {
+                "dataset": dataset,
+                "setting": setting,
+                "recipe": recipe["recipe"],
+                "seed": seed,
+                "budget_s": recipe["budget_s"],
+                "validation": res.get("validation", {}),
+                "test": res.get("test", {}),
+                "timing": res.get("timing", {}),
+            }
             _write(ledger, FINAL, book)
     return book
 
@@ -249,14 +323,21 @@ def report(ledger: Path = LEDGER) -> str:
         recipe = frozen.get(f"{dataset}@{setting}", {}).get("recipe", runs[0]["recipe"])
         minutes = np.mean([whole_seconds(r["timing"])[0] for r in runs]) / 60
         seeds = ", ".join(str(r["seed"]) for r in runs)
-        lines.append(f"| {dataset} | {setting} | walker ({recipe}) | {seeds} | "
-                     + " | ".join(_cells(runs, "kg_walk")) + f" | {minutes:.1f} |")
+        lines.append(
+            f"| {dataset} | {setting} | walker ({recipe}) | {seeds} | "
+            + " | ".join(_cells(runs, "kg_walk"))
+            + f" | {minutes:.1f} |"
+        )
         for anchor in sorted({k.split("/")[0] for r in runs for k in r["test"] if k.startswith("anchor_")}):
-            lines.append(f"| {dataset} | {setting} | {anchor.removeprefix('anchor_')} (in-run anchor) | "
-                         f"{seeds} | " + " | ".join(_cells(runs, anchor)) + " | – |")
+            lines.append(
+                f"| {dataset} | {setting} | {anchor.removeprefix('anchor_')} (in-run anchor) | "
+                f"{seeds} | " + " | ".join(_cells(runs, anchor)) + " | – |"
+            )
         for model, (h1, h10, mrr) in PUBLISHED.get(dataset, {}).items():
             if PUBLISHED_SETTING.get(model) == setting:
-                lines.append(f"| {dataset} | {setting} | {model} (published) | – | {h1} | – | {h10} | {mrr} | – |")
+                lines.append(
+                    f"| {dataset} | {setting} | {model} (published) | – | {h1} | – | {h10} | {mrr} | – |"
+                )
     if not groups:
         lines.append("| (no final runs yet) | | | | | | | | |")
     return "\n".join(lines)
@@ -287,9 +368,11 @@ def main(argv: list[str] | None = None) -> str:
         final(args.datasets, args.setting, args.seeds or FINAL_SEEDS)
     body = report()
     print(body)
-    publish(args.output, [Section("kg-protocol", body,
-                                  heading="## KG path reasoning on the published protocols (issue 30)")],
-            "kg_protocol.py")
+    publish(
+        args.output,
+        [Section("kg-protocol", body, heading="## KG path reasoning on the published protocols (issue 30)")],
+        "kg_protocol.py",
+    )
     return body
 
 

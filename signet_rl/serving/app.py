@@ -75,7 +75,7 @@ def default_state_path(store: str | Path) -> Path:
 class RecallBody(BaseModel):
     model_config = ConfigDict(extra="ignore")
     query: StrictStr = Field(min_length=1, max_length=8192)
-    keywordQuery: StrictStr | None = None  # noqa: N815 - Signet's field name
+    keywordQuery: StrictStr | None = None
     limit: StrictInt | None = Field(default=None, ge=1, le=50)
     type: StrictStr | None = None
     tags: list[StrictStr] | None = None
@@ -84,8 +84,8 @@ class RecallBody(BaseModel):
     importance_min: StrictFloat | StrictInt | None = None
     since: StrictStr | None = None
     until: StrictStr | None = None
-    sessionKey: StrictStr | None = None  # noqa: N815
-    budgetChars: StrictInt | None = Field(default=None, ge=1, le=100_000)  # noqa: N815
+    sessionKey: StrictStr | None = None
+    budgetChars: StrictInt | None = Field(default=None, ge=1, le=100_000)
 
 
 class ResultFeedback(BaseModel):
@@ -93,22 +93,22 @@ class ResultFeedback(BaseModel):
     rating: StrictFloat | StrictInt | None = Field(default=None, ge=-1, le=1)
     verb: StrictStr | None = None
     text: StrictStr | None = Field(default=None, max_length=4000)
-    idempotencyKey: StrictStr | None = Field(default=None, min_length=1, max_length=200)  # noqa: N815
+    idempotencyKey: StrictStr | None = Field(default=None, min_length=1, max_length=200)
 
 
 class FeedbackBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    sessionKey: StrictStr | None = None  # noqa: N815
+    sessionKey: StrictStr | None = None
     feedback: dict[StrictStr, StrictFloat | StrictInt] = Field(default_factory=dict)
     results: dict[StrictStr, ResultFeedback] = Field(default_factory=dict)
-    idempotencyKey: StrictStr | None = Field(default=None, min_length=1, max_length=150)  # noqa: N815
+    idempotencyKey: StrictStr | None = Field(default=None, min_length=1, max_length=150)
 
 
 class ExpandBody(BaseModel):
     model_config = ConfigDict(extra="ignore")
     entity: StrictStr
     aspect: StrictStr | None = None
-    maxTokens: StrictInt = Field(default=500, ge=1, le=20_000)  # noqa: N815
+    maxTokens: StrictInt = Field(default=500, ge=1, le=20_000)
 
 
 # -- the service ---------------------------------------------------------------------------------------
@@ -165,7 +165,9 @@ class Service:
 
     def _learn(self, result: IssuedResult, fb: FeedbackRow) -> None:
         """One rating's online update: the rated path's edges reinforced (training rule), then a cool step."""
-        edges = np.asarray([self.edge_index[e] for e in result.edge_ids if e in self.edge_index], dtype=np.int64)
+        edges = np.asarray(
+            [self.edge_index[e] for e in result.edge_ids if e in self.edge_index], dtype=np.int64
+        )
         intent = result.intent if result.intent in self.stats.intents else self.stats.intents[0]
         if len(edges):
             self.stats.reinforce(edges, intent, result.bucket, fb.rating)
@@ -208,7 +210,9 @@ class Service:
                                   "k": limit, "slate": slate.to_json()})  # fmt: skip
         return {"results": out, "query": body.query, "method": "desire-paths", "recall_id": recall_id}
 
-    def _result_json(self, rid: str, unit: Any, system: str, p: float, score: float, path: Mapping[str, Any]) -> dict:
+    def _result_json(
+        self, rid: str, unit: Any, system: str, p: float, score: float, path: Mapping[str, Any]
+    ) -> dict:
         first = path["memory_ids"][0] if path["memory_ids"] else None
         row = self.memories.loc[first] if first is not None and first in self.memories.index else None
         return {
@@ -227,16 +231,22 @@ class Service:
         base = body.idempotencyKey or header_key
         items: list[tuple[str, str, float, str, str | None]] = []  # key, result id, rating, verb, text
         for ident, rating in body.feedback.items():
-            rid = ident if ident.startswith("r_") else self.state.latest_result_for_memory(ident, body.sessionKey)
+            rid = (
+                ident
+                if ident.startswith("r_")
+                else self.state.latest_result_for_memory(ident, body.sessionKey)
+            )
             if rid is None:
-                raise UnknownIdError(f"unknown id {ident!r}: neither a result id nor a memory this session was "
-                                     "shown")
+                raise UnknownIdError(
+                    f"unknown id {ident!r}: neither a result id nor a memory this session was shown"
+                )
             key = f"{base}:{ident}" if base else _derived_key(body.sessionKey, ident, float(rating))
             items.append((key, rid, float(rating), "rate", None))
         for rid, fb in body.results.items():
             if fb.verb is not None and fb.verb not in VERB_RATING:
-                raise StateError(f"results.{rid}.verb: unknown verb {fb.verb!r}; expected one of: "
-                                 f"{', '.join(VERB_RATING)}")
+                raise StateError(
+                    f"results.{rid}.verb: unknown verb {fb.verb!r}; expected one of: {', '.join(VERB_RATING)}"
+                )
             if (fb.rating is None) == (fb.verb is None):
                 raise StateError(f"results.{rid}: give exactly one of rating or verb")
             rating = float(fb.rating) if fb.rating is not None else VERB_RATING[str(fb.verb)]
@@ -281,20 +291,42 @@ class Service:
             used += len(text)
             return True
 
-        constraints = [{"id": str(r.id), "content": str(r.content)}
-                       for r in attrs[attrs["kind"] == "constraint"].itertuples() if take(str(r.content))]
+        constraints = [
+            {"id": str(r.id), "content": str(r.content)}
+            for r in attrs[attrs["kind"] == "constraint"].itertuples()
+            if take(str(r.content))
+        ]
         out_aspects = []
         for a in aspects.sort_values("weight", ascending=False).itertuples():
-            facts = [{"id": str(r.id), "content": str(r.content), "memory_id": r.memory_id}
-                     for r in attrs[(attrs["aspect_id"] == a.id) & (attrs["kind"] != "constraint")]
-                     .sort_values("importance", ascending=False).itertuples() if take(str(r.content))]
-            out_aspects.append({"id": str(a.id), "name": str(a.name), "weight": float(a.weight), "attributes": facts})
-        deps = g.dependencies[(g.dependencies["source_entity_id"] == eid) | (g.dependencies["target_entity_id"] == eid)]
-        dependencies = [{"id": str(d.id), "source": str(d.source_entity_id), "target": str(d.target_entity_id),
-                         "type": str(d.dependency_type), "strength": float(d.strength)} for d in deps.itertuples()]
+            facts = [
+                {"id": str(r.id), "content": str(r.content), "memory_id": r.memory_id}
+                for r in attrs[(attrs["aspect_id"] == a.id) & (attrs["kind"] != "constraint")]
+                .sort_values("importance", ascending=False)
+                .itertuples()
+                if take(str(r.content))
+            ]
+            out_aspects.append(
+                {"id": str(a.id), "name": str(a.name), "weight": float(a.weight), "attributes": facts}
+            )
+        deps = g.dependencies[
+            (g.dependencies["source_entity_id"] == eid) | (g.dependencies["target_entity_id"] == eid)
+        ]
+        dependencies = [
+            {
+                "id": str(d.id),
+                "source": str(d.source_entity_id),
+                "target": str(d.target_entity_id),
+                "type": str(d.dependency_type),
+                "strength": float(d.strength),
+            }
+            for d in deps.itertuples()
+        ]
         mids = sorted({str(m) for m in attrs["memory_id"].dropna()})
-        memories = [{"id": m, "content": str(self.memories.loc[m, "content"])} for m in mids
-                    if m in self.memories.index and take(str(self.memories.loc[m, "content"]))]
+        memories = [
+            {"id": m, "content": str(self.memories.loc[m, "content"])}
+            for m in mids
+            if m in self.memories.index and take(str(self.memories.loc[m, "content"]))
+        ]
         return {"entity": {"id": eid, "name": str(hit["name"].iloc[0])}, "constraints": constraints,
                 "aspects": out_aspects, "dependencies": dependencies, "memories": memories,
                 "chars": used, "maxTokens": body.maxTokens}  # fmt: skip
@@ -352,8 +384,12 @@ def _provenance(unit: Any, memory_ids_of_graph: frozenset[str]) -> dict[str, Any
     deps: list[str] = []
     text = unit.meta.get("path")
     if text:
-        lists = {HopKind.ENTITY: entities, HopKind.ASPECT: aspects, HopKind.ATTRIBUTE: attributes,
-                 HopKind.DEPENDENCY: deps}
+        lists = {
+            HopKind.ENTITY: entities,
+            HopKind.ASPECT: aspects,
+            HopKind.ATTRIBUTE: attributes,
+            HopKind.DEPENDENCY: deps,
+        }
         for hop in WalkPath.parse(str(text)).hops:
             lists[hop.kind].append(str(hop.id))
     memory_ids = [str(m) for m in (unit.meta.get("memories") or ())]

@@ -153,11 +153,15 @@ class ServiceState:
                 if store is not None:
                     db.execute("INSERT INTO meta VALUES ('store', ?)", (str(Path(store).resolve()),))
             elif int(got["schema_version"]) != SCHEMA_VERSION:
-                raise StateError(f"{self.path}: state schema version {got['schema_version']}, this signet_rl "
-                                 f"reads {SCHEMA_VERSION}; start a new state file (--state PATH)")
+                raise StateError(
+                    f"{self.path}: state schema version {got['schema_version']}, this signet_rl "
+                    f"reads {SCHEMA_VERSION}; start a new state file (--state PATH)"
+                )
             elif store is not None and got.get("store") not in (None, str(Path(store).resolve())):
-                raise StateError(f"{self.path} is the state of store {got['store']}, not of "
-                                 f"{Path(store).resolve()}; give this store its own --state file")
+                raise StateError(
+                    f"{self.path} is the state of store {got['store']}, not of "
+                    f"{Path(store).resolve()}; give this store its own --state file"
+                )
 
     # -- plumbing ---------------------------------------------------------------------------------------
 
@@ -202,9 +206,13 @@ class ServiceState:
                 db.execute("INSERT INTO recalls VALUES (?, ?, ?, ?, ?, ?)",
                            (recall["recall_id"], time.time(), recall.get("session_key"), recall["query"],
                             int(recall["k"]), json.dumps(recall["slate"])))  # fmt: skip
-            db.executemany("INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            db.executemany("INSERT OR IGNORE INTO result_memories VALUES (?, ?)",
-                           [(r.result_id, m) for r in results for m in r.memory_ids])
+            db.executemany(
+                "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+            )
+            db.executemany(
+                "INSERT OR IGNORE INTO result_memories VALUES (?, ?)",
+                [(r.result_id, m) for r in results for m in r.memory_ids],
+            )
 
     def result(self, result_id: str) -> IssuedResult:
         """The issued result ``result_id``.
@@ -226,17 +234,26 @@ class ServiceState:
     def latest_result_for_memory(self, memory_id: str, session_key: str | None) -> str | None:
         """The most recent result that injected ``memory_id`` (in ``session_key`` when given): what
         Signet-shaped feedback by memory id rates."""
-        sql = ("SELECT r.result_id FROM result_memories m JOIN results r ON r.result_id = m.result_id "
-               "WHERE m.memory_id = ? AND (? IS NULL OR r.session_key = ?) "
-               "ORDER BY r.created_at DESC, r.rowid DESC LIMIT 1")
+        sql = (
+            "SELECT r.result_id FROM result_memories m JOIN results r ON r.result_id = m.result_id "
+            "WHERE m.memory_id = ? AND (? IS NULL OR r.session_key = ?) "
+            "ORDER BY r.created_at DESC, r.rowid DESC LIMIT 1"
+        )
         with self._lock:
             row = self._db.execute(sql, (memory_id, session_key, session_key)).fetchone()
         return None if row is None else str(row[0])
 
     # -- feedback ---------------------------------------------------------------------------------------
 
-    def record(self, idempotency_key: str, result_id: str, rating: float, verb: str = "rate",
-               session_key: str | None = None, text: str | None = None) -> tuple[FeedbackRow, bool]:
+    def record(
+        self,
+        idempotency_key: str,
+        result_id: str,
+        rating: float,
+        verb: str = "rate",
+        session_key: str | None = None,
+        text: str | None = None,
+    ) -> tuple[FeedbackRow, bool]:
         """Append one rating (committed before this returns), or find the one its key already recorded.
 
         Returns:
@@ -247,20 +264,29 @@ class ServiceState:
             StateError: a bad rating or verb, or a key already used for a different rating.
         """
         if not isinstance(idempotency_key, str) or not idempotency_key or len(idempotency_key) > 200:
-            raise StateError(f"idempotency key must be a non-empty string of at most 200 characters, got "
-                             f"{idempotency_key!r}")
+            raise StateError(
+                f"idempotency key must be a non-empty string of at most 200 characters, got "
+                f"{idempotency_key!r}"
+            )
         if verb not in VERBS:
             raise StateError(f"unknown verb {verb!r}; expected one of: {', '.join(VERBS)}")
-        if isinstance(rating, bool) or not isinstance(rating, int | float) or not -1.0 <= float(rating) <= 1.0:
+        if (
+            isinstance(rating, bool)
+            or not isinstance(rating, int | float)
+            or not -1.0 <= float(rating) <= 1.0
+        ):
             raise StateError(f"rating must be a number in [-1, 1], got {rating!r}")
         with self._tx() as db:
-            old = db.execute("SELECT * FROM feedback WHERE idempotency_key = ?", (idempotency_key,)).fetchone()
+            old = db.execute(
+                "SELECT * FROM feedback WHERE idempotency_key = ?", (idempotency_key,)
+            ).fetchone()
             if old is not None:
                 row = FeedbackRow(*old)
                 if row.result_id != result_id or row.rating != float(rating) or row.verb != verb:
                     raise StateError(
                         f"idempotency key {idempotency_key!r} already recorded {row.verb} {row.rating:g} for "
-                        f"result {row.result_id!r}; a different rating needs a new key")
+                        f"result {row.result_id!r}; a different rating needs a new key"
+                    )
                 return row, False
             if db.execute("SELECT 1 FROM results WHERE result_id = ?", (result_id,)).fetchone() is None:
                 raise UnknownIdError(f"unknown result id {result_id!r}: this service never issued it")
@@ -268,7 +294,8 @@ class ServiceState:
             cur = db.execute(
                 "INSERT INTO feedback (idempotency_key, session_key, result_id, rating, verb, text, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (idempotency_key, session_key, result_id, float(rating), verb, text, now))
+                (idempotency_key, session_key, result_id, float(rating), verb, text, now),
+            )
             seq = int(cur.lastrowid or 0)
         return FeedbackRow(seq, idempotency_key, session_key, result_id, float(rating), verb, text, now), True
 
@@ -280,17 +307,22 @@ class ServiceState:
 
     def counts(self) -> dict[str, int]:
         with self._lock:
-            return {t: int(self._db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0])  # noqa: S608
-                    for t in ("recalls", "results", "feedback")}
+            return {
+                t: int(self._db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0])
+                for t in ("recalls", "results", "feedback")
+            }
 
     def recalls(self) -> list[tuple[dict[str, Any], list[float | None]]]:
         """Every logged recall's mixed slate (JSON) with the latest rating of each shown slot (None:
         unrated), in order: what ``serve report`` compares."""
         with self._lock:
-            recs = self._db.execute("SELECT recall_id, k, slate FROM recalls ORDER BY created_at, rowid").fetchall()
+            recs = self._db.execute(
+                "SELECT recall_id, k, slate FROM recalls ORDER BY created_at, rowid"
+            ).fetchall()
             rated = self._db.execute(
                 "SELECT r.recall_id, r.slot, f.rating FROM feedback f JOIN results r ON r.result_id = f.result_id "
-                "WHERE r.recall_id IS NOT NULL ORDER BY f.seq").fetchall()
+                "WHERE r.recall_id IS NOT NULL ORDER BY f.seq"
+            ).fetchall()
         latest: dict[tuple[str, int], float] = {(rid, int(slot)): float(x) for rid, slot, x in rated}
         out = []
         for rid, k, slate in recs:

@@ -26,8 +26,12 @@ def _load():
 def env(tmp_path, monkeypatch):
     folder = tmp_path / "data" / "kg" / "tinykg"
     folder.mkdir(parents=True)
-    splits = {"graph": GRAPH, "train": "a\tr3\tc\na\tr1\tb\nb\tr3\te\nd\tr3\ta\n", "dev": "d\tr3\te\n",
-              "test": "b\tr3\tc\nc\tr3\tb\n"}
+    splits = {
+        "graph": GRAPH,
+        "train": "a\tr3\tc\na\tr1\tb\nb\tr3\te\nd\tr3\ta\n",
+        "dev": "d\tr3\te\n",
+        "test": "b\tr3\tc\nc\tr3\tb\n",
+    }
     for name, text in splits.items():
         (folder / f"{name}.txt").write_text(text)
     monkeypatch.setenv("SIGNET_RL_DATA", str(tmp_path / "data"))
@@ -44,7 +48,10 @@ def test_probe_freeze_final_and_report(env):
     assert entry["validation"]["kg_walk/n"] == 1 and "test" not in entry
     # a generic folder gets the generic structure; the minerva setting keeps the graph file as given
     assert kp.probe_overrides("tinykg", "minerva", "shaped", 0, 1.0)[1:4] == [
-        "dataset.path_length=3", "dataset.max_actions=200", "dataset.inverse=null"]
+        "dataset.path_length=3",
+        "dataset.max_actions=200",
+        "dataset.inverse=null",
+    ]
     with pytest.raises(FileNotFoundError, match=r"tinykg@minerva: no frozen recipe at .*frozen: none"):
         kp.final(["tinykg"], "minerva", (10,), runs=runs / "final", folder=frozen, **kw)
     with pytest.raises(ValueError, match=r"no finished probe of recipe 'likelihood'"):
@@ -67,11 +74,27 @@ def test_probe_freeze_final_and_report(env):
 def test_published_rows_sit_beside_their_own_setting(env):
     kp = _load()
     ledger = env / "ledger"
-    run = {"dataset": "umls", "recipe": "shaped", "seed": 10, "budget_s": 1.0, "validation": {},
-           "timing": {"wall_s": 60.0}, "test": {f"kg_walk/{m}": 0.5 for m in kp.METRICS}}
-    kp._write(ledger, kp.FINAL, {"umls@minerva-s10": {**run, "setting": "minerva"},
-                                 "umls@multihopkg-s10": {**run, "setting": "multihopkg"}})
+    run = {
+        "dataset": "umls",
+        "recipe": "shaped",
+        "seed": 10,
+        "budget_s": 1.0,
+        "validation": {},
+        "timing": {"wall_s": 60.0},
+        "test": {f"kg_walk/{m}": 0.5 for m in kp.METRICS},
+    }
+    kp._write(
+        ledger,
+        kp.FINAL,
+        {
+            "umls@minerva-s10": {**run, "setting": "minerva"},
+            "umls@multihopkg-s10": {**run, "setting": "multihopkg"},
+        },
+    )
     rows = [r for r in kp.report(ledger).splitlines() if "(published)" in r]
     assert [r.split(" | ")[1:3] for r in rows] == [
-        ["minerva", "MINERVA (published)"], ["multihopkg", "MultiHopKG (ConvE) (published)"],
-        ["multihopkg", "MultiHopKG (ComplEx) (published)"], ["multihopkg", "ComplEx (published)"]]
+        ["minerva", "MINERVA (published)"],
+        ["multihopkg", "MultiHopKG (ConvE) (published)"],
+        ["multihopkg", "MultiHopKG (ComplEx) (published)"],
+        ["multihopkg", "ComplEx (published)"],
+    ]

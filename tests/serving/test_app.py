@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from signet_rl.serving.app import MAX_BODY, Service, create_app
+from signet_rl.serving.app import MAX_BODY, FeedbackBody, RecallBody, ResultFeedback, Service, create_app
 
 
 def _sha(path) -> str:
@@ -37,25 +37,49 @@ def test_recall_feedback_and_replay(served, service, tmp_path):
     body = got.json()
     assert body["method"] == "desire-paths" and 1 <= len(body["results"]) <= 5
     first = body["results"][0]
-    assert {"id", "content", "content_length", "truncated", "score", "source", "type", "tags", "pinned",
-            "importance", "who", "project", "created_at"} <= set(first)
+    assert {
+        "id",
+        "content",
+        "content_length",
+        "truncated",
+        "score",
+        "source",
+        "type",
+        "tags",
+        "pinned",
+        "importance",
+        "who",
+        "project",
+        "created_at",
+    } <= set(first)
     assert set(first["path"]) == {"entities", "aspects", "attributes", "memory_ids", "dependencies", "kind"}
     assert 0 < first["propensity"] <= 1 and first["system"] in ("desire", "flat")
     desire = [r for r in body["results"] if r["system"] == "desire" and r["path"]["dependencies"]]
     target = (desire or body["results"])[0]
     weights = service.stats.weights.copy()
-    ok = client.post("/api/memory/feedback", json={
-        "sessionKey": "s1", "results": {target["result_id"]: {"verb": "confirm", "idempotencyKey": "k1"}}})
+    ok = client.post(
+        "/api/memory/feedback",
+        json={
+            "sessionKey": "s1",
+            "results": {target["result_id"]: {"verb": "confirm", "idempotencyKey": "k1"}},
+        },
+    )
     assert ok.json() == {"ok": True, "recorded": 1, "acknowledged": 1}
-    again = client.post("/api/memory/feedback", json={
-        "sessionKey": "s1", "results": {target["result_id"]: {"verb": "confirm", "idempotencyKey": "k1"}}})
+    again = client.post(
+        "/api/memory/feedback",
+        json={
+            "sessionKey": "s1",
+            "results": {target["result_id"]: {"verb": "confirm", "idempotencyKey": "k1"}},
+        },
+    )
     assert again.json()["recorded"] == 0
     if target["path"]["dependencies"]:
         assert not np.array_equal(weights, service.stats.weights)
     # Signet's own shape, by memory id, with a request key
     mid = next(r["path"]["memory_ids"][0] for r in body["results"] if r["path"]["memory_ids"])
-    sig = client.post("/api/memory/feedback", json={"sessionKey": "s1", "feedback": {mid: -1},
-                                                   "idempotencyKey": "req2"})
+    sig = client.post(
+        "/api/memory/feedback", json={"sessionKey": "s1", "feedback": {mid: -1}, "idempotencyKey": "req2"}
+    )
     assert sig.json()["recorded"] == 1
     assert client.get("/api/predictor/status").json()["training_pairs"] == 2
     # a restart rebuilds the same statistics from the log
@@ -69,15 +93,24 @@ def test_bad_requests_are_named_and_write_nothing(service):
     assert client.post("/api/memory/recall", json={"query": 3}).status_code == 422
     wrong = client.post("/api/memory/recall", json={"query": "x", "limit": "ten"})
     assert wrong.status_code == 422 and "limit" in wrong.text
-    bad_json = client.post("/api/memory/recall", content=b"{nope", headers={"content-type": "application/json"})
+    bad_json = client.post(
+        "/api/memory/recall", content=b"{nope", headers={"content-type": "application/json"}
+    )
     assert bad_json.status_code == 422
-    big = client.post("/api/memory/recall", content=b"{" + b" " * MAX_BODY + b"}",
-                      headers={"content-type": "application/json"})
+    big = client.post(
+        "/api/memory/recall",
+        content=b"{" + b" " * MAX_BODY + b"}",
+        headers={"content-type": "application/json"},
+    )
     assert big.status_code == 413
-    unknown = client.post("/api/memory/feedback", json={"results": {"r_nope": {"rating": 1, "idempotencyKey": "z"}}})
+    unknown = client.post(
+        "/api/memory/feedback", json={"results": {"r_nope": {"rating": 1, "idempotencyKey": "z"}}}
+    )
     assert unknown.status_code == 404 and "unknown result id 'r_nope'" in unknown.text
     assert service.state.counts()["feedback"] == 0
-    verb = client.post("/api/memory/feedback", json={"results": {"r_x": {"verb": "boost", "idempotencyKey": "z"}}})
+    verb = client.post(
+        "/api/memory/feedback", json={"results": {"r_x": {"verb": "boost", "idempotencyKey": "z"}}}
+    )
     assert verb.status_code == 422 and "unknown verb 'boost'" in verb.text
 
 
@@ -116,3 +149,28 @@ def test_the_app_imports_no_torch_trainer_hydra_mlflow_or_evaluation(served, tmp
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_serve_report_prints_the_comparison_and_http_refuses_an_open_bind_without_token(service, capsys):
+    from signet_rl.serve import main
+
+    for i in range(3):
+        shown = service.recall(RecallBody(query=f"what about entity {i}", sessionKey=f"s{i}"))["results"]
+        votes = {
+            r["result_id"]: ResultFeedback(
+                rating=1.0 if r["system"] == "desire" else 0.0, idempotencyKey=f"{i}{r['result_id']}"
+            )
+            for r in shown
+        }
+        service.feedback(FeedbackBody(sessionKey=f"s{i}", results=votes), None)
+    assert main(["report", "--state", str(service.state.path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        out.startswith("recalls 3, rated 3: desire wins ")
+        and "SNIPS value of the desire policy's slate" in out
+    )
+    assert main(["--db", "x.db", "--policy", "p", "--host", "0.0.0.0"]) == 2
+    assert (
+        "binding 0.0.0.0 exposes the memory store beyond this machine; give a bearer token"
+        in capsys.readouterr().err
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from contextlib import closing
 import signal
 import socket
 import sqlite3
@@ -13,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 
 import httpx
@@ -33,9 +33,24 @@ def _start(served, state: Path, port: int) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     log = state.with_suffix(".log")
     with log.open("a") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "signet_rl.serve", "--db", str(served["store"]),
-                                 "--policy", str(served["artifact"]), "--state", str(state), "--port", str(port)],
-                                env=env, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "signet_rl.serve",
+                "--db",
+                str(served["store"]),
+                "--policy",
+                str(served["artifact"]),
+                "--state",
+                str(state),
+                "--port",
+                str(port),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     deadline = time.time() + 240
     while time.time() < deadline:
         if proc.poll() is not None:
@@ -57,9 +72,13 @@ def test_sigkill_loses_no_acknowledged_rating(served, tmp_path):
     proc = _start(served, state, port)
     try:
         with httpx.Client(base_url=url, timeout=30) as c:
-            ids = [r["result_id"] for i in range(40)
-                   for r in c.post("/api/memory/recall", json={"query": f"what about item {i}",
-                                                               "sessionKey": f"s{i}"}).json()["results"]]
+            ids = [
+                r["result_id"]
+                for i in range(40)
+                for r in c.post(
+                    "/api/memory/recall", json={"query": f"what about item {i}", "sessionKey": f"s{i}"}
+                ).json()["results"]
+            ]
         assert len(ids) >= 40
         acked: list[tuple[str, str, float]] = []
         lock, stop = threading.Lock(), threading.Event()
@@ -73,8 +92,10 @@ def test_sigkill_loses_no_acknowledged_rating(served, tmp_path):
                     key, rid, rating = f"t{t}-{i}", ids[(t * 400 + i) % len(ids)], [1.0, -1.0, 0.5][i % 3]
                     in_flight.release()
                     try:
-                        r = c.post("/api/memory/feedback",
-                                   json={"results": {rid: {"rating": rating, "idempotencyKey": key}}})
+                        r = c.post(
+                            "/api/memory/feedback",
+                            json={"results": {rid: {"rating": rating, "idempotencyKey": key}}},
+                        )
                     except httpx.HTTPError:
                         return  # the kill
                     if r.status_code == 200:
@@ -101,10 +122,14 @@ def test_sigkill_loses_no_acknowledged_rating(served, tmp_path):
             assert status["training_pairs"] == len(rows) and status["ratings_replayed_at_start"] == len(rows)
             # a resent acknowledged rating is recorded once; a result issued before the kill can be rated
             key, rid, rating = acked[0]
-            again = c.post("/api/memory/feedback", json={"results": {rid: {"rating": rating, "idempotencyKey": key}}})
+            again = c.post(
+                "/api/memory/feedback", json={"results": {rid: {"rating": rating, "idempotencyKey": key}}}
+            )
             assert again.json()["recorded"] == 0
-            fresh = c.post("/api/memory/feedback", json={"results": {ids[-1]: {"verb": "confirm",
-                                                                               "idempotencyKey": "after"}}})
+            fresh = c.post(
+                "/api/memory/feedback",
+                json={"results": {ids[-1]: {"verb": "confirm", "idempotencyKey": "after"}}},
+            )
             assert fresh.json()["recorded"] == 1
             served_digest = c.get("/api/predictor/status").json()["stats_sha256"]
     finally:

@@ -28,18 +28,29 @@ def test_simulated_user_win_rate_and_snips_against_on_policy(served, tmp_path):
 
     on_policy = []
     for q in queries:  # the desire policy alone: its top 5 constructed memories, rated
-        units = [u for u in svc.desire.retrieve(q.__class__(id=q.id, text=q.text, graph_id="main", split="test"),
-                                                svc.budget_chars) if u.kind == "constructed"][:5]
+        units = [
+            u
+            for u in svc.desire.retrieve(
+                q.__class__(id=q.id, text=q.text, graph_id="main", split="test"), svc.budget_chars
+            )
+            if u.kind == "constructed"
+        ][:5]
         on_policy.append(sum(rating(q, u.items, u.text) for u in units))
     for i, q in enumerate(queries + queries):  # the mixed slates the service shows, rated by the same user
         shown = svc.recall(RecallBody(query=q.text, sessionKey=f"s{i}"))["results"]
-        votes = {r["result_id"]: ResultFeedback(rating=rating(q, r["path"]["attributes"] + r["path"]["memory_ids"],
-                                                              r["content"]), idempotencyKey=f"{i}:{r['result_id']}")
-                 for r in shown}
+        votes = {
+            r["result_id"]: ResultFeedback(
+                rating=rating(q, r["path"]["attributes"] + r["path"]["memory_ids"], r["content"]),
+                idempotencyKey=f"{i}:{r['result_id']}",
+            )
+            for r in shown
+        }
         svc.feedback(FeedbackBody(sessionKey=f"s{i}", results=votes), None)
     svc.state.close()
     got = report(tmp_path / "state.sqlite")
     truth = float(np.mean(on_policy + on_policy))
-    print({"win_rate": got["win_rate"], "ci95": got["ci95"], "snips": got["ope"]["snips"], "on_policy": truth})
+    print(
+        {"win_rate": got["win_rate"], "ci95": got["ci95"], "snips": got["ope"]["snips"], "on_policy": truth}
+    )
     assert got["ci95"][0] > 0.5
     assert abs(got["ope"]["snips"]["value"] - truth) <= 0.05

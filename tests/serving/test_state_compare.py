@@ -13,8 +13,21 @@ from signet_rl.serving.state import IssuedResult, ServiceState, StateError, Unkn
 
 
 def _result(rid: str, memories=("m1",), session="s1") -> IssuedResult:
-    return IssuedResult(rid, session, "where does alice work", "main", "desire", 0, 0.5, "what", 1, memories,
-                        {"entities": ["e1"], "memory_ids": list(memories)}, ("d1", "d2"), 0.9)
+    return IssuedResult(
+        rid,
+        session,
+        "where does alice work",
+        "main",
+        "desire",
+        0,
+        0.5,
+        "what",
+        1,
+        memories,
+        {"entities": ["e1"], "memory_ids": list(memories)},
+        ("d1", "d2"),
+        0.9,
+    )
 
 
 def test_feedback_is_idempotent_transactional_and_replayable(tmp_path):
@@ -23,8 +36,11 @@ def test_feedback_is_idempotent_transactional_and_replayable(tmp_path):
     row, new = state.record("k1", "r1", 1.0, session_key="s1")
     again, new_again = state.record("k1", "r1", 1.0, session_key="s1")
     assert new and not new_again and again.seq == row.seq
-    with pytest.raises(StateError, match=r"idempotency key 'k1' already recorded rate 1 for result 'r1'; "
-                                         r"a different rating needs a new key"):
+    with pytest.raises(
+        StateError,
+        match=r"idempotency key 'k1' already recorded rate 1 for result 'r1'; "
+        r"a different rating needs a new key",
+    ):
         state.record("k1", "r1", -1.0)
     with pytest.raises(UnknownIdError, match=r"unknown result id 'nope': this service never issued it"):
         state.record("k2", "nope", 1.0)
@@ -34,7 +50,10 @@ def test_feedback_is_idempotent_transactional_and_replayable(tmp_path):
         state.record("k4", "r1", 1.0, verb="boost")
     assert state.counts() == {"recalls": 0, "results": 2, "feedback": 1}  # the refused ones wrote nothing
     state.record("k5", "r2", -0.5, verb="reject")
-    assert state.latest_result_for_memory("m2", "s1") == "r2" and state.latest_result_for_memory("m9", None) is None
+    assert (
+        state.latest_result_for_memory("m2", "s1") == "r2"
+        and state.latest_result_for_memory("m9", None) is None
+    )
     seen = []
     assert state.replay(lambda res, fb: seen.append((res.result_id, fb.rating, fb.verb))) == 2
     assert seen == [("r1", 1.0, "rate"), ("r2", -0.5, "reject")]
@@ -42,8 +61,11 @@ def test_feedback_is_idempotent_transactional_and_replayable(tmp_path):
     state.close()
     reopened = ServiceState(tmp_path / "state.sqlite", store=tmp_path / "memories.db")
     assert [f.idempotency_key for f in reopened.feedback()] == ["k1", "k5"]
-    with pytest.raises(StateError, match=r"is the state of store .*memories.db, not of .*other.db; give this "
-                                         r"store its own --state file"):
+    with pytest.raises(
+        StateError,
+        match=r"is the state of store .*memories.db, not of .*other.db; give this "
+        r"store its own --state file",
+    ):
         ServiceState(tmp_path / "state.sqlite", store=tmp_path / "other.db")
 
 
