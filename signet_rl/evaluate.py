@@ -75,13 +75,13 @@ def policy_retriever(path: str, name: str = "learned") -> Retriever:
 
     folder = Path(path)
     if (folder / MANIFEST).exists():
-        return load_policy(folder).retriever(name=name)  # type: ignore[no-any-return]
+        return load_policy(folder).retriever(name=name)
     if (folder / "checkpoint.pkl").exists():
         from signet_rl.export import export_run
 
         with tempfile.TemporaryDirectory(prefix="signet_rl-policy-") as tmp:
             export_run(folder, tmp)
-            return load_policy(tmp).retriever(name=name)  # type: ignore[no-any-return]
+            return load_policy(tmp).retriever(name=name)
     raise ValueError(
         f"policy={path!r} is neither a policy artifact (no {MANIFEST}) nor a training run folder (no "
         "checkpoint.pkl); export a run with python -m signet_rl.export RUN_DIR --out DIR"

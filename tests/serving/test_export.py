@@ -248,3 +248,19 @@ def test_ppr_run_exports_its_config_and_reproduces_its_row(tmp_path):
     assert metrics["retrieval/learned/needed_recall"] == pytest.approx(
         learned["needed_recall"].mean(), abs=1e-12
     )
+
+
+def test_export_command_names_a_missing_run_folder(tmp_path, capsys):
+    from signet_rl.export import main
+
+    assert main([str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == f"error: run folder {str(tmp_path / 'nope')!r} does not exist\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_serve_command_names_a_missing_store(tmp_path, capsys):
+    from signet_rl.serve import main
+
+    assert main(["sidecar", "--db", str(tmp_path / "memories.db")]) == 2
+    assert capsys.readouterr().err == f"error: Signet store {tmp_path / 'memories.db'} does not exist\n"
+    assert main(["sidecar", "--db", str(tmp_path / "memories.db"), "--policy", str(tmp_path)]) == 2
