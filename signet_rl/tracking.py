@@ -597,7 +597,7 @@ def parallel_coordinates_png(frame: Any, path: str | Path, title: str = "") -> P
     cmap = plt.get_cmap("viridis")
     finite = values[np.isfinite(values)]
     vlo, vhi = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
-    for i in range(len(frame)):
+    for i in np.argsort(np.nan_to_num(values, nan=-np.inf), kind="stable"):  # the best drawn last, on top
         shade = (values[i] - vlo) / ((vhi - vlo) or 1.0) if np.isfinite(values[i]) else 0.0
         ax.plot(range(len(keys)), [s[i] for s in scaled], color=cmap(shade), alpha=0.8, lw=1.6, marker="o")
     for j, axis_ticks in enumerate(ticks):

@@ -30,7 +30,7 @@ def _env() -> dict[str, str]:
 
 def _app(tmp_path: Path, *overrides: str, sleep: float = 0.0) -> list[str]:
     return [
-        sys.executable, "-W", "error", str(APP), "-m", "hydra/sweeper=signet_optuna",
+        sys.executable, "-W", "error", str(APP), "-m", "hydra/sweeper=app_space",
         f"log={tmp_path / 'trials.log'}", f"hydra.sweep.dir={tmp_path / 'sweep'}", f"sleep={sleep}",
         f"hydra.sweeper.storage=sqlite:///{tmp_path / 'study.db'}", *overrides,
     ]  # fmt: skip
