@@ -5,7 +5,9 @@ same command (same ``storage`` and ``study_name``) loads it, marks the trials th
 previous sweep died as FAIL and asks for them again with the same parameters (enqueued), then runs only as
 many new trials as ``n_trials`` still lacks. A trial whose parameters equal a finished one's is told that
 trial's value without running again (the task is deterministic for a seed). One sweep at a time may use a
-study: a lock file beside an SQLite storage refuses a second one.
+study: a lock file beside an SQLite storage refuses a second one. Under ``SIGNET_RL_SMOKE=1`` (the project's
+"same code path, in seconds" switch that the README test sets) a sweep runs at most
+:data:`SMOKE_TRIALS` trials.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from hydra_plugins.signet_rl_optuna.space import SearchSpaceError, check_keys, d
 log = logging.getLogger(__name__)
 
 DIRECTIONS = ("maximize", "minimize")
+SMOKE_ENV = "SIGNET_RL_SMOKE"  # signet_rl.smoke.SMOKE_ENV; this plugin imports nothing of signet_rl
+SMOKE_TRIALS = 2
 SAMPLERS = ("tpe", "random")
 _PLAIN = re.compile(r"^[\w.\-/:]+$")
 
@@ -157,8 +161,9 @@ class SignetOptunaSweeper(Sweeper):
                 f"signet_optuna: study {self.study_name!r} in {url}: {len(done)} of {self.n_trials} trials "
                 f"done, {retried} interrupted trial(s) to rerun"
             )
-            while len(done) < self.n_trials:
-                batch = self._ask(study, space, min(self.n_jobs, self.n_trials - len(done)))
+            n_trials = min(self.n_trials, SMOKE_TRIALS) if os.environ.get(SMOKE_ENV) == "1" else self.n_trials
+            while len(done) < n_trials:
+                batch = self._ask(study, space, min(self.n_jobs, n_trials - len(done)))
                 self._run(study, batch, fixed)
                 done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
             best = study.best_trial
