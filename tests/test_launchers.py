@@ -93,3 +93,34 @@ def test_the_ray_launcher_runs_a_sweep_on_a_local_ray(tmp_path):
     out = done.stdout + done.stderr
     assert "Ray Launcher is launching 2 jobs" in out and "'num_cpus': 2" in out
     _check_mlflow(tmp_path)
+
+
+def test_a_resumed_sweep_reopens_its_parent_and_marks_runs_its_killed_jobs_left_running(tmp_path):
+    """A sweep killed mid-job leaves its parent and that job's run RUNNING; starting the multirun again in the
+    same folder (a resumed Optuna sweep) keeps the one parent and marks the dead job's run KILLED."""
+    from mlflow.tracking import MlflowClient
+    from omegaconf import OmegaConf
+
+    from signet_rl.tracking import SweepCallback
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    sweep = str(tmp_path / "sweep")
+    config = OmegaConf.create(
+        {"mlflow": {"enabled": True, "tracking_uri": uri, "experiment": "resumed"},
+         "hydra": {"sweep": {"dir": sweep}, "runtime": {"cwd": str(tmp_path)}}}
+    )  # fmt: skip
+    with warnings.catch_warnings():  # MLflow's SQLAlchemy store warns about its own loader options
+        warnings.simplefilter("ignore")
+        callback = SweepCallback()
+        callback.on_multirun_start(config)  # the first session opens the parent before any job
+        client = MlflowClient(tracking_uri=uri)
+        exp = client.get_experiment_by_name("resumed").experiment_id
+        (parent,) = client.search_runs([exp])
+        tags = {"sweep": sweep, "mlflow.parentRunId": parent.info.run_id}
+        done = client.create_run(exp, tags=tags, run_name="x=0.1")
+        client.set_terminated(done.info.run_id, "FINISHED")
+        dead = client.create_run(exp, tags=tags, run_name="x=0.5")  # killed with the sweep: RUNNING forever
+        callback.on_multirun_start(config)  # the next session resumes the sweep
+        runs = {r.info.run_name: r.info.status for r in client.search_runs([exp])}
+    assert runs == {f"sweep {Path(sweep).name}": "RUNNING", "x=0.1": "FINISHED", "x=0.5": "KILLED"}
+    assert dead.info.run_id != parent.info.run_id
