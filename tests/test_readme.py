@@ -217,6 +217,8 @@ def test_readme_parsing_finds_commands_snippets_and_continuations():
         "runs/kinship", "o/p",
     ]  # fmt: skip
     assert check_only(shlex.split('python3 -m venv .venv && pip install -e ".[dev]"')) == "an install"
+    ray = shlex.split("python -m signet_rl.train -m hydra/launcher=local_ray a=1,2")
+    assert check_only(ray) == (None if _installed("ray") else "needs the .[distributed] extra")
 
 
 def test_every_readme_command_and_snippet_runs_in_a_fresh_copy(tmp_path):
