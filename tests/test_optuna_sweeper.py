@@ -106,7 +106,7 @@ def test_a_killed_sweep_resumes_without_repeating_finished_trials(tmp_path):
     [
         ("+hydra.sweeper.params.dept='range(1,3)'",
          "signet_optuna: cannot search 'dept': the config has no such key (top-level keys are depth, kind, "
-         "log, sleep, x); fix the name, or write '+dept' to add a new key"),
+         "log, mlflow, optimized_metric, sleep, x); fix the name, or write '+dept' to add a new key"),
         ("hydra.sweeper.params.depth='range(4,4)'",
          "signet_optuna: params.depth: range(4, 4) is empty (stop is excluded); give start < stop"),
         ("+hydra.sweeper.params.sleep={type:float,low:1.0,high:0.5}",
