@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from hydra.core.utils import JobReturn, JobStatus
@@ -330,7 +330,9 @@ class TrainingRun:
                 self.client.log_batch(self.run_id, params=items[i : i + 100])
 
     def _parent(self, exp_id: str, sweep: str) -> str:
-        return _sweep_parent(self.client, exp_id, sweep)
+        parent = _sweep_parent(self.client, exp_id, sweep)
+        assert parent is not None  # created when missing
+        return parent
 
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
         """Log finite metrics at ``step`` (interactions so far)."""
@@ -408,7 +410,7 @@ def sweep_job() -> SweepJob | None:
         return None
     overrides = [str(o) for o in hc.overrides.task]
     swept = _swept_keys(Path(str(hc.sweep.dir)) / "multirun.yaml")
-    searched = hc.sweeper.get("params") if "sweeper" in hc else None
+    searched = OmegaConf.select(cast(DictConfig, hc), "sweeper.params", default=None)
     swept |= {str(k).lstrip("+~") for k in (searched or {})}  # a sweeper's own search space
     exclude = {str(k) for k in hc.job.config.override_dirname.exclude_keys}
     chosen = [o for o in overrides if _key(o) in swept] or [o for o in overrides if _key(o) not in exclude]

@@ -108,10 +108,11 @@ def from_override(override: Override) -> Any:
     key = override.get_key_element()
     value = override.value()
     if isinstance(value, ChoiceSweep):
-        return _categorical(key, [override.get_value_element_as_str(v) if isinstance(v, dict | list) else v
-                                  for v in value.list])  # fmt: skip
+        return _categorical(key, list(value.list))  # a list or dict choice is refused there, named
     if isinstance(value, RangeSweep):
-        start, stop, step = value.start, value.stop, value.step
+        start: Any = value.start
+        stop: Any = value.stop
+        step: Any = value.step
         if all(isinstance(v, int) for v in (start, stop, step)):
             if step <= 0:
                 raise SearchSpaceError(f"signet_optuna: params.{key}: step={step!r} must be above 0")
@@ -129,7 +130,7 @@ def from_override(override: Override) -> Any:
         return _float(key, start, stop - 1e-12 * abs(stop), "log" in value.tags, step)
     if isinstance(value, IntervalSweep):
         if "int" in value.tags:
-            return _int(key, int(value.start), int(value.end), "log" in value.tags)
+            return _int(key, int(value.start or 0), int(value.end or 0), "log" in value.tags)
         return _float(key, value.start, value.end, "log" in value.tags)
     raise SearchSpaceError(
         f"signet_optuna: {key}={override.get_value_element_as_str()} is not a search range; use "

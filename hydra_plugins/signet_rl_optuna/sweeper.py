@@ -146,7 +146,12 @@ class SignetOptunaSweeper(Sweeper):
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         with _study_lock(url, self.study_name):
             study = optuna.create_study(
-                storage=url, study_name=self.study_name, direction=self.direction, load_if_exists=True
+                storage=url,
+                study_name=self.study_name,
+                load_if_exists=True,
+                direction=optuna.study.StudyDirection.MAXIMIZE
+                if self.direction == "maximize"
+                else optuna.study.StudyDirection.MINIMIZE,
             )
             self._check_study(study, space, url)
             retried = self._recover(study)
@@ -257,7 +262,7 @@ class SignetOptunaSweeper(Sweeper):
                 trial.set_user_attr("reused_trial", unique[_key(trial.params)].number)
             if ret.status == JobStatus.FAILED:
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                error = error or ret._return_value  # type: ignore[attr-defined]
+                error = error or ret._return_value
                 continue
             value = ret.return_value
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
