@@ -527,7 +527,7 @@ def _sweep_metric(config: DictConfig) -> str | None:
 def sweep_summary(client: MlflowClient, exp_id: str, parent: str, metric: str | None = None) -> Any:
     """One row per finished job of the sweep under run ``parent``: the job's swept overrides (tag
     ``sweep_overrides``) as columns, then ``metric`` (default: the first of :data:`DEFAULT_SWEEP_METRICS`
-    the jobs logged), best first; its name is in ``frame.attrs["metric"]``."""
+    the jobs logged), best first (ties by run name); its name is in ``frame.attrs["metric"]``."""
     import pandas as pd
 
     runs = client.search_runs(
@@ -546,7 +546,8 @@ def sweep_summary(client: MlflowClient, exp_id: str, parent: str, metric: str | 
         rows.append(row)
     frame = pd.DataFrame(rows)
     if len(frame):
-        frame = frame.sort_values(metric, ascending=False, kind="stable").reset_index(drop=True)
+        frame = frame.sort_values([metric, "run"], ascending=[False, True], kind="stable")  # ties by name
+        frame = frame.reset_index(drop=True)
     frame.attrs["metric"] = metric
     return frame
 

@@ -37,7 +37,7 @@ def _sweep(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
         "RAY_USAGE_STATS_ENABLED": "0",
     }
     cmd = [
-        sys.executable, str(APP), "-m", f"--config-dir={ROOT / 'conf'}", "x=0.1,0.5", "depth=2",
+        sys.executable, str(APP), "-m", f"--config-dir={ROOT / 'conf'}", "x=0.2,0.6", "depth=2",
         f"log={tmp_path / 'trials.log'}", f"hydra.sweep.dir={tmp_path / 'sweep'}", "mlflow.enabled=true",
         f"mlflow.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
         "+hydra.callbacks.mlflow_runs._target_=signet_rl.tracking.SweepCallback", *overrides,
@@ -46,7 +46,7 @@ def _sweep(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
 
 
 def _check_mlflow(tmp_path: Path) -> None:
-    """One FINISHED parent with two FINISHED children (x=0.1, x=0.5), and the summary on the parent."""
+    """One FINISHED parent with two FINISHED children (x=0.2, x=0.6), and the summary on the parent."""
     from mlflow.tracking import MlflowClient
 
     with warnings.catch_warnings():  # MLflow's SQLAlchemy store warns about its own loader options
@@ -58,12 +58,12 @@ def _check_mlflow(tmp_path: Path) -> None:
         children = [r for r in runs if "sweep_parent" not in r.data.tags]
         assert len(parents) == 1 and parents[0].info.status == "FINISHED"
         parent = parents[0]
-        assert sorted(r.info.run_name for r in children) == ["x=0.1", "x=0.5"]
+        assert sorted(r.info.run_name for r in children) == ["x=0.2", "x=0.6"]
         assert all(r.info.status == "FINISHED" for r in children)
         assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parent.info.run_id}
         local = Path(client.download_artifacts(parent.info.run_id, "", str(tmp_path / "parent")))
     summary = pd.read_csv(local / "sweep_summary.csv")
-    expected = sorted(((-((x - 0.3) ** 2) - 0.1, x) for x in (0.1, 0.5)), reverse=True)
+    expected = sorted(((-((x - 0.3) ** 2) - 0.1, x) for x in (0.2, 0.6)), reverse=True)  # no tie
     assert list(summary.columns) == ["run", "x", "val/objective"]
     assert summary["x"].tolist() == [x for _, x in expected]  # best first
     assert summary["val/objective"].tolist() == pytest.approx([v for v, _ in expected], abs=1e-12)
