@@ -21,6 +21,7 @@ Hydra's run directory is. Artifacts go beside the database, under ``<project roo
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import subprocess
@@ -31,7 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from hydra.core.utils import JobReturn, JobStatus
@@ -52,9 +53,12 @@ __all__ = [
     "flatten_config",
     "git_commit",
     "log_evaluation",
+    "log_sweep_summary",
+    "parallel_coordinates_png",
     "project_root",
     "resolve_tracking_uri",
     "sweep_job",
+    "sweep_summary",
 ]
 
 DEFAULT_EXPERIMENT = "signet_rl-eval"
@@ -315,6 +319,9 @@ class TrainingRun:
             if sweep:
                 all_tags["sweep"] = sweep
                 all_tags["mlflow.parentRunId"] = self._parent(exp_id, sweep)
+                job = sweep_job()
+                if job is not None:  # the sweep summary's columns (SweepCallback)
+                    all_tags["sweep_overrides"] = json.dumps(list(job.overrides))
             run = self.client.create_run(exp_id, tags=all_tags, run_name=run_name)
             self.run_id = str(run.info.run_id)
             params = flatten_config(cfg)
@@ -323,7 +330,9 @@ class TrainingRun:
                 self.client.log_batch(self.run_id, params=items[i : i + 100])
 
     def _parent(self, exp_id: str, sweep: str) -> str:
-        return _sweep_parent(self.client, exp_id, sweep)
+        parent = _sweep_parent(self.client, exp_id, sweep)
+        assert parent is not None  # created when missing
+        return parent
 
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
         """Log finite metrics at ``step`` (interactions so far)."""
@@ -376,20 +385,21 @@ def _hydra_output_dir() -> str | None:
 
 @dataclass(frozen=True)
 class SweepJob:
-    """One job of a Hydra multirun: the sweep folder, the job number and the job's name (its values of the
-    swept overrides, e.g. ``traversal.max_branching=2 traversal.max_depth=3``)."""
+    """One job of a Hydra multirun: the sweep folder, the job number, the job's name (its values of the
+    swept overrides, e.g. ``traversal.max_branching=2 traversal.max_depth=3``) and those overrides."""
 
     dir: str
     num: int
     name: str
+    overrides: tuple[str, ...] = ()
 
 
 def sweep_job() -> SweepJob | None:
     """The running multirun job (see :class:`SweepJob`), or None outside a multirun.
 
     The name holds the job's overrides of the keys the sweep varies (read from the sweep's
-    ``multirun.yaml``, which Hydra writes before launching), else all its overrides but the ones excluded
-    from ``hydra.job.override_dirname``, else ``job <num>``."""
+    ``multirun.yaml``, which Hydra writes before launching, and from the sweeper's ``params``), else all its
+    overrides but the ones excluded from ``hydra.job.override_dirname``, else ``job <num>``."""
     try:
         from hydra.core.hydra_config import HydraConfig
 
@@ -400,10 +410,12 @@ def sweep_job() -> SweepJob | None:
         return None
     overrides = [str(o) for o in hc.overrides.task]
     swept = _swept_keys(Path(str(hc.sweep.dir)) / "multirun.yaml")
+    searched = OmegaConf.select(cast(DictConfig, hc), "sweeper.params", default=None)
+    swept |= {str(k).lstrip("+~") for k in (searched or {})}  # a sweeper's own search space
     exclude = {str(k) for k in hc.job.config.override_dirname.exclude_keys}
     chosen = [o for o in overrides if _key(o) in swept] or [o for o in overrides if _key(o) not in exclude]
     name = " ".join(o.replace("\\", "") for o in chosen) or f"job {hc.job.num}"
-    return SweepJob(dir=str(hc.sweep.dir), num=int(hc.job.num), name=name)
+    return SweepJob(dir=str(hc.sweep.dir), num=int(hc.job.num), name=name, overrides=tuple(chosen))
 
 
 def _key(override: str) -> str:
@@ -431,9 +443,32 @@ def _swept_keys(spec: Path) -> set[str]:
 
 
 class SweepCallback(Callback):
-    """Ends the MLflow runs of a ``python -m signet_rl.train`` job or sweep (``hydra.callbacks`` in
-    ``conf/train.yaml``): a job that raised leaves its run and its sweep's parent run FAILED (not RUNNING
-    forever); a multirun that ends with every job done marks its parent run FINISHED."""
+    """The MLflow runs of a ``python -m signet_rl.train`` job or sweep (``hydra.callbacks`` in
+    ``conf/train.yaml``), whatever the sweeper and launcher: a multirun opens its parent run before any job
+    starts (so parallel jobs share one); a job that raised leaves its run and its sweep's parent run FAILED
+    (not RUNNING forever); a multirun that ends with every job done logs the sweep summary to its parent
+    (:func:`log_sweep_summary`) and marks it FINISHED. A multirun started again in the same sweep folder (a
+    resumed Optuna sweep) reopens that parent and marks the runs its killed jobs left RUNNING as KILLED."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        found = _client_of(config)
+        if found is None:
+            return
+        client, exp_id = found
+        sweep = str(config.hydra.sweep.dir)
+        with _quiet_backend():
+            existing = _sweep_parent(client, exp_id, sweep, create=False)
+            parent = _sweep_parent(client, exp_id, sweep)
+            assert parent is not None
+            if existing is None:
+                return
+            client.update_run(parent, status="RUNNING")
+            stale = client.search_runs(
+                [exp_id], filter_string=f"tags.sweep = '{sweep}' and attributes.status = 'RUNNING'"
+            )
+            for run in stale:
+                if run.info.run_id != parent:
+                    client.set_terminated(run.info.run_id, "KILLED")
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         if job_return.status != JobStatus.FAILED:
@@ -463,6 +498,7 @@ class SweepCallback(Callback):
         with _quiet_backend():
             parent = _sweep_parent(client, exp_id, str(config.hydra.sweep.dir), create=False)
             if parent is not None and client.get_run(parent).info.status == "RUNNING":
+                log_sweep_summary(client, exp_id, parent, _sweep_metric(config))
                 client.set_terminated(parent, "FINISHED")
 
 
@@ -476,3 +512,128 @@ def _client_of(config: DictConfig) -> tuple[MlflowClient, str] | None:
     with _quiet_backend():
         client = MlflowClient(tracking_uri=uri)
         return client, _experiment_id(client, str(ml.get("experiment") or "signet_rl-train"), uri)
+
+
+#: What a sweep summary ranks jobs by when the config names no ``optimized_metric``: the first of these a
+#: job logged (the bandit task's, then the KG task's default).
+DEFAULT_SWEEP_METRICS = ("val/needed_recall", "val/kg_walk/mrr")
+
+
+def _sweep_metric(config: DictConfig) -> str | None:
+    name = config.get("optimized_metric")
+    return str(name) if name else None
+
+
+def sweep_summary(client: MlflowClient, exp_id: str, parent: str, metric: str | None = None) -> Any:
+    """One row per finished job of the sweep under run ``parent``: the job's swept overrides (tag
+    ``sweep_overrides``) as columns, then ``metric`` (default: the first of :data:`DEFAULT_SWEEP_METRICS`
+    the jobs logged), best first (ties by run name); its name is in ``frame.attrs["metric"]``."""
+    import pandas as pd
+
+    runs = client.search_runs(
+        [exp_id], filter_string=f"tags.mlflow.parentRunId = '{parent}' and attributes.status = 'FINISHED'"
+    )
+    if metric is None:
+        metric = next((m for m in DEFAULT_SWEEP_METRICS if any(_name(m) in r.data.metrics for r in runs)),
+                      DEFAULT_SWEEP_METRICS[0])  # fmt: skip
+    rows = []
+    for run in runs:
+        row: dict[str, Any] = {"run": run.info.run_name}
+        for override in json.loads(run.data.tags.get("sweep_overrides", "[]")):
+            key, _, value = str(override).partition("=")
+            row[key.lstrip("+~")] = _parse_value(value)
+        row[metric] = run.data.metrics.get(_name(metric), math.nan)  # MLflow's name for it
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        frame = frame.sort_values([metric, "run"], ascending=[False, True], kind="stable")  # ties by name
+        frame = frame.reset_index(drop=True)
+    frame.attrs["metric"] = metric
+    return frame
+
+
+def _parse_value(text: str) -> Any:
+    """An override's value as a number when it is one, else the text."""
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text.strip("'\"")
+
+
+def parallel_coordinates_png(frame: Any, path: str | Path, title: str = "") -> Path:
+    """A parallel-coordinates plot of a :func:`sweep_summary`: one vertical axis per swept key (numbers
+    scaled to their range, a log scale when they span more than 20x; other values evenly spaced) and a last
+    one for the metric, one line per job coloured by the metric."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    metric = str(frame.attrs["metric"])
+    keys = [c for c in frame.columns if c not in ("run", metric)] + [metric]
+    scaled, ticks = [], []
+    for key in keys:
+        col = frame[key]
+        numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in col)
+        if numeric:
+            x = col.to_numpy(dtype=np.float64)
+            finite = x[np.isfinite(x)]
+            lo, hi = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
+            log = key != metric and lo > 0 and hi / lo > 20
+            if log:
+                x, lo, hi = np.log10(x), math.log10(lo), math.log10(hi)
+            span = hi - lo or 1.0
+            scaled.append((x - lo) / span)
+            label = (lambda v: f"{10**v:.3g}") if log else (lambda v: f"{v:.3g}")
+            ticks.append([(0.0, label(lo)), (1.0, label(hi))] if hi > lo else [(0.0, label(lo))])
+        else:
+            levels = sorted({str(v) for v in col})
+            pos = {v: (i / (len(levels) - 1) if len(levels) > 1 else 0.5) for i, v in enumerate(levels)}
+            scaled.append(np.array([pos[str(v)] for v in col]))
+            ticks.append([(p, v) for v, p in pos.items()])
+    values = frame[metric].to_numpy(dtype=np.float64)
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.8 * len(keys)), 4.2))
+    cmap = plt.get_cmap("viridis")
+    finite = values[np.isfinite(values)]
+    vlo, vhi = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
+    for i in np.argsort(np.nan_to_num(values, nan=-np.inf), kind="stable"):  # the best drawn last, on top
+        shade = (values[i] - vlo) / ((vhi - vlo) or 1.0) if np.isfinite(values[i]) else 0.0
+        ax.plot(range(len(keys)), [s[i] for s in scaled], color=cmap(shade), alpha=0.8, lw=1.6, marker="o")
+    for j, axis_ticks in enumerate(ticks):
+        ax.axvline(j, color="0.6", lw=0.8)
+        for p, text in axis_ticks:
+            ax.annotate(text, (j, p), xytext=(4, 0), textcoords="offset points", fontsize=8, va="center")
+    ax.set_xticks(range(len(keys)), keys, rotation=15, fontsize=8)
+    ax.set_yticks([])
+    ax.set_ylim(-0.05, 1.05)
+    mappable = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(vlo, vhi))
+    fig.colorbar(mappable, ax=ax, label=metric)
+    ax.set_title(title or f"{len(frame)} jobs: swept values against {metric}", fontsize=10)
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def log_sweep_summary(client: MlflowClient, exp_id: str, parent: str, metric: str | None = None) -> None:
+    """Log :func:`sweep_summary` (``sweep_summary.csv`` and ``.md``) and its parallel-coordinates plot
+    (``sweep_parallel_coordinates.png``) to the sweep's parent run, with the best value as the parent's
+    metric ``best/<metric>``. A sweep without finished jobs logs nothing."""
+    frame = sweep_summary(client, exp_id, parent, metric)
+    if not len(frame):
+        return
+    name = str(frame.attrs["metric"])
+    with tempfile.TemporaryDirectory(prefix="signet_rl-sweep-") as tmp:
+        out = Path(tmp)
+        frame.to_csv(out / "sweep_summary.csv", index=False)
+        (out / "sweep_summary.md").write_text(render_markdown(frame.set_index("run"), digits=4))
+        parallel_coordinates_png(frame, out / "sweep_parallel_coordinates.png")
+        client.log_artifacts(parent, tmp)
+    best = float(frame[name].iloc[0])
+    if math.isfinite(best):
+        client.log_metric(parent, _name(f"best/{name}"), best)

@@ -106,3 +106,13 @@ def test_importing_loads_no_evaluation_module(module):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "", f"importing {module} loaded {out.stdout.strip()}"
+
+
+def test_the_hydra_plugins_import_nothing_of_the_project():
+    """``hydra_plugins/`` sits beside the layers (docs/design.md): Hydra imports it in every app, so it must
+    not pull ``signet_rl`` in."""
+    plugins = sorted((ROOT / "hydra_plugins").rglob("*.py"))
+    assert plugins, "hydra_plugins/ holds no module"
+    assert not (ROOT / "hydra_plugins" / "__init__.py").exists(), "hydra_plugins must stay a namespace"
+    bad = [f"{p.relative_to(ROOT)}:{line}: imports {name}" for p in plugins for line, name in imports_of(p)]
+    assert not bad, "\n".join(bad)

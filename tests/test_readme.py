@@ -8,7 +8,8 @@ else an earlier command left behind (a cache folder, say) can hide a failure in 
 one, ``git status --porcelain`` in its copy must be clean (no tracked file changed, no untracked file that is
 not ignored) and every path it names must exist. A few are only checked, not run: installs
 (``pip install``), the MLflow UI (a server for a browser), commands needing an optional extra
-(``encoder=minilm`` needs ``.[embed]``) and ``export`` lines with a placeholder path (the test sets the data
+(``encoder=minilm`` needs ``.[embed]``; the joblib and Ray launchers and ``ray=true``, where ``.[sweep]`` or
+``.[distributed]`` is not installed) and ``export`` lines with a placeholder path (the test sets the data
 root itself); ``python -m pytest`` is collected, not run (this test is part of it). Commands naming a real
 dataset are skipped when the data root lacks it, unless ``SIGNET_RL_REQUIRE_DATA=1``.
 """
@@ -106,6 +107,12 @@ def path_literals(code: str) -> list[str]:
     return out
 
 
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
 def check_only(words: list[str]) -> str | None:
     """Why a shell command is checked but not run, or None when it runs."""
     line = " ".join(words)
@@ -119,6 +126,10 @@ def check_only(words: list[str]) -> str | None:
         return "a request to a running service"
     if "encoder=minilm" in words:
         return "needs the .[embed] extra"
+    if "hydra/launcher=local_joblib" in words and not _installed("hydra_plugins.hydra_joblib_launcher"):
+        return "needs the .[sweep] extra"
+    if ("hydra/launcher=local_ray" in words or "ray=true" in words) and not _installed("ray"):
+        return "needs the .[distributed] extra"
     if words[0] == "export" and "/path/to/" in line:
         return "a placeholder path"
     return None
@@ -210,6 +221,8 @@ def test_readme_parsing_finds_commands_snippets_and_continuations():
         "runs/kinship", "o/p",
     ]  # fmt: skip
     assert check_only(shlex.split('python3 -m venv .venv && pip install -e ".[dev]"')) == "an install"
+    ray = shlex.split("python -m signet_rl.train -m hydra/launcher=local_ray a=1,2")
+    assert check_only(ray) == (None if _installed("ray") else "needs the .[distributed] extra")
 
 
 def test_every_readme_command_and_snippet_runs_in_a_fresh_copy(tmp_path):

@@ -57,6 +57,7 @@ __all__ = [
     "render_markdown",
     "render_text",
     "select_queries",
+    "shard_positions",
 ]
 
 #: Metrics reported with a bootstrap interval (``@k`` ones are expanded per ``k``).
@@ -501,6 +502,42 @@ class EvaluationResult:
             n_boot=first.n_boot, alpha=first.alpha, seed=first.seed,
         )  # fmt: skip
 
+    @classmethod
+    def merge_shards(cls, shards: Sequence[EvaluationResult]) -> EvaluationResult:
+        """One result from the parts of a sharded evaluation (``evaluate(..., shard=(i, n))`` for ``i`` in
+        order): rows in the single-process order (retriever by retriever, queries in shard order), so every
+        bootstrap interval and table equals the unsharded one; index times are the slowest shard's."""
+        if not shards:
+            raise ValueError("no shards to merge")
+        first = shards[0]
+        for part in shards:
+            same = (part.dataset_hash, part.split, part.ks, part.budgets)
+            if same != (first.dataset_hash, first.split, first.ks, first.budgets):
+                raise ValueError("shards differ in dataset, split, ks or retrievers; they cannot be merged")
+        order = {name: i for i, name in enumerate(first.budgets)}
+        frames = [part.rows.assign(_shard=i) for i, part in enumerate(shards) if len(part.rows)]
+        rows = pd.concat(frames, ignore_index=True)
+        rows["_pos"] = rows.groupby(["_shard", "retriever"], sort=False).cumcount()
+        rows["_ret"] = rows["retriever"].map(order)
+        rows = rows.sort_values(["_ret", "_shard", "_pos"], kind="stable")
+        rows = rows.drop(columns=["_shard", "_pos", "_ret"])
+        seconds = {k: max(p.index_seconds.get(k, 0.0) for p in shards) for k in first.index_seconds}
+        return cls(
+            rows=rows.reset_index(drop=True), dataset=first.dataset, dataset_hash=first.dataset_hash,
+            split=first.split, ks=first.ks, budgets=dict(first.budgets), index_seconds=seconds,
+            n_boot=first.n_boot, alpha=first.alpha, seed=first.seed,
+        )  # fmt: skip
+
+
+def shard_positions(n_queries: int, index: int, shards: int) -> range:
+    """The positions of shard ``index`` of ``shards`` contiguous, near-equal slices of ``n_queries``
+    queries."""
+    if not (isinstance(shards, int) and shards >= 1 and isinstance(index, int) and 0 <= index < shards):
+        raise ValueError(f"shard ({index}, {shards}) is not one of {shards} shards; give 0 <= index < shards")
+    size, extra = divmod(n_queries, shards)
+    start = index * size + min(index, extra)
+    return range(start, start + size + (index < extra))
+
 
 def _budget_label(budget: int | None) -> str:
     return NO_BUDGET if budget is None else str(budget)
@@ -520,6 +557,7 @@ def evaluate(
     seed: int = 0,
     n_boot: int = 1000,
     alpha: float = 0.05,
+    shard: tuple[int, int] | None = None,
 ) -> EvaluationResult:
     """Evaluate ``retrievers`` on the queries of one split under one character budget.
 
@@ -534,15 +572,21 @@ def evaluate(
         seed: seeds the subset and the bootstrap.
         n_boot: bootstrap resamples per interval.
         alpha: 1 - confidence level of the intervals.
+        shard: ``(i, n)``: only the ``i``-th of ``n`` contiguous slices of the selected queries (one worker's
+            part of a sharded evaluation; :meth:`EvaluationResult.merge_shards` joins the parts back into the
+            single-process result).
 
     Raises:
-        ValueError: a budget of 0 or below, an empty or unknown split, bad ``ks`` or ``max_queries``.
+        ValueError: a budget of 0 or below, an empty or unknown split, bad ``ks`` or ``max_queries``, a shard
+            outside ``0 <= i < n``.
         TypeError: something that is not a retriever, or a retriever returning something that is not a Unit.
     """
     budget = _check_budget(budget_chars)
     kk = _check_ks(ks)
     named = _named(retrievers)
     queries = select_queries(dataset, split, max_queries, seed)
+    if shard is not None:
+        queries = [queries[i] for i in shard_positions(len(queries), *shard)]
     resolver = ItemResolver(dataset)
     index_seconds = _index_all(dataset, named)
     records = []

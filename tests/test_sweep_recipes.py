@@ -1,0 +1,57 @@
+"""The equal-tuning sweep recipes (``conf/experiment/learning/sweep/``): each composes with
+``hydra/sweeper=signet_optuna``, searches keys the config has over ranges that are not empty, on synthetic v2
+medium validation, and every scorer gets the same number of trials (at least 16) on the one shared traversal.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from hydra_plugins.signet_rl_optuna.space import check_keys, search_space
+
+ROOT = Path(__file__).resolve().parents[1]
+SWEEPS = ROOT / "conf" / "experiment" / "learning" / "sweep"
+SHARED = {"base", "traversal_best"}  # included by the recipes, not recipes of their own
+RECIPES = sorted(p.stem for p in SWEEPS.glob("*.yaml") if p.stem not in SHARED)
+SCORERS = {"traversal": "prior", "gnn": "gnn", "linucb": "linucb", "prior": "prior", "ppr": "ppr"}
+
+
+def _compose(recipe: str):
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return compose("train", overrides=[f"+experiment=learning/sweep/{recipe}"], return_hydra_config=True)
+
+
+def test_there_is_a_traversal_sweep_and_one_per_scorer():
+    assert sorted(SCORERS) == RECIPES
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_each_sweep_recipe_composes_to_a_valid_search(recipe):
+    cfg = _compose(recipe)
+    sweeper = cfg.hydra.sweeper
+    assert sweeper._target_ == "hydra_plugins.signet_rl_optuna.sweeper.SignetOptunaSweeper"
+    assert (
+        sweeper.study_name == f"learning-{recipe}" and sweeper.storage == "sqlite:///data/sweeps/learning.db"
+    )
+    assert sweeper.n_trials == 24 and sweeper.direction == "maximize"
+    assert cfg.hydra.sweep.dir == f"multirun/sweeps/learning-{recipe}"
+    assert cfg.scorer.name == SCORERS[recipe]
+    assert cfg.dataset.spec == "synthetic:medium:0" and cfg.dataset.options.version == 2
+    assert cfg.optimized_metric.startswith("val/") and cfg.task.budget_chars == 400
+    space = search_space(OmegaConf.to_container(sweeper.params), [])
+    check_keys(list(space), cfg)  # raises on a key the config lacks
+    expected = "traversal." if recipe == "traversal" else "scorer."
+    assert space and all(k.startswith(expected) for k in space)
+
+
+def test_every_scorer_sweep_shares_the_one_traversal():
+    shared = OmegaConf.load(SWEEPS / "traversal_best.yaml").traversal
+    for recipe in RECIPES:
+        if recipe == "traversal":
+            continue
+        traversal = _compose(recipe).traversal
+        assert {k: traversal[k] for k in shared} == dict(shared), recipe
