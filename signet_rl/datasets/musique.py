@@ -45,6 +45,7 @@ import pandas as pd
 from signet_rl.core.paths import DATA_ENV
 from signet_rl.core.types import Query
 from signet_rl.datasets.base import Dataset, DatasetNotFoundError, GroundTruth, LoadReport, Truth
+from signet_rl.datasets.extract import ExtractConfig, MemoryText, extract_graph, merge_graphs
 from signet_rl.graph.confidence import Reason
 from signet_rl.graph.model import EPOCH, EntityType, KnowledgeGraph
 
@@ -97,11 +98,16 @@ def _not_found(path: Path, why: str) -> DatasetNotFoundError:
         "(musique_*.json, *_corpus.json, openie_*.json)")
 
 
-def load_musique(root: Path) -> Dataset:
+def load_musique(root: Path, extract: bool = True, extract_encoder: str = "minilm") -> Dataset:
     """Load the MuSiQue questions, their passage pool and its OpenIE triples as one graph.
 
     Args:
         root: the data root (see :func:`~signet_rl.core.paths.data_root`).
+        extract: lay the graph :mod:`signet_rl.datasets.extract` builds from the passages over the OpenIE
+            graph (default): its entities merge with OpenIE's by normalised name, its co-mention
+            dependencies, aspects and attributes are added (``graph.meta["dependency_memory"]`` still lists
+            the OpenIE dependencies, which come first). ``False`` gives the OpenIE graph alone.
+        extract_encoder: the encoder the extractor compares names with (``minilm``, else ``hashing``).
 
     Returns:
         A :class:`Dataset` named ``musique`` with one graph keyed ``"main"`` and one ``test`` query
@@ -246,10 +252,17 @@ def load_musique(root: Path) -> Dataset:
     }
     graph = KnowledgeGraph.from_frames(memories=pd.DataFrame(memories), entities=entities,
                                        dependencies=dependencies, mentions=mentions, meta=meta)
+    if extract:
+        texts = [MemoryText(id=m["id"], text=m["content"].replace("\n", ". ", 1), content=m["content"])
+                 for m in memories]
+        graph = merge_graphs(graph, extract_graph(texts, ExtractConfig(encoder=extract_encoder)))
+        meta = graph.meta
     ds_meta = {k: v for k, v in meta.items() if k != "dependency_memory"}
-    ds_meta["counts"] = {"memories": len(memories), "entities": len(entities),
-                         "dependencies": n_dep, "mentions": len(mentions), "queries": len(queries),
+    ds_meta["counts"] = {"memories": len(memories), "entities": graph.num_entities,
+                         "openie_entities": len(entities), "dependencies": len(graph.dependencies),
+                         "openie_dependencies": n_dep, "mentions": len(graph.mentions), "queries": len(queries),
                          "malformed": len(report.malformed)}
+    ds_meta["options"] = {"extract": extract, "extract_encoder": extract_encoder}
     ds_meta["load_seconds"] = round(time.perf_counter() - t0, 3)
     return Dataset(name="musique", graphs={"main": graph}, queries=queries,
                    truth=GroundTruth(truths), report=report, meta=ds_meta)
