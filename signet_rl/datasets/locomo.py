@@ -11,18 +11,25 @@ exist. Each sample becomes one :class:`~signet_rl.graph.model.KnowledgeGraph` ke
   is ``"<speaker>: <text>"``, followed by ``[shares an image: <blip_caption>]`` when the turn shares
   an image. ``created_at`` is the session's date-time ("1:56 pm on 8 May, 2023") plus one second per
   turn index, so turns keep their order.
-* **Entities** — the two speakers (``person``), one entity for the conversation itself (``concept``,
-  owner of the session summaries), and named entities found offline in the turn texts
-  (``extracted``).
-* **Mentions** — every turn mentions its speaker (confidence 1.0) and each entity its text names
-  (confidence 0.5 for extracted names, 1.0 when a speaker is named).
-* **Attributes** — under aspects keyed ``<entity id>/<aspect name>``:
+* **The extracted graph** (the default, issue 24) — :mod:`signet_rl.datasets.extract` on the turns (text
+  plus image caption, speaker, session number, time): the speakers (``person:<name>``), named entities and
+  salient noun phrases resolved into entities, co-mention and verb-typed dependencies, topic aspects whose
+  attributes carry each turn's whole content (provenance ``memory_id``), and the session DAG (session
+  entities ``session:<n>`` with ``next_session`` dependencies and one ``turns`` attribute per turn). Every
+  turn mentions its speaker (confidence 1.0) and its session. ``extract=False`` gives the loader before
+  issue 24 instead: the speakers and the capitalised-name heuristic below (``extracted``, confidence 0.5),
+  nothing else.
+* **LoCoMo's own observations and summaries** (``observations=True``, off by default) — one entity for the
+  conversation itself (``concept``, owner of the session summaries) and attributes under aspects keyed
+  ``<entity id>/<aspect name>``:
   ``observations`` of a speaker (LoCoMo's per-session observations; ``memory_id`` = the first
   evidence turn, the provenance), ``events`` of a speaker (the per-session event summaries;
   ``memory_id`` = the session's last turn, since an event summarises the session) and
   ``session_summaries`` of the conversation entity (``memory_id`` = the session's last turn). Their
   ``created_at`` is the time of the turn they cite. Observations citing several turns keep the first
-  as provenance.
+  as provenance. Then ``meta["pool_attribute_aspects"]`` is ``["observations"]`` (flat retrieval pools them)
+and ``meta["evidence_attribute_aspects"]`` every aspect but the summaries; without them nothing is pooled
+and every attribute (each carries a turn's whole text) is evidence for its turn (``None``).
 
 Queries: one per QA item, id ``<sample_id>:q<i>``, split ``test``, asked one hour after the
 conversation's last turn. Their :class:`~signet_rl.datasets.base.Truth` needs the evidence turns'
@@ -35,7 +42,7 @@ turn, or that cannot be read at all (``"D"``) is recorded in the
 :class:`~signet_rl.datasets.base.LoadReport` with the file, ``sample_id``, question index and the
 bad id.
 
-**Entity extraction** is a dependency-free heuristic, not NER: within each sentence, runs of
+**The old entity heuristic** (``extract=False``) is dependency-free, not NER: within each sentence, runs of
 capitalised words (joined across ``of``/``the``/``de``/``&``) are candidate names; a run's first
 word is dropped when it opens the sentence (capitalised only by position), possessive ``'s`` is
 stripped, and stop words (pronouns, greetings, interjections, weekdays and months, common sentence

@@ -16,6 +16,12 @@ files of a kind are pooled; nothing assumes which files exist.
   mentions both arguments, and ``graph.meta["dependency_memory"]`` lists the memory id of each
   dependency in row order.
 * **Mentions** — a passage mentions its extracted entities and its triples' arguments.
+* **The extracted graph** (the default, issue 24; ``extract=False`` leaves it out) —
+  :mod:`signet_rl.datasets.extract` on the passages (title, then text; no speaker, no session), laid over
+  the OpenIE graph by :func:`~signet_rl.datasets.extract.merge_graphs`: an extracted entity whose normalised
+  name is an OpenIE entity's *is* that entity; the others, the co-mention and verb-typed dependencies
+  (after the OpenIE rows), topic aspects and attributes (each passage's whole text, provenance
+  ``memory_id``) are added.
 
 Queries: one per question, id = MuSiQue's id, split ``test`` (a 100-question tuning set: use
 :meth:`~signet_rl.datasets.base.Dataset.kfold` to learn on it). Their truth needs the memories of
