@@ -202,6 +202,12 @@ def test_empty_none_and_non_utf8_text(nlp):
     assert "ent:paris" in per["e3"]
 
 
+def test_no_memories_and_blank_memories(nlp):
+    assert extract_graph([], HASHING, cache=False).num_entities == 0
+    g = extract_graph([MemoryText("a", ""), MemoryText("b", "   ")], HASHING, cache=False)
+    assert g.num_memories == 2 and g.num_entities == 0 and len(g.mentions) == 0
+
+
 def test_first_memory_without_time_is_the_epoch(nlp):
     g = extract_graph([MemoryText("x", "Hello there.")], HASHING, cache=False)
     assert g.memory("x").created_at == pd.Timestamp("1970-01-01", tz="UTC")
