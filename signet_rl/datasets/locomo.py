@@ -571,7 +571,8 @@ def load_locomo(root: Path, extract: bool = True, observations: bool = False,
         # Extracted attributes carry their turn's whole content, so they are evidence for it; LoCoMo's
         # session summaries and event summaries are not (they cite the session's last turn).
         "evidence_attribute_aspects": (
-            sorted({str(n) for g in graphs.values() for n in g.aspects["name"]} - {"session_summaries", "events"})
+            sorted({str(n) for g in graphs.values() for n in g.aspects["name"]}
+                   - {"session_summaries", "events"})
             if observations else None),
         "options": {"extract": extract, "observations": observations, "extract_encoder": extract_encoder},
     }

@@ -266,7 +266,8 @@ def load_musique(root: Path, extract: bool = True, extract_encoder: str = "minil
     ds_meta = {k: v for k, v in meta.items() if k != "dependency_memory"}
     ds_meta["counts"] = {"memories": len(memories), "entities": graph.num_entities,
                          "openie_entities": len(entities), "dependencies": len(graph.dependencies),
-                         "openie_dependencies": n_dep, "mentions": len(graph.mentions), "queries": len(queries),
+                         "openie_dependencies": n_dep, "mentions": len(graph.mentions),
+                         "queries": len(queries),
                          "malformed": len(report.malformed)}
     ds_meta["options"] = {"extract": extract, "extract_encoder": extract_encoder}
     ds_meta["load_seconds"] = round(time.perf_counter() - t0, 3)

@@ -81,7 +81,8 @@ def load_signet_dataset(path: str | os.PathLike[str], timeout: float = DEFAULT_T
     if extract:
         from signet_rl.datasets.extract import ExtractConfig, extract_graph, memories_from_graph, merge_graphs
 
-        graph = merge_graphs(graph, extract_graph(memories_from_graph(graph), ExtractConfig(encoder=extract_encoder)))
+        extracted = extract_graph(memories_from_graph(graph), ExtractConfig(encoder=extract_encoder))
+        graph = merge_graphs(graph, extracted)
     store = graph.meta["signet_store"]
     return Dataset(
         name=f"signet:{path}",

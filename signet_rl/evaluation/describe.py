@@ -101,7 +101,8 @@ def density(dataset: Dataset, reachability: bool = True) -> dict[str, Any]:
         "entities_without_sessions": n_ent - sessions,
         "dependencies": n_dep,
         "dependencies_per_entity": round(n_dep / n_ent, 3) if n_ent else 0.0,
-        "mentions_per_memory": round(sum(len(g.mentions) for g in gs) / max(1, sum(g.num_memories for g in gs)), 3),
+        "mentions_per_memory": round(
+            sum(len(g.mentions) for g in gs) / max(1, sum(g.num_memories for g in gs)), 3),
     }
     extract = next((g.meta["extract"] for g in gs if g.meta.get("extract")), None)
     if extract:
@@ -119,8 +120,8 @@ def density(dataset: Dataset, reachability: bool = True) -> dict[str, Any]:
 def _density_lines(d: dict[str, Any]) -> list[str]:
     lines = [
         f"density: {d['entities']:,} entities ({d['entities_without_sessions']:,} without session nodes), "
-        f"{d['dependencies_per_entity']:.2f} dependencies per entity, {d['mentions_per_memory']:.2f} mentions "
-        "per memory"
+        f"{d['dependencies_per_entity']:.2f} dependencies per entity, "
+        f"{d['mentions_per_memory']:.2f} mentions per memory"
     ]
     if "extractor" in d:
         x = d["extractor"]
@@ -131,9 +132,9 @@ def _density_lines(d: dict[str, Any]) -> list[str]:
     if "reachability" in d:
         r = d["reachability"]
         lines.append(
-            f"  reachability ceiling (evidence within 2 hops of entry search's top {r['k']} non-hub entities, "
-            f"{r['queries']:,} queries): {r['ceiling']:.3f} (micro {r['ceiling_micro']:.3f}; hop 1 {r['hop1']:.3f}; "
-            f"2 hops reach {r['reach_share']:.3f} of memories)"
+            f"  reachability ceiling (evidence within 2 hops of entry search's top {r['k']} non-hub "
+            f"entities, {r['queries']:,} queries): {r['ceiling']:.3f} (micro {r['ceiling_micro']:.3f}; "
+            f"hop 1 {r['hop1']:.3f}; 2 hops reach {r['reach_share']:.3f} of memories)"
         )
     return lines
 
