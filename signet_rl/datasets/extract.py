@@ -38,8 +38,10 @@ noun phrases are ``concept``; sessions ``session``), ``created_at`` its first me
 (0.6); ``mention_text`` is the first surface seen.
 
 **Dependencies** (``entity_dependencies``), one row per entity pair, from co-mention: two entities in one
-memory co-occur once; an entity in turn *i* and one in turn *j* of the same session, ``0 < j - i <=
-window`` (2), co-occur *nearby*. A subject and an object of one verb in one sentence (``nsubj`` and
+memory co-occur once (in a memory longer than ``sentence_pairs_over``, 300 characters -- a passage, not a
+chat turn -- only when one sentence names both: a passage's every entity pair would make a clique of
+every passage); an entity in turn *i* and one in turn *j* of the same session, ``0 < j - i <= window``
+(2), co-occur *nearby*. A subject and an object of one verb in one sentence (``nsubj`` and
 ``dobj``/``attr``/``pobj`` of a preposition on the verb; the subject ``I``/``we`` is the speaker) type
 the pair with the verb: Signet's types where the lemma says so (``use`` -> ``uses``, ``need``/``require``
 -> ``requires``, ``own``/``belong`` -> ``owned_by``, ``block``/``prevent`` -> ``blocks``,
@@ -238,7 +240,9 @@ class ExtractConfig:
         aspect_size: one more aspect per this many memories of an entity.
         attribute_chars: longer memories give their entity's sentences as attribute, not their content.
         max_chars: text analysed per memory.
-        max_pair_entities: co-mention pairs use at most this many entities of one memory (most mentioned).
+        max_pair_entities: co-mention pairs use at most this many entities of one memory (first found).
+        sentence_pairs_over: in a memory longer than this many characters (a passage rather than a chat
+            turn), two entities co-occur only when one sentence names both.
         batch_size: spaCy ``nlp.pipe`` batch.
     """
 
@@ -252,11 +256,12 @@ class ExtractConfig:
     attribute_chars: int = 1000
     max_chars: int = 20_000
     max_pair_entities: int = 24
+    sentence_pairs_over: int = 300
     batch_size: int = 64
 
     def __post_init__(self) -> None:
         for name in ("window", "min_phrase_memories", "max_aspects", "aspect_size", "attribute_chars",
-                     "max_chars", "max_pair_entities", "batch_size"):
+                     "max_chars", "max_pair_entities", "sentence_pairs_over", "batch_size"):
             value = getattr(self, name)
             least = 0 if name == "window" else 1
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
@@ -924,11 +929,24 @@ class _Extractor:
         for i, ents in enumerate(mem_entities):
             ents = ents[: cfg.max_pair_entities]
             capped.append(ents)
-            for x in range(len(ents)):
-                for y in range(x + 1, len(ents)):
-                    p = (min(ents[x], ents[y]), max(ents[x], ents[y]))
-                    within[p].add(i)
-                    first.setdefault(p, i)
+            if len(self.texts[i]) > cfg.sentence_pairs_over:
+                # a long memory (a passage): entities co-occur only within a sentence; the speaker in all
+                kept = set(ents)
+                groups: dict[int, list[str]] = defaultdict(list)
+                for f in per_memory[i]:
+                    e = entity_of[f.key]
+                    if e in kept and f.sentence >= 0 and e not in groups[f.sentence]:
+                        groups[f.sentence].append(e)
+                everywhere = [entity_of[f.key] for f in per_memory[i] if f.sentence < 0]
+                lists = [everywhere + [e for e in g if e not in everywhere] for g in groups.values()]
+            else:
+                lists = [ents]
+            for group in lists:
+                for x in range(len(group)):
+                    for y in range(x + 1, len(group)):
+                        p = (min(group[x], group[y]), max(group[x], group[y]))
+                        within[p].add(i)
+                        first.setdefault(p, i)
             # verb-typed pairs within one sentence
             a = analyses[i]
             speaker = self.memories[i].speaker

@@ -320,3 +320,17 @@ def test_minilm_absent_falls_back_to_hashing_and_describe_names_it(nlp, monkeypa
     text = format_description(describe(ds))
     assert f"  encoder fallback: {meta['encoder_fallback']}" in text
     assert "name encoder hashing-384, merge threshold 0.6" in text
+
+
+def test_a_long_memory_pairs_entities_within_a_sentence(nlp):
+    filler = " ".join(["The weather was mild and the trains were on time that spring."] * 5)
+    text = f"Paris is the capital of France. {filler} Rome is the capital of Italy."
+    assert len(text) > ExtractConfig().sentence_pairs_over
+    g = extract_graph([MemoryText("p", text)], HASHING, cache=False)
+    pairs = {frozenset(p) for p in zip(g.dependencies["source_entity_id"], g.dependencies["target_entity_id"],
+                                       strict=True)}
+    assert pairs == {frozenset({"ent:paris", "ent:france"}), frozenset({"ent:rome", "ent:italy"})}
+    # the same text as a short memory (threshold above its length): every pair of the memory co-occurs
+    short = extract_graph([MemoryText("p", text)], ExtractConfig(encoder="hashing", sentence_pairs_over=1000),
+                          cache=False)
+    assert len(short.dependencies) == 6
