@@ -11,18 +11,25 @@ exist. Each sample becomes one :class:`~signet_rl.graph.model.KnowledgeGraph` ke
   is ``"<speaker>: <text>"``, followed by ``[shares an image: <blip_caption>]`` when the turn shares
   an image. ``created_at`` is the session's date-time ("1:56 pm on 8 May, 2023") plus one second per
   turn index, so turns keep their order.
-* **Entities** — the two speakers (``person``), one entity for the conversation itself (``concept``,
-  owner of the session summaries), and named entities found offline in the turn texts
-  (``extracted``).
-* **Mentions** — every turn mentions its speaker (confidence 1.0) and each entity its text names
-  (confidence 0.5 for extracted names, 1.0 when a speaker is named).
-* **Attributes** — under aspects keyed ``<entity id>/<aspect name>``:
+* **The extracted graph** (the default, issue 24) — :mod:`signet_rl.datasets.extract` on the turns (text
+  plus image caption, speaker, session number, time): the speakers (``person:<name>``), named entities and
+  salient noun phrases resolved into entities, co-mention and verb-typed dependencies, topic aspects whose
+  attributes carry each turn's whole content (provenance ``memory_id``), and the session DAG (session
+  entities ``session:<n>`` with ``next_session`` dependencies and one ``turns`` attribute per turn). Every
+  turn mentions its speaker (confidence 1.0) and its session. ``extract=False`` gives the loader before
+  issue 24 instead: the speakers and the capitalised-name heuristic below (``extracted``, confidence 0.5),
+  nothing else.
+* **LoCoMo's own observations and summaries** (``observations=True``, off by default) — one entity for the
+  conversation itself (``concept``, owner of the session summaries) and attributes under aspects keyed
+  ``<entity id>/<aspect name>``:
   ``observations`` of a speaker (LoCoMo's per-session observations; ``memory_id`` = the first
   evidence turn, the provenance), ``events`` of a speaker (the per-session event summaries;
   ``memory_id`` = the session's last turn, since an event summarises the session) and
   ``session_summaries`` of the conversation entity (``memory_id`` = the session's last turn). Their
   ``created_at`` is the time of the turn they cite. Observations citing several turns keep the first
-  as provenance.
+  as provenance. Then ``meta["pool_attribute_aspects"]`` is ``["observations"]`` (flat retrieval pools them)
+and ``meta["evidence_attribute_aspects"]`` every aspect but the summaries; without them nothing is pooled
+and every attribute (each carries a turn's whole text) is evidence for its turn (``None``).
 
 Queries: one per QA item, id ``<sample_id>:q<i>``, split ``test``, asked one hour after the
 conversation's last turn. Their :class:`~signet_rl.datasets.base.Truth` needs the evidence turns'
@@ -35,7 +42,7 @@ turn, or that cannot be read at all (``"D"``) is recorded in the
 :class:`~signet_rl.datasets.base.LoadReport` with the file, ``sample_id``, question index and the
 bad id.
 
-**Entity extraction** is a dependency-free heuristic, not NER: within each sentence, runs of
+**The old entity heuristic** (``extract=False``) is dependency-free, not NER: within each sentence, runs of
 capitalised words (joined across ``of``/``the``/``de``/``&``) are candidate names; a run's first
 word is dropped when it opens the sentence (capitalised only by position), possessive ``'s`` is
 stripped, and stop words (pronouns, greetings, interjections, weekdays and months, common sentence
@@ -62,6 +69,7 @@ import pandas as pd
 from signet_rl.core.paths import DATA_ENV
 from signet_rl.core.types import Query
 from signet_rl.datasets.base import Dataset, DatasetNotFoundError, GroundTruth, LoadReport, Truth
+from signet_rl.datasets.extract import ExtractConfig, MemoryText, extract_graph, merge_graphs
 from signet_rl.graph.model import EntityType, KnowledgeGraph
 
 __all__ = ["CATEGORIES", "extract_names", "load_locomo", "parse_evidence", "parse_session_time"]
@@ -159,8 +167,11 @@ def _not_found(path: Path, why: str) -> DatasetNotFoundError:
 class _ConversationBuilder:
     """Builds one conversation's tables; collects problems in the shared report."""
 
-    def __init__(self, sample: dict[str, Any], file: Path, report: LoadReport) -> None:
+    def __init__(self, sample: dict[str, Any], file: Path, report: LoadReport, heuristic: bool = False,
+                 observations: bool = True) -> None:
         self.sample, self.file, self.report = sample, file, report
+        self.heuristic, self.observations = heuristic, observations
+        self.texts: list[MemoryText] = []
         self.sid = str(sample["sample_id"])
         self.memories: list[dict[str, Any]] = []
         self.entities: dict[str, dict[str, Any]] = {}
@@ -214,8 +225,9 @@ class _ConversationBuilder:
         self.speaker_ids = {s: f"person:{_slug(s)}" for s in speakers}
         for s, eid in self.speaker_ids.items():
             self.entity(eid, s, EntityType.PERSON, first)
-        self.entity("conversation", f"conversation {self.sid} ({' & '.join(speakers)})",
-                    EntityType.CONCEPT, first)
+        if self.observations:  # the owner of the session summaries
+            self.entity("conversation", f"conversation {self.sid} ({' & '.join(speakers)})",
+                        EntityType.CONCEPT, first)
         # Name (lower case) -> speaker entity, full and first names.
         self.name_to_speaker = {s.lower(): eid for s, eid in self.speaker_ids.items()}
         for s, eid in self.speaker_ids.items():
@@ -267,6 +279,11 @@ class _ConversationBuilder:
                                     action="kept")
                 if sp is not None:
                     self.mention(memory_id, sp, speaker, 1.0, when)
+                analysed = text + (f" {turn['blip_caption']}." if turn.get("blip_caption") else "")
+                self.texts.append(MemoryText(id=memory_id, text=analysed, time=when, speaker=speaker or None,
+                                             session=n, content=content))
+                if not self.heuristic:
+                    continue
                 for name in extract_names(text):
                     extracted.append((memory_id, name, when))
                     surface.setdefault(name.lower(), Counter())[name] += 1
@@ -415,17 +432,21 @@ class _ConversationBuilder:
                                 answers=() if answer is None else (str(answer),)))
         return queries, truths
 
-    def graph(self) -> KnowledgeGraph:
+    def graph(self, extract: ExtractConfig | None = None) -> KnowledgeGraph:
+        """The conversation's graph; with ``extract``, the extracted graph laid over the loader's rows."""
         counts = Counter(m["entity_id"] for m in self.mentions.values())
         entities = pd.DataFrame(list(self.entities.values()))
         entities["mentions"] = entities["id"].map(counts).fillna(0).astype(int)
         meta = {"dataset": "locomo", "sample_id": self.sid, "file": str(self.file),
                 "speakers": list(self.speaker_ids)}
-        return KnowledgeGraph.from_frames(
+        base = KnowledgeGraph.from_frames(
             memories=pd.DataFrame(self.memories), entities=entities,
             aspects=pd.DataFrame(list(self.aspects.values())),
             attributes=pd.DataFrame(self.attributes),
             mentions=pd.DataFrame(list(self.mentions.values())), meta=meta)
+        if extract is None:
+            return base
+        return merge_graphs(base, extract_graph(self.texts, extract))
 
 
 _EPOCH = pd.Timestamp("1970-01-01", tz="UTC")
@@ -461,11 +482,19 @@ def _read_json(file: Path) -> Any:
             f"out of {file.parent}") from None
 
 
-def load_locomo(root: Path) -> Dataset:
+def load_locomo(root: Path, extract: bool = True, observations: bool = False,
+                extract_encoder: str = "minilm") -> Dataset:
     """Load every LoCoMo JSON file under ``<root>/locomo``: one graph per conversation.
 
     Args:
         root: the data root (see :func:`~signet_rl.core.paths.data_root`).
+        extract: build entities, dependencies, aspects, attributes and the session DAG with
+            :mod:`signet_rl.datasets.extract` (the default); ``False`` gives the old capitalised-name
+            heuristic (:func:`extract_names`) and nothing else.
+        observations: also load LoCoMo's own observations, event summaries and session summaries as
+            attributes (and the conversation entity that owns the summaries); off by default.
+        extract_encoder: the encoder the extractor compares names with (``minilm``, falling back to
+            ``hashing`` when absent; ``describe`` names the fallback).
 
     Returns:
         A :class:`Dataset` named ``locomo`` with graphs keyed by ``sample_id`` and one ``test``
@@ -514,11 +543,12 @@ def load_locomo(root: Path) -> Dataset:
                 report.add(file, f"sample[{k}] {sid} qa {_short(qa)}",
                            f"qa is {_kind(qa)}, not a list of QA items", action="kept without queries")
                 sample = {**sample, "qa": []}
-            b = _ConversationBuilder(sample, file, report)
+            b = _ConversationBuilder(sample, file, report, heuristic=not extract, observations=observations)
             b.build_turns()
-            b.build_facts()
+            if observations:
+                b.build_facts()
             qs, ts = b.build_queries()
-            graphs[sid] = b.graph()
+            graphs[sid] = b.graph(ExtractConfig(encoder=extract_encoder) if extract else None)
             queries.extend(qs)
             truths.extend(ts)
     if not graphs:
@@ -537,8 +567,16 @@ def load_locomo(root: Path) -> Dataset:
         "load_seconds": round(time.perf_counter() - t0, 3),
         # Retrieval searches turns and observations alike; an observation is evidence for the turn it
         # cites, a session summary is not (the LoCoMo paper reports summaries separately).
-        "pool_attribute_aspects": ["observations"],
-        "evidence_attribute_aspects": ["observations"],
+        "pool_attribute_aspects": ["observations"] if observations else [],
+        # Extracted attributes carry their turn's whole content, so they are evidence for it; LoCoMo's
+        # session summaries and event summaries are not (they cite the session's last turn).
+        "evidence_attribute_aspects": (
+            sorted({str(n) for g in graphs.values() for n in g.aspects["name"]}
+                   - {"session_summaries", "events"})
+            if observations else None),
+        "options": {"extract": extract, "observations": observations, "extract_encoder": extract_encoder},
     }
+    if extract:
+        meta["extract"] = next(iter(graphs.values())).meta.get("extract", {})
     return Dataset(name="locomo", graphs=graphs, queries=queries, truth=GroundTruth(truths),
                    report=report, meta=meta)

@@ -16,6 +16,12 @@ files of a kind are pooled; nothing assumes which files exist.
   mentions both arguments, and ``graph.meta["dependency_memory"]`` lists the memory id of each
   dependency in row order.
 * **Mentions** — a passage mentions its extracted entities and its triples' arguments.
+* **The extracted graph** (the default, issue 24; ``extract=False`` leaves it out) —
+  :mod:`signet_rl.datasets.extract` on the passages (title, then text; no speaker, no session), laid over
+  the OpenIE graph by :func:`~signet_rl.datasets.extract.merge_graphs`: an extracted entity whose normalised
+  name is an OpenIE entity's *is* that entity; the others, the co-mention and verb-typed dependencies
+  (after the OpenIE rows), topic aspects and attributes (each passage's whole text, provenance
+  ``memory_id``) are added.
 
 Queries: one per question, id = MuSiQue's id, split ``test`` (a 100-question tuning set: use
 :meth:`~signet_rl.datasets.base.Dataset.kfold` to learn on it). Their truth needs the memories of
@@ -45,6 +51,7 @@ import pandas as pd
 from signet_rl.core.paths import DATA_ENV
 from signet_rl.core.types import Query
 from signet_rl.datasets.base import Dataset, DatasetNotFoundError, GroundTruth, LoadReport, Truth
+from signet_rl.datasets.extract import ExtractConfig, MemoryText, extract_graph, merge_graphs
 from signet_rl.graph.confidence import Reason
 from signet_rl.graph.model import EPOCH, EntityType, KnowledgeGraph
 
@@ -97,11 +104,16 @@ def _not_found(path: Path, why: str) -> DatasetNotFoundError:
         "(musique_*.json, *_corpus.json, openie_*.json)")
 
 
-def load_musique(root: Path) -> Dataset:
+def load_musique(root: Path, extract: bool = True, extract_encoder: str = "minilm") -> Dataset:
     """Load the MuSiQue questions, their passage pool and its OpenIE triples as one graph.
 
     Args:
         root: the data root (see :func:`~signet_rl.core.paths.data_root`).
+        extract: lay the graph :mod:`signet_rl.datasets.extract` builds from the passages over the OpenIE
+            graph (default): its entities merge with OpenIE's by normalised name, its co-mention
+            dependencies, aspects and attributes are added (``graph.meta["dependency_memory"]`` still lists
+            the OpenIE dependencies, which come first). ``False`` gives the OpenIE graph alone.
+        extract_encoder: the encoder the extractor compares names with (``minilm``, else ``hashing``).
 
     Returns:
         A :class:`Dataset` named ``musique`` with one graph keyed ``"main"`` and one ``test`` query
@@ -246,10 +258,18 @@ def load_musique(root: Path) -> Dataset:
     }
     graph = KnowledgeGraph.from_frames(memories=pd.DataFrame(memories), entities=entities,
                                        dependencies=dependencies, mentions=mentions, meta=meta)
+    if extract:
+        texts = [MemoryText(id=m["id"], text=m["content"].replace("\n", ". ", 1), content=m["content"])
+                 for m in memories]
+        graph = merge_graphs(graph, extract_graph(texts, ExtractConfig(encoder=extract_encoder)))
+        meta = graph.meta
     ds_meta = {k: v for k, v in meta.items() if k != "dependency_memory"}
-    ds_meta["counts"] = {"memories": len(memories), "entities": len(entities),
-                         "dependencies": n_dep, "mentions": len(mentions), "queries": len(queries),
+    ds_meta["counts"] = {"memories": len(memories), "entities": graph.num_entities,
+                         "openie_entities": len(entities), "dependencies": len(graph.dependencies),
+                         "openie_dependencies": n_dep, "mentions": len(graph.mentions),
+                         "queries": len(queries),
                          "malformed": len(report.malformed)}
+    ds_meta["options"] = {"extract": extract, "extract_encoder": extract_encoder}
     ds_meta["load_seconds"] = round(time.perf_counter() - t0, 3)
     return Dataset(name="musique", graphs={"main": graph}, queries=queries,
                    truth=GroundTruth(truths), report=report, meta=ds_meta)

@@ -26,7 +26,11 @@ __all__ = ["KINDS", "OPTIONS", "DatasetSpec", "load_dataset", "parse_spec"]
 KINDS: tuple[str, ...] = ("synthetic", "kg", "locomo", "musique", "signet")
 #: The options each kind's loader takes (``dataset.options``); ``synthetic`` takes any
 #: :class:`~signet_rl.datasets.synthetic.SyntheticConfig` field, and kinds not listed take none.
-OPTIONS: dict[str, tuple[str, ...]] = {"signet": ("timeout",)}
+OPTIONS: dict[str, tuple[str, ...]] = {
+    "signet": ("timeout", "extract", "extract_encoder"),
+    "locomo": ("extract", "observations", "extract_encoder"),
+    "musique": ("extract", "extract_encoder"),
+}
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,9 @@ def load_dataset(
         root: the data root.
         options: generator overrides for ``synthetic`` specs (``{"drift": True}`` for the drift scenario; any
             :class:`~signet_rl.datasets.synthetic.SyntheticConfig` field); ``{"timeout": seconds}`` for
-            ``signet`` specs (how long to wait for a store another process is writing); see :data:`OPTIONS`.
+            ``signet`` specs (how long to wait for a store another process is writing); ``extract``,
+            ``observations`` and ``extract_encoder`` for ``locomo``, ``extract`` and ``extract_encoder`` for
+            ``musique`` and ``signet`` (:mod:`signet_rl.datasets.extract`); see :data:`OPTIONS`.
 
     Raises:
         ValueError: an option the kind does not take (naming it, what the kind takes, and the config to
@@ -118,11 +124,11 @@ def load_dataset(
     if s.kind == "locomo":
         from signet_rl.datasets.locomo import load_locomo
 
-        return load_locomo(root=data_root(root))
+        return load_locomo(root=data_root(root), **opts)
     if s.kind == "musique":
         from signet_rl.datasets.musique import load_musique
 
-        return load_musique(root=data_root(root))
+        return load_musique(root=data_root(root), **opts)
     from signet_rl.datasets.signet import load_signet_dataset
 
     return load_signet_dataset(Path(s.arg or ""), **opts)

@@ -60,19 +60,29 @@ def import_signet(path: str | os.PathLike[str], timeout: float = DEFAULT_TIMEOUT
     return graph
 
 
-def load_signet_dataset(path: str | os.PathLike[str], timeout: float = DEFAULT_TIMEOUT) -> Dataset:
+def load_signet_dataset(path: str | os.PathLike[str], timeout: float = DEFAULT_TIMEOUT, extract: bool = False,
+                        extract_encoder: str = "minilm") -> Dataset:
     """A real Signet store as a :class:`~signet_rl.datasets.base.Dataset` (spec ``signet:<path>``):
     its graph under ``"main"``, no queries and empty ground truth.
 
     Args:
         path: the Signet database file.
         timeout: as :func:`import_signet` (``dataset.options.timeout`` with ``dataset=signet``).
+        extract: also run :mod:`signet_rl.datasets.extract` on the store's non-deleted memories (``who`` is
+            the speaker) and lay its graph over the store's (``dataset.options.extract=true``); the store
+            file is still only read.
+        extract_encoder: the encoder the extractor compares names with (``minilm``, else ``hashing``).
 
     Raises:
         FileNotFoundError, StoreError, ValueError: as :func:`import_signet`.
     """
     path = Path(path).expanduser()
     graph = import_signet(path, timeout)
+    if extract:
+        from signet_rl.datasets.extract import ExtractConfig, extract_graph, memories_from_graph, merge_graphs
+
+        extracted = extract_graph(memories_from_graph(graph), ExtractConfig(encoder=extract_encoder))
+        graph = merge_graphs(graph, extracted)
     store = graph.meta["signet_store"]
     return Dataset(
         name=f"signet:{path}",

@@ -1,7 +1,8 @@
 """Audits: every measurement that reads ground truth, apart from the harness itself.
 
 How informative a generated benchmark's cheap signals are (:func:`signal_auc`), its query mix
-(:func:`describe_mix`), whether entry search lands on the focus entities (:func:`entry_recall`), how the
+(:func:`describe_mix`), whether entry search lands on the focus entities (:func:`entry_recall`), how much
+evidence lies within 2 hops of where it lands (:func:`reachability_ceiling`), how the
 intent classifier and the significance gate do against gold intents (:func:`intent_report`,
 :func:`gate_report`), how well communities recover planted ones (:func:`recovery`), and the gold-labelled
 texts a learned intent classifier trains on (:func:`training_examples`). They live here, with the harness,
@@ -171,6 +172,95 @@ def entry_recall(
     overall.insert(0, "queries", len(frame))
     overall.index = pd.Index(["overall"], name="intent")
     return pd.concat([per, overall])
+
+
+def reachability_ceiling(
+    dataset: Dataset, k: int = 5, max_queries: int | None = None, search: EntrySearch | None = None,
+    hub_share: float = 0.1,
+) -> dict[str, Any]:
+    """The share of evidence memories within 2 hops of the entities entry search lands on.
+
+    For each query whose truth needs memories (LoCoMo turns, MuSiQue passages), entry search
+    (:class:`~signet_rl.retrieval.entry.EntrySearch`, default legs, hashing encoder) gives its top ``k``
+    entities at the query's time. Hop 1 reaches the memories that mention an entry entity; hop 2 those that
+    mention a dependency neighbour of one (either direction, any type: ``next_session`` included). A needed
+    memory is *reachable* when it lies within those hops. This bounds what any walk from the entry can put
+    in its candidate set -- a walk that does not start where the evidence is cannot find it.
+
+    **Hubs are no route**: an entity mentioned by more than ``hub_share`` (10 %) of its graph's memories (a
+    LoCoMo speaker is mentioned by half the turns) is skipped as an entry (the next entity takes its place)
+    and as a hop; otherwise every conversation is "reachable" in one hop from its speakers and the ceiling
+    says nothing (it reads 1.000 on the old LoCoMo graph).
+
+    Returns:
+        ``ceiling`` (mean per query of the share of its needed memories reachable), ``ceiling_micro``
+        (reachable / needed over all queries), ``hop1`` (the same share within hop 1 alone), ``reach_share``
+        (mean share of the graph's memories within 2 hops: a ceiling of 1.0 that reaches everything says
+        little), ``queries`` and ``k``; an empty dict when no query needs memories.
+
+    Raises:
+        ValueError: ``k`` < 1.
+    """
+    from scipy import sparse
+
+    if k < 1:
+        raise ValueError(f"reachability_ceiling: k must be >= 1, got {k}")
+    search = search or EntrySearch()
+    by_graph: dict[str, list[Query]] = {}
+    for q in dataset.queries:
+        t = dataset.truth[q.id]
+        if t.needed_kind == "memory" and t.needed:
+            by_graph.setdefault(q.graph_id, []).append(q)
+    if max_queries is not None:
+        kept = sorted((q for qs in by_graph.values() for q in qs), key=lambda q: q.id)[:max_queries]
+        by_graph = {}
+        for q in kept:
+            by_graph.setdefault(q.graph_id, []).append(q)
+    shares, hop1, reach = [], [], []
+    hit_total = need_total = 0
+    for graph_id, queries in sorted(by_graph.items()):
+        g = dataset.graphs[graph_id]
+        ent = pd.Index(g.entities["id"])
+        mem = pd.Index(g.memories["id"])
+        mi = mem.get_indexer(g.mentions["memory_id"])
+        ei = ent.get_indexer(g.mentions["entity_id"])
+        ok = (mi >= 0) & (ei >= 0)
+        mentions = sparse.csr_matrix((np.ones(int(ok.sum())), (mi[ok], ei[ok])), shape=(len(mem), len(ent)))
+        per_entity = np.asarray(mentions.sum(axis=0)).ravel()
+        hub = per_entity > hub_share * max(1, len(mem))
+        mentions = mentions @ sparse.diags((~hub).astype(np.float64))
+        si = ent.get_indexer(g.dependencies["source_entity_id"])
+        ti = ent.get_indexer(g.dependencies["target_entity_id"])
+        okd = (si >= 0) & (ti >= 0)
+        adj = sparse.csr_matrix((np.ones(int(okd.sum())), (si[okd], ti[okd])), shape=(len(ent), len(ent)))
+        adj = ((adj + adj.T) > 0).astype(np.float64)
+        search.index(g)
+        for q in queries:
+            got = [e for e, _ in search.search(q.text, k=k + int(hub.sum()), timestamp=q.timestamp)]
+            idx = ent.get_indexer(got)
+            idx = idx[idx >= 0]
+            idx = idx[~hub[idx]][:k]
+            e0 = np.zeros(len(ent))
+            e0[idx] = 1.0
+            near = (mentions @ e0) > 0
+            e1 = ((e0 + adj @ e0) > 0) & ~hub
+            far = (mentions @ e1.astype(np.float64)) > 0
+            needed = [m for m in dataset.truth[q.id].needed if m in mem]
+            if not needed:
+                continue
+            pos = mem.get_indexer(needed)
+            hits = int(far[pos].sum())
+            shares.append(hits / len(needed))
+            hop1.append(float(near[pos].mean()))
+            reach.append(float(far.mean()))
+            hit_total += hits
+            need_total += len(needed)
+    if not shares:
+        return {}
+    return {"ceiling": round(float(np.mean(shares)), 4),
+            "ceiling_micro": round(hit_total / need_total, 4),
+            "hop1": round(float(np.mean(hop1)), 4), "reach_share": round(float(np.mean(reach)), 4),
+            "queries": len(shares), "k": k, "hub_share": hub_share}
 
 
 def training_examples(

@@ -11,7 +11,7 @@ import pandas as pd
 from signet_rl.core.types import SPLITS
 from signet_rl.datasets.base import Dataset
 
-__all__ = ["describe", "format_description"]
+__all__ = ["density", "describe", "format_description"]
 
 
 def _count(values: pd.Series) -> dict[str, int]:
@@ -73,6 +73,7 @@ def describe(dataset: Dataset, signals: bool = True) -> dict[str, Any]:
         out["split_triples_in_graph"] = {
             s: {"triples": counts[f"{s}_triples_in_graph"], "inverse": counts[f"{s}_inverse_in_graph"]}
             for s in ("validation", "test") if f"{s}_triples_in_graph" in counts}
+    out["density"] = density(dataset, reachability=signals)
     if dataset.meta.get("generator") == "synthetic":
         from signet_rl.evaluation.audit import describe_mix, signal_auc
 
@@ -90,6 +91,57 @@ def describe(dataset: Dataset, signals: bool = True) -> dict[str, Any]:
             ]
             out["audit"] = benchmark_audit(dataset)
     return out
+
+
+def density(dataset: Dataset, reachability: bool = True) -> dict[str, Any]:
+    """How connected the graphs are: entities (and those that are not session nodes), dependencies per
+    entity, the extractor used (its encoder and any fallback) and, when ``reachability`` and the queries
+    need memories, the reachability ceiling (:func:`~signet_rl.evaluation.audit.reachability_ceiling`)."""
+    gs = list(dataset.graphs.values())
+    n_ent = sum(g.num_entities for g in gs)
+    n_dep = sum(len(g.dependencies) for g in gs)
+    sessions = sum(int((g.entities["entity_type"] == "session").sum()) for g in gs)
+    out: dict[str, Any] = {
+        "entities": n_ent,
+        "entities_without_sessions": n_ent - sessions,
+        "dependencies": n_dep,
+        "dependencies_per_entity": round(n_dep / n_ent, 3) if n_ent else 0.0,
+        "mentions_per_memory": round(
+            sum(len(g.mentions) for g in gs) / max(1, sum(g.num_memories for g in gs)), 3),
+    }
+    extract = next((g.meta["extract"] for g in gs if g.meta.get("extract")), None)
+    if extract:
+        out["extractor"] = {k: extract.get(k) for k in ("extractor", "model", "encoder", "encoder_fallback",
+                                                         "merge_threshold")}
+    if reachability and dataset.queries:
+        from signet_rl.evaluation.audit import reachability_ceiling
+
+        ceiling = reachability_ceiling(dataset)
+        if ceiling:
+            out["reachability"] = ceiling
+    return out
+
+
+def _density_lines(d: dict[str, Any]) -> list[str]:
+    lines = [
+        f"density: {d['entities']:,} entities ({d['entities_without_sessions']:,} without session nodes), "
+        f"{d['dependencies_per_entity']:.2f} dependencies per entity, "
+        f"{d['mentions_per_memory']:.2f} mentions per memory"
+    ]
+    if "extractor" in d:
+        x = d["extractor"]
+        lines.append(f"  extractor v{x['extractor']} ({x['model']}), name encoder {x['encoder']}, merge "
+                     f"threshold {x['merge_threshold']}")
+        if x.get("encoder_fallback"):
+            lines.append(f"  encoder fallback: {x['encoder_fallback']}")
+    if "reachability" in d:
+        r = d["reachability"]
+        lines.append(
+            f"  reachability ceiling (evidence within 2 hops of entry search's top {r['k']} non-hub "
+            f"entities, {r['queries']:,} queries): {r['ceiling']:.3f} (micro {r['ceiling_micro']:.3f}; "
+            f"hop 1 {r['hop1']:.3f}; 2 hops reach {r['reach_share']:.3f} of memories)"
+        )
+    return lines
 
 
 def _block(title: str, counts: dict[str, int], limit: int = 15) -> list[str]:
@@ -124,6 +176,8 @@ def format_description(d: dict[str, Any]) -> str:
         "queries",
     ):
         lines.append(f"{key.replace('_', ' '):<34} {d[key]:>10,}")
+    if "density" in d:
+        lines += _density_lines(d["density"])
     lines += _block("entities by type", d["entities_by_type"])
     lines += _block("attributes by status", d["attributes_by_status"])
     lines += _block("dependencies by type", d["dependencies_by_type"])

@@ -24,6 +24,12 @@ def _load():
     return load_locomo(data_root())
 
 
+@functools.cache
+def _load_observations():
+    """LoCoMo's own observations and summaries are an option (issue 24: off by default)."""
+    return load_locomo(data_root(), observations=True)
+
+
 def _samples(folder: Path) -> list[dict]:
     out = []
     for f in sorted(folder.glob("*.json")):
@@ -67,34 +73,49 @@ def test_turns_become_ordered_memories_with_speakers(require_data):
     captioned = next(t for t in conv["session_1"] + conv["session_2"] if t.get("blip_caption"))
     captioned_id = f"{sample['sample_id']}:{captioned['dia_id']}"
     assert captioned["blip_caption"] in g.memory(captioned_id).content
-    people = g.entities[g.entities["entity_type"] == "person"]["name"]
-    assert set(people) == {conv["speaker_a"], conv["speaker_b"]}
+    people = g.entities[g.entities["entity_type"] == "person"]
+    assert {conv["speaker_a"], conv["speaker_b"]} <= set(people["name"])
+    speakers = people[people["id"].isin([f"person:{conv[k].lower()}" for k in ("speaker_a", "speaker_b")])]
+    assert set(speakers["name"]) == {conv["speaker_a"], conv["speaker_b"]}
     # Every turn mentions its speaker.
     spoke = g.mentions.merge(g.entities[["id", "name"]], left_on="entity_id", right_on="id")
     spoke = spoke.merge(g.memories[["id", "who"]], left_on="memory_id", right_on="id")
     assert set(g.memories["id"]) == set(spoke.loc[spoke["name"] == spoke["who"], "memory_id"])
-    extracted = g.entities[g.entities["entity_type"] == "extracted"]
-    assert len(extracted) > 0 and extracted["name"].is_unique
+    # extracted entities (issue 24): named ones by spaCy label, noun phrases as concepts, session nodes
+    types = set(g.entities["entity_type"])
+    assert {"person", "concept", "session"} <= types and "extracted" not in types
+    assert g.entities["canonical_name"].is_unique
+    sessions = sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k))
+    assert (g.entities["entity_type"] == "session").sum() == len(sessions)
+    assert len(g.dependencies) > g.num_entities  # co-mention makes a connected graph (0 before issue 24)
 
 
 @pytest.mark.data
 def test_observations_and_summaries_are_attributes_with_provenance(require_data):
     folder = require_data("locomo")
-    ds = _load()
+    ds = _load_observations()
     for sample in _samples(folder):
         g = ds.graphs[sample["sample_id"]]
         n_obs = sum(len(f) for per in sample["observation"].values() for f in per.values())
         n_sum = len(sample["session_summary"])
         n_events = sum(len(v) for ev in sample["event_summary"].values()
                        for k, v in ev.items() if k != "date")
-        assert len(g.attributes) == n_obs + n_sum + n_events
+        own = g.attributes[g.attributes["aspect_id"].str.endswith(
+            ("/observations", "/events", "/session_summaries"))]
+        assert len(own) == n_obs + n_sum + n_events
         assert g.attributes["aspect_id"].notna().all()
         assert g.attributes["memory_id"].notna().mean() > 0.99
         owners = g.attribute_entity_ids()
         assert owners.notna().all()
-    # retrieval pools turns with observations; only observations are evidence for a turn
+    # retrieval pools turns with observations; summaries and events are no evidence for a turn
     assert ds.meta["pool_attribute_aspects"] == ["observations"]
-    assert ds.meta["evidence_attribute_aspects"] == ["observations"]
+    assert "observations" in ds.meta["evidence_attribute_aspects"]
+    assert not {"session_summaries", "events"} & set(ds.meta["evidence_attribute_aspects"])
+    # off by default: no observations, nothing pooled, every attribute (turn text) is evidence for its turn
+    default = _load()
+    assert default.meta["pool_attribute_aspects"] == [] and default.meta["evidence_attribute_aspects"] is None
+    assert not any(g.aspects["name"].isin(["observations", "events", "session_summaries"]).any()
+                   for g in default.graphs.values())
     aspects = {n for g in ds.graphs.values() for n in g.aspects["name"]}
     assert {"observations", "session_summaries", "events"} <= aspects
 
@@ -172,7 +193,7 @@ def test_malformed_evidence_reported_and_recovered(tmp_path):
     }
     (tmp_path / "locomo").mkdir()
     (tmp_path / "locomo" / "any_name.json").write_text(json.dumps([sample]), encoding="utf-8")
-    ds = load_locomo(tmp_path)
+    ds = load_locomo(tmp_path, observations=True)
     assert ds.truth["tiny-1:q0"].needed == ("tiny-1:D1:1", "tiny-1:D1:2")
     assert ds.truth["tiny-1:q1"].needed == ("tiny-1:D2:1",)
     assert ds.truth["tiny-1:q1"].answers == ("2023",)
@@ -190,6 +211,16 @@ def test_malformed_evidence_reported_and_recovered(tmp_path):
     assert {"Ann", "Bo", "Jane Doe", "Louvre"} <= names
     obs = g.attributes[g.attributes["content"] == "Ann met Jane Doe."].iloc[0]
     assert obs["memory_id"] == "tiny-1:D1:1" and obs["aspect_id"] == "person:ann/observations"
+    # the session DAG over the turns; the turn text is an attribute of the session and of Jane Doe
+    assert list(g.entities.loc[g.entities["entity_type"] == "session", "id"]) == ["session:1", "session:2"]
+    jane = g.entities.loc[g.entities["name"] == "Jane Doe"].iloc[0]
+    assert jane["entity_type"] == "person"
+    jane_attrs = g.attributes[g.attributes["id"].str.startswith(f"attr:{jane['id']}:")]
+    assert jane_attrs["content"].tolist() == ["Ann: Hi Bo! I met Jane Doe at the Louvre."]
+    # the old loader (issue 24's "before"): capitalised-name heuristic, no dependencies, no sessions
+    old = load_locomo(tmp_path, extract=False, observations=True).graphs["tiny-1"]
+    assert set(old.entities.loc[old.entities["entity_type"] == "extracted", "name"]) == {"Jane Doe", "Louvre"}
+    assert len(old.dependencies) == 0 and "session" not in set(old.entities["entity_type"])
 
 
 def test_extract_names_heuristic():

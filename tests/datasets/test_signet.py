@@ -443,3 +443,27 @@ def test_the_timeout_reaches_the_loader_through_the_dataset_options(locked) -> N
         message = f"timeout must be a number of seconds >= 0, got {bad!r}"
         with pytest.raises(ValueError, match=re.escape(message)):
             load_signet_dataset(path, timeout=bad)
+
+
+def test_signet_store_memories_through_the_extractor(signet_db: Path) -> None:
+    """``extract=true`` (issue 24) lays the extractor's graph over the store's, and changes nothing on disk."""
+    before = fingerprint(signet_db)
+    plain = load_signet_dataset(signet_db)
+    ds = load_dataset(f"signet:{signet_db}", options={"extract": True, "extract_encoder": "hashing"})
+    g = ds.graph
+    assert fingerprint(signet_db) == before
+    assert g.meta["extract"]["encoder"] == "hashing-384"
+    # the store's rows stay as they are; the extractor adds what it found in the live memories: the small
+    # model reads "Nicholai prefers Bun" as one name (a known miss) and "Node" as another
+    for table in ("entities", "mentions", "attributes", "dependencies", "aspects"):
+        keys = ["memory_id", "entity_id"] if table == "mentions" else ["id"]
+        old = plain.graph.table(table)
+        assert old.merge(g.table(table), on=keys, how="left", indicator=True)["_merge"].eq("both").all()
+    assert set(g.entities["id"]) - set(plain.graph.entities["id"]) == {"ent:nicholai_prefers_bun", "ent:node"}
+    new = g.mentions[~g.mentions["entity_id"].isin(plain.graph.entities["id"])]
+    assert sorted(zip(new["memory_id"], new["entity_id"], strict=True)) == [
+        ("m1", "ent:nicholai_prefers_bun"), ("m1", "ent:node")]
+    # the deleted memory m3 is not extracted from; the store file is only read
+    extracted_attrs = g.attributes[~g.attributes["id"].isin(plain.graph.attributes["id"])]
+    assert set(extracted_attrs["memory_id"]) == {"m1"}
+    assert fingerprint(signet_db) == before
