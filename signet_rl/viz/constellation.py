@@ -24,6 +24,7 @@ import html
 import json
 import os
 import pickle
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,7 +211,12 @@ class Constellation:
 def desire_weights(
     arrays: GraphArrays, stats: EdgeStats | None, intent: str | None = None
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-    """Each dependency's learned weight (mean over intents and time buckets, or for ``intent``) and walks.
+    """Each dependency's learned desire-path weight and how many rated paths walked it.
+
+    The statistics keep one weight per (intent, time-of-day bucket) cell; a path reinforces one cell, so a
+    mean over the cells would hide a route worn for one intent. The weight drawn is the edge's strongest
+    cell when any is above 1 (reinforced), else its weakest (1 when untouched, below 1 when faded); with
+    ``intent``, over that intent's cells only.
 
     Returns:
         ``(weight, walks)``, shapes ``[E]``; ones and zeros without statistics.
@@ -226,8 +232,14 @@ def desire_weights(
             f"edge statistics cover {stats.num_edges} edges but the graph has {n} dependencies; "
             "the run was trained on another version of this dataset"
         )
-    weight = stats.weight(np.arange(n), intent).astype(np.float64) if n else np.zeros(0)
-    return weight, stats.walks.astype(np.int64)
+    cells = stats.weights.astype(np.float64)
+    if intent is not None:
+        if intent not in stats.intents:
+            raise ValueError(f"intent {intent!r} has no statistics; the run has {', '.join(stats.intents)}")
+        cells = cells[:, [stats.intents.index(intent)]]
+    cells = cells.reshape(n, -1)
+    high, low = cells.max(axis=1, initial=1.0), cells.min(axis=1, initial=1.0)
+    return np.where(high > 1.0, high, low), stats.walks.astype(np.int64)
 
 
 def _heat(weight: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -263,8 +275,19 @@ def _fr(
     g = ig.Graph(n=n, edges=np.column_stack([u, v]).tolist(), directed=False)
     start = rng.uniform(-1, 1, size=(n, 2)).tolist()
     weights = np.log1p(w).tolist() if len(w) else None
-    layout = g.layout_fruchterman_reingold(weights=weights, seed=start, niter=300 if n < 2000 else 150)
-    return _normalise(np.asarray(layout.coords, dtype=np.float64))
+    state = random.getstate()  # igraph draws from Python's generator: seed it, then put it back
+    random.seed(int(rng.integers(2**31)))
+    try:
+        layout = g.layout_fruchterman_reingold(weights=weights, seed=start, niter=300 if n < 2000 else 150)
+    finally:
+        random.setstate(state)
+    xy = np.asarray(layout.coords, dtype=np.float64)
+    xy = xy - np.median(xy, axis=0)
+    norm = np.sqrt((xy**2).sum(axis=1))
+    cap = float(np.quantile(norm, 0.9)) * 1.15 if n > 4 else 0.0
+    if cap > 0:  # unconnected vertices drift far out in FR: pull them to the rim
+        xy *= (np.minimum(norm, cap) / np.maximum(norm, 1e-12))[:, None]
+    return _normalise(xy)
 
 
 def _separate(
@@ -504,8 +527,9 @@ def build_constellation(
 def strongest_paths(
     view: RunView, graph_id: str | None = None, top: int = 10, faded: bool = False, queries_per_edge: int = 3
 ) -> pd.DataFrame:
-    """The ``top`` strongest desire edges of a run (``faded=True``: the walked edges that lost the most
-    weight), with the queries whose positively rated paths wore them (``faded``: negatively rated).
+    """The ``top`` strongest desire edges of a run (weight above 1; ``faded=True``: the walked edges that
+    lost the most weight, below 1), with the queries whose positively rated paths wore them (``faded``:
+    whose negatively rated paths walked them).
 
     Returns:
         Columns ``edge_id, source, relation, target, weight, walks, queries`` (a list of query texts).
@@ -514,7 +538,7 @@ def strongest_paths(
     graph = view.dataset.graphs[gid]
     arrays = GraphArrays.from_graph(graph)
     weight, walks = desire_weights(arrays, view.stats.get(gid))
-    walked = np.flatnonzero(walks > 0)
+    walked = np.flatnonzero((walks > 0) & ((weight < 1.0) if faded else (weight > 1.0)))
     order = walked[np.argsort(weight[walked] if faded else -weight[walked], kind="stable")][:top]
     names = graph.entities["name"].fillna("").astype(str).to_numpy()
     relation = np.asarray(arrays.dep_type_vocab, dtype=object)[arrays.edge_type]

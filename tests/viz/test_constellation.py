@@ -55,10 +55,11 @@ def _stats_weights(run: Path) -> tuple[dict[str, float], int]:
     view = open_source(run)
     gid = view.graph_id()
     arrays = GraphArrays.from_graph(view.dataset.graphs[gid])
-    w = view.stats[gid].weight(np.arange(arrays.num_dependencies))
-    return dict(zip(arrays.edge_ids.astype(str), w.astype(float), strict=True)), int(
-        view.stats[gid].walks.sum()
-    )
+    cells = view.stats[gid].weights.reshape(arrays.num_dependencies, -1).astype(float)
+    # an edge's strongest (intent, time bucket) cell when reinforced, else its weakest
+    w = np.where(cells.max(axis=1) > 1, cells.max(axis=1), cells.min(axis=1))
+    walks = int(view.stats[gid].walks.sum())
+    return dict(zip(arrays.edge_ids.astype(str), w, strict=True)), walks
 
 
 def _top_html(path: Path, k: int) -> list[tuple[str, float]]:
