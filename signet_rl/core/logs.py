@@ -12,8 +12,13 @@ The module uses the standard library only.
 from __future__ import annotations
 
 import logging
+import os
 
-__all__ = ["NOISY_LIBRARIES", "quiet_libraries"]
+__all__ = ["MLFLOW_LEVEL", "NOISY_LIBRARIES", "quiet_libraries"]
+
+#: The variable MLflow reads its log level from when it is imported.
+MLFLOW_LEVEL = "MLFLOW_LOGGING_LEVEL"
+_OURS = "WARNING"
 
 #: The loggers set to WARNING unless verbose (a parent covers its children: ``faiss`` covers
 #: ``faiss.loader``).
@@ -42,7 +47,16 @@ NOISY_LIBRARIES: tuple[str, ...] = (
 
 
 def quiet_libraries(verbose: bool = False) -> None:
-    """Set :data:`NOISY_LIBRARIES` to WARNING (``verbose=False``) or back to inheriting (``verbose=True``)."""
+    """Set :data:`NOISY_LIBRARIES` to WARNING (``verbose=False``) or back to inheriting (``verbose=True``).
+
+    MLflow sets its own logger's level when it is imported, from ``MLFLOW_LOGGING_LEVEL``; that variable is
+    set to WARNING too (unless the user set it), so an import after this call stays quiet.
+    """
     level = logging.NOTSET if verbose else logging.WARNING
     for name in NOISY_LIBRARIES:
         logging.getLogger(name).setLevel(level)
+    if verbose:
+        if os.environ.get(MLFLOW_LEVEL) == _OURS:
+            os.environ.pop(MLFLOW_LEVEL)
+    elif MLFLOW_LEVEL not in os.environ:
+        os.environ[MLFLOW_LEVEL] = _OURS

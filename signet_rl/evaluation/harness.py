@@ -218,9 +218,11 @@ def _retrieve(name: str, retriever: Retriever, query: Query, hint: int | None) -
     return units, seconds
 
 
-def _index_all(dataset: Dataset, named: Mapping[str, Retriever]) -> dict[str, float]:
+def _index_all(dataset: Dataset, named: Mapping[str, Retriever], progress: bool = False) -> dict[str, float]:
+    from tqdm.auto import tqdm
+
     seconds = {}
-    for name, r in named.items():
+    for name, r in tqdm(named.items(), desc="index", unit="retriever", disable=not progress, leave=False):
         t0 = time.perf_counter()
         r.index(dataset)
         seconds[name] = time.perf_counter() - t0
@@ -520,6 +522,7 @@ def evaluate(
     seed: int = 0,
     n_boot: int = 1000,
     alpha: float = 0.05,
+    progress: bool = False,
 ) -> EvaluationResult:
     """Evaluate ``retrievers`` on the queries of one split under one character budget.
 
@@ -534,6 +537,7 @@ def evaluate(
         seed: seeds the subset and the bootstrap.
         n_boot: bootstrap resamples per interval.
         alpha: 1 - confidence level of the intervals.
+        progress: progress bars (stderr) over the index builds and the queries answered.
 
     Raises:
         ValueError: a budget of 0 or below, an empty or unknown split, bad ``ks`` or ``max_queries``.
@@ -544,10 +548,15 @@ def evaluate(
     named = _named(retrievers)
     queries = select_queries(dataset, split, max_queries, seed)
     resolver = ItemResolver(dataset)
-    index_seconds = _index_all(dataset, named)
+    index_seconds = _index_all(dataset, named, progress)
     records = []
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(named) * len(queries), desc=f"evaluate {split}", unit="q", disable=not progress,
+               leave=False)  # fmt: skip
     for name, retriever in named.items():
         for q in queries:
+            bar.update(1)
             units, seconds = _retrieve(name, retriever, q, budget)
             injected = fit_budget(units, budget)
             truth = dataset.truth[q.id]
@@ -558,6 +567,7 @@ def evaluate(
                     **_score(resolver, q, injected, kk), "latency_s": seconds,
                 }
             )  # fmt: skip
+    bar.close()
     return EvaluationResult(
         rows=pd.DataFrame.from_records(records),
         dataset=dataset.name,
