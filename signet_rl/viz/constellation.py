@@ -329,7 +329,7 @@ def _layout(
     between = cu != cv
     key = np.minimum(cu, cv)[between] * k + np.maximum(cu, cv)[between]
     uniq, inv = np.unique(key, return_inverse=True)
-    cw = np.bincount(inv, weights=w[between], minlength=len(uniq))
+    cw = np.bincount(inv, weights=w[between], minlength=len(uniq)).astype(np.float64)
     centres = _fr(k, uniq // k, uniq % k, cw, rng) * np.sqrt(k) if k else np.zeros((0, 2))
     radius = 0.5 * np.sqrt(sizes / max(sizes.max(), 1.0)) if k else np.zeros(0)
     radius = np.maximum(radius, 0.06)
@@ -624,7 +624,7 @@ def draw_png(
         rgba[bundle, :3] = [0.6, 0.65, 0.8]
         ax.add_collection(
             LineCollection(
-                np.stack([a, b], axis=1),
+                list(np.stack([a, b], axis=1)),
                 linewidths=e["width"].to_numpy(),
                 colors=rgba,
                 zorder=1,
