@@ -32,6 +32,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from signet_rl import smoke
+from signet_rl.core.logs import quiet_libraries
 from signet_rl.datasets.registry import load_dataset, parse_spec
 from signet_rl.evaluation.harness import EvaluationResult, evaluate
 from signet_rl.retrieval.base import Retriever
@@ -149,6 +150,8 @@ def _common(cfg: DictConfig) -> dict[str, Any]:
         "seed": int(cfg.get("seed", 0)),
         "n_boot": int(cfg.get("bootstrap", 1000)),
         "alpha": float(cfg.get("alpha", 0.05)),
+        # progress bars in this process only (Ray's workers would interleave theirs)
+        "progress": bool(cfg.get("progress", True)) and not cfg.get("ray", False),
     }
 
 
@@ -242,6 +245,7 @@ def _evaluate_on_ray(cfg: DictConfig, budget: int | None, common: dict[str, Any]
 @hydra.main(config_path="../conf", config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> float | None:
     """Hydra entry point; returns ``cfg.optimized_metric`` for sweepers."""
+    quiet_libraries(bool(cfg.get("verbose", False)))  # library chatter (bm25s, faiss, MLflow) unless verbose
     if smoke.enabled():  # SIGNET_RL_SMOKE=1: the same code path in seconds (signet_rl.smoke)
         smoke.shrink_evaluate(cfg)
     metrics = evaluate_from_config(cfg)

@@ -34,7 +34,6 @@ own caps beside them (unpaired), off-policy estimates of the final policy
 from __future__ import annotations
 
 import json
-import logging
 import math
 import random
 import shlex
@@ -51,6 +50,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from signet_rl import smoke
+from signet_rl.core.logs import quiet_libraries
 from signet_rl.core.run_folder import RunFolder, run_name
 from signet_rl.datasets import load_dataset
 from signet_rl.evaluation.harness import EvaluationResult, evaluate, validation_callback
@@ -85,6 +85,7 @@ __all__ = [
 #: fingerprint a run folder is checked against, and of the hash that names it.
 RESULTS_NEUTRAL = (
     "fresh", "stop_after", "progress", "run_dir", "threads", "mlflow.", "hydra.", "dataset.data_root",
+    "verbose",
 )  # fmt: skip
 
 
@@ -211,6 +212,7 @@ def train(cfg: DictConfig) -> float:
     Raises:
         TrainingInterrupted: Ctrl-C (the bandit task checkpoints first; the message says how to resume).
     """
+    quiet_libraries(bool(cfg.get("verbose", False)))  # library chatter (bm25s, faiss, MLflow) unless verbose
     if smoke.enabled():  # SIGNET_RL_SMOKE=1: the same code path in seconds (signet_rl.smoke)
         smoke.shrink_train(cfg)
     if str(cfg.task.get("name", "bandit")) == "kg":
@@ -253,7 +255,6 @@ def train_bandit(cfg: DictConfig) -> float:
 
     Every config error is raised before the dataset loads or the run folder is touched."""
     t0 = time.perf_counter()
-    logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG
     seed = check_seed(cfg)
     traversal = traversal_config(cfg)
     TraversalConfig.from_dict(traversal)  # validates
@@ -384,7 +385,7 @@ def _train_bandit(
         )
     common: dict[str, Any] = {
         "split": "test", "max_queries": config.max_test_queries, "seed": seed,
-        "n_boot": int(cfg.get("bootstrap", 1000)),
+        "n_boot": int(cfg.get("bootstrap", 1000)), "progress": bool(cfg.get("progress", True)),
     }  # fmt: skip
     result = EvaluationResult.concat([
         evaluate(dataset, {"learned": trainer.frozen("learned"), **extra}, budget_chars=config.budget_chars,
@@ -424,13 +425,29 @@ def _train_bandit(
         tracker.log_metrics(final, trainer.step)
         tracker.log_artifacts(art)
         tracker.finish()
-        print(f"MLflow run {tracker.run_id} in {tracker.uri}")
     name = str(cfg.get("optimized_metric") or "val/needed_recall")
     last = curve[-1] if curve else {}
     if name not in last:
         raise KeyError(f"optimized_metric {name!r} was not computed; have {sorted(last)}")
-    print(f"{name} = {last[name]:.4f}; artifacts in {art}; {final['seconds']:.0f} s")
+    print(f"{name} = {last[name]:.4f}; {final['seconds']:.0f} s")
+    print(where_message(out, art, tracker, policy=save is not None, scorer=scorer.name))
     return float(last[name])
+
+
+def where_message(out: Path, art: Path, tracker: Any, policy: bool, scorer: str) -> str:
+    """Where a finished bandit run put things, and the one command that opens MLflow's UI on it."""
+    lines = [f"run folder:      {out}"]
+    if tracker is not None:
+        lines.append(f"MLflow run:      {tracker.run_id} in {tracker.uri}")
+    else:
+        lines.append("MLflow run:      none (mlflow.enabled=false)")
+    saved = str(art / "policy") if policy else f"none ({scorer} saves none)"
+    lines.append(f"policy:          {saved}")
+    lines.append(f"learning curve:  {art / 'learning_curve.png'}")
+    if tracker is not None:
+        # the experiment records where its artifacts are, so the store's URI is all the UI needs
+        lines.append(f"open MLflow's UI: mlflow ui --backend-store-uri {shlex.quote(str(tracker.uri))}")
+    return "\n".join(lines)
 
 
 def _flat_validation(trainer: BanditTrainer, flat: Any) -> dict[str, float]:

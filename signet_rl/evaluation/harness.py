@@ -219,9 +219,11 @@ def _retrieve(name: str, retriever: Retriever, query: Query, hint: int | None) -
     return units, seconds
 
 
-def _index_all(dataset: Dataset, named: Mapping[str, Retriever]) -> dict[str, float]:
+def _index_all(dataset: Dataset, named: Mapping[str, Retriever], progress: bool = False) -> dict[str, float]:
+    from tqdm.auto import tqdm
+
     seconds = {}
-    for name, r in named.items():
+    for name, r in tqdm(named.items(), desc="index", unit="retriever", disable=not progress, leave=False):
         t0 = time.perf_counter()
         r.index(dataset)
         seconds[name] = time.perf_counter() - t0
@@ -558,6 +560,7 @@ def evaluate(
     n_boot: int = 1000,
     alpha: float = 0.05,
     shard: tuple[int, int] | None = None,
+    progress: bool = False,
 ) -> EvaluationResult:
     """Evaluate ``retrievers`` on the queries of one split under one character budget.
 
@@ -575,6 +578,7 @@ def evaluate(
         shard: ``(i, n)``: only the ``i``-th of ``n`` contiguous slices of the selected queries (one worker's
             part of a sharded evaluation; :meth:`EvaluationResult.merge_shards` joins the parts back into the
             single-process result).
+        progress: progress bars (stderr) over the index builds and the queries answered.
 
     Raises:
         ValueError: a budget of 0 or below, an empty or unknown split, bad ``ks`` or ``max_queries``, a shard
@@ -588,10 +592,15 @@ def evaluate(
     if shard is not None:
         queries = [queries[i] for i in shard_positions(len(queries), *shard)]
     resolver = ItemResolver(dataset)
-    index_seconds = _index_all(dataset, named)
+    index_seconds = _index_all(dataset, named, progress)
     records = []
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(named) * len(queries), desc=f"evaluate {split}", unit="q", disable=not progress,
+               leave=False)  # fmt: skip
     for name, retriever in named.items():
         for q in queries:
+            bar.update(1)
             units, seconds = _retrieve(name, retriever, q, budget)
             injected = fit_budget(units, budget)
             truth = dataset.truth[q.id]
@@ -602,6 +611,7 @@ def evaluate(
                     **_score(resolver, q, injected, kk), "latency_s": seconds,
                 }
             )  # fmt: skip
+    bar.close()
     return EvaluationResult(
         rows=pd.DataFrame.from_records(records),
         dataset=dataset.name,
