@@ -5,6 +5,7 @@ from signet_rl.scorers.base import SCORERS, PathScorer, ScoringContext, make_sco
 from signet_rl.scorers.gnn import GNNPathScorer
 from signet_rl.scorers.linear import LinUCBScorer
 from signet_rl.scorers.prior import PPRScorer, PriorScorer, RandomScorer
+from signet_rl.scorers.signet_predictor import SignetPredictorScorer
 
 __all__ = [
     "SCORERS",
@@ -15,5 +16,6 @@ __all__ = [
     "PriorScorer",
     "RandomScorer",
     "ScoringContext",
+    "SignetPredictorScorer",
     "make_scorer",
 ]
