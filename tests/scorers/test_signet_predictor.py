@@ -80,6 +80,18 @@ def test_forward_pass_matches_the_hand_computed_scores():
     assert out.tolist() == pytest.approx([2.5, 1.0, -1.0], abs=1e-6)
 
 
+@pytest.mark.slow  # torch.export takes ~15 s on a busy machine
+def test_forward_is_a_plain_module_over_dense_tensors():
+    """Exportable as it is (``torch.export``, what an ONNX export builds on), with the list length dynamic:
+    the exported program gives the same scores on new inputs of another length."""
+    net = _hand_net()
+    n = torch.export.Dim("n", min=1)
+    exported = torch.export.export(net, _hand_inputs(), dynamic_shapes=(None, {0: n}, {0: n})).module()
+    context, cands, feats = _hand_inputs()
+    more = (context * -1, torch.cat([cands, cands]), torch.cat([feats, feats]))
+    torch.testing.assert_close(exported(*more), net(*more))
+
+
 def test_listwise_kl_matches_the_hand_computed_divergence():
     scores, labels = torch.tensor([2.5, 1.0, -1.0]), torch.tensor([1.0, -1.0, 0.0])
     # target softmax(labels / 0.5) = softmax([2, -2, 0]); prediction softmax(scores)
