@@ -41,6 +41,8 @@ it constructs: its facts, or its end entity), from what the candidate and the gr
 
 Signet trains on which memories a session used, not on agent ratings; here, as every desire scorer, it
 learns from the simulated ratings of the trainer's rated interactions (same interactions, same budget).
+Propensities are not used (Signet's loss has no importance weights), and there are no Thompson draws
+(exploration ``thompson`` is refused by the trainer; ``epsilon`` and ``softmax`` work on the fused scores).
 
     >>> scorer = SignetPredictorScorer()            # doctest: +SKIP
     >>> scorer.update([feedback])                   # doctest: +SKIP
@@ -52,7 +54,7 @@ from __future__ import annotations
 import copy
 import math
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -172,7 +174,7 @@ def check_predictor_inputs(
     candidates: np.ndarray,
     features: np.ndarray,
     embed_dim: int,
-    names: Sequence[str] | None = None,
+    name_of: Callable[[int], str] | None = None,
 ) -> None:
     """Refuse inputs the predictor would silently mis-score: embeddings of another dimension than its
     encoder's, a feature matrix of another shape, non-finite features or embeddings.
@@ -182,7 +184,7 @@ def check_predictor_inputs(
         candidates: candidate embeddings ``[n, d]``.
         features: ``[n, 17]``.
         embed_dim: the predictor's ``d``.
-        names: one name per candidate for the messages (default ``candidate <i>``).
+        name_of: a candidate's name for the messages, by index (default ``candidate <i>``).
 
     Raises:
         ValueError: naming the input, the value and the way out, e.g. ``SignetPredictorScorer: feature
@@ -205,7 +207,7 @@ def check_predictor_inputs(
     bad = ~np.isfinite(features)
     if bad.any():
         i, j = (int(x) for x in np.argwhere(bad)[0])
-        who = names[i] if names is not None else f"candidate {i}"
+        who = name_of(i) if name_of is not None else f"candidate {i}"
         raise ValueError(
             f"{_WHO}: feature {PREDICTOR_FEATURES[j]!r} of {who} is {features[i, j]}; features must be "
             "finite numbers (a NaN importance or time in the store?)"
@@ -505,8 +507,9 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         base = self._baseline_scores(query, paths, context)
         emb, feats = self.features(paths, context)
         ctx = self.context_embedding(base, emb)
-        names = [f"candidate {i} ({p.serialise()})" for i, p in enumerate(paths)]
-        check_predictor_inputs(ctx, emb, feats, self.embed_dim, names)
+        check_predictor_inputs(
+            ctx, emb, feats, self.embed_dim, lambda i: f"candidate {i} ({paths[i].serialise()})"
+        )
         return base, ctx, emb, feats
 
     # -- scoring ------------------------------------------------------------------------------------
