@@ -57,7 +57,14 @@ RECIPES: dict[str, tuple[str, tuple[int, ...]]] = {
     "locomo-linucb": ("locomo", SEEDS),
     "musique-gnn": ("musique", SEEDS),
     "musique-linucb": ("musique", SEEDS),
+    # Signet's own predictor, the learned baseline (issue 25): a row in every learned table
+    "medium-signet_predictor": ("main", SEEDS),
+    "tight-signet_predictor": ("tight", SEEDS),
+    "locomo-signet_predictor": ("locomo", SEEDS),
+    "musique-signet_predictor": ("musique", SEEDS),
 }
+#: The learned scorers of the comparison tables, in row order.
+LEARNED = ("gnn", "linucb", "signet_predictor")
 
 
 def runs() -> dict[str, tuple[str, list[str]]]:
@@ -159,7 +166,7 @@ def report() -> str:
                           ("synthetic:medium, 400 characters", "tight"),
                           ("LoCoMo (by conversation), 2,000 characters", "locomo"),
                           ("MuSiQue (5-fold), 2,000 characters", "musique")):  # fmt: skip
-        table, seeds = comparison(prefix, ("gnn", "linucb"))
+        table, seeds = comparison(prefix, LEARNED)
         lines += [f"#### {title}: test queries, seeds {seeds}", "", table, ""]
     tuned = []
     for scorer, knob, values in TUNING:

@@ -6,6 +6,7 @@ from typing import Any
 from signet_rl.scorers.base import SCORERS, PathScorer, ScoringContext, make_scorer
 from signet_rl.scorers.linear import LinUCBScorer
 from signet_rl.scorers.prior import PPRScorer, PriorScorer, RandomScorer
+from signet_rl.scorers.signet_predictor import SignetPredictorScorer
 
 
 def __getattr__(name: str) -> Any:
@@ -26,5 +27,6 @@ __all__ = [
     "PriorScorer",
     "RandomScorer",
     "ScoringContext",
+    "SignetPredictorScorer",
     "make_scorer",
 ]
