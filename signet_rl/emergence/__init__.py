@@ -1,0 +1,1 @@
+"""Emergent behaviours: the cold tier, entity health, bridges, principles (all off by default)."""
