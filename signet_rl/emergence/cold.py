@@ -85,7 +85,7 @@ def _decode(value: Any) -> Any:
         if set(value) == {"real"}:
             return float.fromhex(value["real"])
         raise ValueError(f"unknown typed value {value!r}")
-    if value is None or isinstance(value, int | str) and not isinstance(value, bool):
+    if value is None or (isinstance(value, int | str) and not isinstance(value, bool)):
         return value
     raise ValueError(f"unexpected value {value!r}")
 

@@ -97,7 +97,7 @@ class _Owners:
             elif hop.kind is HopKind.ASPECT and hop.id in self.aspect:
                 out.add(self.aspect[hop.id])
             elif hop.kind is HopKind.ATTRIBUTE and self.attribute.get(hop.id) is not None:
-                out.add(self.attribute[hop.id])  # type: ignore[arg-type]
+                out.add(self.attribute[hop.id])
         return out & self.entities
 
 

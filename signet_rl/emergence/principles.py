@@ -99,7 +99,7 @@ def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
     attrs = active_attributes(graph)
     principle_ids = set(graph.entities.loc[graph.entities["entity_type"] == EntityType.PRINCIPLE, "id"])
     rx = re.compile(pattern, re.IGNORECASE)
-    keep = [not (eid in principle_ids) and bool(rx.search(str(asp or "")) or rx.search(text))
+    keep = [eid not in principle_ids and bool(rx.search(str(asp or "")) or rx.search(text))
             for eid, asp, text in zip(attrs["entity_id"], attrs["aspect"], attrs["content"], strict=True)]
     attrs = attrs[keep].reset_index(drop=True)
     if len(attrs) < min_communities:

@@ -133,8 +133,8 @@ def test_move_takes_the_entity_rows_and_only_its_own_memories(tmp_path: Path) ->
 def test_a_live_file_or_a_non_copy_is_refused(tmp_path: Path) -> None:
     path = make_store(tmp_path, build(2, [], [], 1))
     before = snapshot(path)
-    with pytest.raises(ColdTierError, match="happens only offline on a copy; copy the file .* pass "
-                                            "copy=True"):
+    with pytest.raises(ColdTierError, match=r"happens only offline on a copy; copy the file .* pass "
+                                            r"copy=True"):
         move_to_cold(path, "e0")
     Path(f"{path}-wal").write_bytes(b"")
     with pytest.raises(ColdTierError, match=r"has a -wal beside it, so a writer is using it"):

@@ -95,7 +95,7 @@ def test_community_health_sums_members() -> None:
 
 
 def test_pruning_uses_training_feedback_only_and_keeps_pinned_and_principles() -> None:
-    recs = log() + [record(20, ["E:e4"], [1], day=10)]  # e4 rated after training ended
+    recs = [*log(), record(20, ["E:e4"], [1], day=10)]  # e4 rated after training ended
     plan = plan_pruning(graph(), recs, until=T0 + pd.Timedelta(days=5))
     assert plan.unused == ("e4",) and plan.sick == ("e0", "e1")
     assert plan.kept == {"e5": "pinned", "p0": "principle"}
