@@ -41,8 +41,8 @@ import pandas as pd
 
 from signet_rl.graph.store import StoreError, apply_migrations
 
-__all__ = ["COLD_GRAPH_TABLES", "ColdMove", "ColdTierError", "cold_entities", "move_to_cold",
-           "restore_from_cold"]
+__all__ = ["COLD_GRAPH_TABLES", "ColdMove", "ColdTierError", "cold_entities", "cold_frontier",
+           "move_to_cold", "rate_cold", "restore_from_cold"]
 
 #: Graph tables whose rows move with an entity, in the order they are restored (parents first).
 COLD_GRAPH_TABLES: tuple[str, ...] = (
@@ -412,3 +412,59 @@ def _restore(conn: sqlite3.Connection, ids: tuple[str, ...], where: Path) -> Col
                      [a[0] for a in archived])
     counts["memories"] = len(archived)
     return ColdMove(entity_ids=ids, rows=counts, memory_ids=tuple(restored))
+
+
+# --------------------------------------------------------------------------------------------------
+# Rediscovery: explorers walk into cold territory; a positively rated find comes back.
+
+
+def cold_frontier(path: str | os.PathLike[str]) -> list[tuple[str, str, str, int]]:
+    """Where an explorer can step from the hot graph into the cold tier: ``(dependency_id, hot_entity_id,
+    cold_entity_id, direction)`` for every cold dependency with one endpoint hot and one cold
+    (``direction`` +1 when the hot entity is the source: the explorer path is
+    ``E:<hot>>D+:<dependency>>E:<cold>``, else ``D-``). Read-only."""
+    from signet_rl.graph.store import open_read_only
+
+    with closing(open_read_only(path)) as conn:
+        if "signet_rl_cold_rows" not in _tables(conn):
+            return []
+        hot = {r[0] for r in conn.execute("SELECT id FROM entities")}
+        cold = {r[0] for r in conn.execute(
+            "SELECT row_key FROM signet_rl_cold_rows WHERE table_name = 'entities'")}
+        columns = _columns(conn, "entity_dependencies")
+        out = []
+        for key, text in conn.execute("SELECT row_key, row_json FROM signet_rl_cold_rows WHERE "
+                                      "table_name = 'entity_dependencies' ORDER BY rowid"):
+            _, values = _parse_row(text, columns, f"entity_dependencies {key!r}", Path(path))
+            row = dict(zip(columns, values, strict=True))
+            src, dst = row["source_entity_id"], row["target_entity_id"]
+            if src in hot and dst in cold:
+                out.append((key, src, dst, +1))
+            elif dst in hot and src in cold:
+                out.append((key, dst, src, -1))
+        return out
+
+
+def rate_cold(path: str | os.PathLike[str], entity_id: str, rating: int, *,
+              copy: bool = False) -> ColdMove | None:
+    """A rating of an explorer path that reached cold ``entity_id``: a positive one brings the entity
+    back (:func:`restore_from_cold`) and returns what moved; zero or negative leaves it cold (None).
+
+    Raises:
+        ColdTierError: ``entity_id`` is not in the cold tier (naming it: hot, or unknown), or the
+            :func:`restore_from_cold` errors. Nothing is written then.
+        ValueError: a rating not in {-1, 0, 1}.
+    """
+    if isinstance(rating, bool) or rating not in (-1, 0, 1):
+        raise ValueError(f"rating of cold entity {entity_id!r} must be -1, 0 or 1, got {rating!r}")
+    if entity_id not in cold_entities(path):
+        from signet_rl.graph.store import open_read_only
+
+        with closing(open_read_only(path)) as conn:
+            hot = conn.execute("SELECT 1 FROM entities WHERE id = ?", (entity_id,)).fetchone()
+        state = "it is in the hot tables" if hot else "it is not in the store"
+        raise ColdTierError(f"{path}: cannot rate pruned entity {entity_id!r}: it is not in the cold tier "
+                            f"({state}); rate hot items through the feedback log")
+    if rating <= 0:
+        return None
+    return restore_from_cold(path, entity_id, copy=copy)

@@ -13,7 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from signet_rl.emergence.cold import ColdTierError, cold_entities, move_to_cold, restore_from_cold
+from signet_rl.emergence.cold import (
+    ColdTierError,
+    cold_entities,
+    cold_frontier,
+    move_to_cold,
+    rate_cold,
+    restore_from_cold,
+)
 from signet_rl.graph.model import (
     Aspect,
     Attribute,
@@ -209,3 +216,27 @@ def test_a_plain_version_1_store_is_migrated_on_the_copy(tmp_path: Path) -> None
     move_to_cold(copy, "e1", copy=True)
     assert sql(copy, "SELECT max(version) FROM signet_rl_migrations") == [(2,)]
     assert cold_entities(path) == []
+
+
+def test_an_explorer_rediscovers_a_pruned_entity_and_a_positive_rating_brings_it_back(tmp_path: Path) -> None:
+    # e0 -> e1 -> e2, e3 -> e1: prune e1; explorers can step to it from e0 (forward) and from e2, e3
+    path = make_store(tmp_path, build(4, [(0, 1), (1, 2), (3, 1)], [(0, 1)], 2))
+    before = snapshot(path)
+    move_to_cold(path, "e1", copy=True, reason="unused")
+    assert cold_frontier(path) == [("d0", "e0", "e1", 1), ("d1", "e2", "e1", -1), ("d2", "e3", "e1", 1)]
+    assert rate_cold(path, "e1", -1, copy=True) is None and cold_entities(path) == ["e1"]
+    moved = rate_cold(path, "e1", +1, copy=True)
+    assert moved is not None and moved.entity_ids == ("e1",)
+    assert snapshot(path) == before and cold_frontier(path) == []
+
+
+def test_rating_a_pruned_item_that_is_not_cold_names_it(tmp_path: Path) -> None:
+    path = make_store(tmp_path, build(2, [(0, 1)], [], 1))
+    before = snapshot(path)
+    with pytest.raises(ColdTierError, match=r"cannot rate pruned entity 'e0': it is not in the cold tier "
+                                            r"\(it is in the hot tables\)"):
+        rate_cold(path, "e0", 1, copy=True)
+    with pytest.raises(ColdTierError, match=r"cannot rate pruned entity 'e7': it is not in the cold tier "
+                                            r"\(it is not in the store\)"):
+        rate_cold(path, "e7", 1, copy=True)
+    assert snapshot(path) == before
