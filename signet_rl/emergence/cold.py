@@ -3,7 +3,8 @@
 :func:`move_to_cold` takes one or more entities out of the tables traversal reads and keeps every row:
 
 - the entity's **memories** (those no remaining row still points at: a memory another entity mentions,
-  or another entity's attribute cites, stays hot) go to Signet's own ``memories_cold``, one archive row
+  another entity's attribute cites, or another Signet table names in a ``memory_id`` column — documents,
+  jobs — stays hot) go to Signet's own ``memories_cold``, one archive row
   each, with Signet's columns filled from the memory and the whole original row (its ``rowid`` and every
   column's SQLite value, typed) in ``original_row_json``;
 - its **graph rows** — the ``entities`` row, its ``entity_aspects``, their ``entity_attributes``, every
@@ -13,7 +14,9 @@
 :func:`restore_from_cold` puts them back: the same values in the same columns, at the same ``rowid`` where
 that is still free (a rowid a newer row has taken since is the one thing that can change; the FTS index
 follows ``memories`` through Signet's triggers either way). A round trip leaves ``SELECT rowid, *`` of every
-table as it was, byte for byte (``tests/emergence/test_cold.py`` checks it as a property).
+table as it was, byte for byte (``tests/emergence/test_cold.py`` checks it as a property). Rows of Signet
+tables signet_rl does not traverse that name a moved entity (``relations``, ``skill_meta``, ``task_meta``)
+stay where they are, untouched.
 
 Cold moves rewrite a store, so they happen **offline, on a copy**: both functions refuse a file unless the
 caller passes ``copy=True`` to say it is a copy no daemon is using, and refuse any file with a ``-wal`` or
@@ -253,6 +256,17 @@ def _move(conn: sqlite3.Connection, ids: tuple[str, ...], reason: str, where: Pa
             AND id NOT IN (SELECT memory_id FROM entity_attributes WHERE memory_id IS NOT NULL AND
                            (aspect_id IS NULL OR aspect_id NOT IN ({aspects})))
             ORDER BY rowid""", ids * 4)]
+    # ... nor pointed at by any other table's memory_id (Signet's document_memories, memory_jobs, ...).
+    others = sorted(t for t in present if t not in (*COLD_GRAPH_TABLES, "memories", "memories_cold",
+                                                    "entity_attributes", "signet_rl_cold_rows")
+                    and not t.startswith("memories_fts") and "memory_id" in _columns(conn, t))
+    if memory_ids and others:
+        used: set[str] = set()
+        for t in others:
+            used.update(r[0] for r in conn.execute(
+                f"SELECT memory_id FROM {t} WHERE memory_id IN ({_placeholders(len(memory_ids))})",
+                memory_ids))
+        memory_ids = [m for m in memory_ids if m not in used]
     # The moving entity each such memory is filed under (memories_cold.cold_source_id): one that mentions
     # it, else the one whose attribute cites it.
     owners: dict[str, str] = {}

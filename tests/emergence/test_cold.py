@@ -240,3 +240,49 @@ def test_rating_a_pruned_item_that_is_not_cold_names_it(tmp_path: Path) -> None:
                                             r"\(it is not in the store\)"):
         rate_cold(path, "e7", 1, copy=True)
     assert snapshot(path) == before
+
+
+def test_round_trip_on_signets_own_schema(tmp_path: Path, signet_schema_path: Path) -> None:
+    """A database made from Signet's v30 schema, with rows as its daemon writes them (Signet's columns,
+    SQLite's datetime format, a job naming a memory): a move and a restore leave every table as it was."""
+    path = tmp_path / "signet.db"
+    with closing(sqlite3.connect(path)) as conn:
+        conn.executescript(signet_schema_path.read_text())
+        conn.executemany(
+            "INSERT INTO memories (id, type, content, importance, created_at, updated_at, updated_by, "
+            "vector_clock, content_hash) VALUES (?, 'fact', ?, ?, '2025-01-01T10:00:00.000Z', "
+            "'2025-01-02T10:00:00.000Z', 'daemon', '{\"a\":3}', ?)",
+            [("m1", "prefers tabs over spaces", 0.8, "h1"), ("m2", "tabs in the go code", None, "h2"),
+             ("m3", "a job is pending for tabs", 0.5, "h3")])
+        conn.executemany(
+            "INSERT INTO entities (id, name, entity_type, created_at, updated_at, mentions, embedding) "
+            "VALUES (?, ?, 'tool', datetime('now'), datetime('now'), ?, ?)",
+            [("e1", "tabs", 3, b"\x00\x01\xff"), ("e2", "go", None, None)])
+        conn.execute("INSERT INTO entity_aspects (id, entity_id, name, canonical_name) VALUES "
+                     "('a1', 'e1', 'Style', 'style')")
+        conn.execute("INSERT INTO entity_attributes (id, aspect_id, memory_id, kind, content, "
+                     "normalized_content) VALUES ('t1', 'a1', 'm1', 'attribute', 'prefers tabs', "
+                     "'prefers tabs')")
+        conn.execute("INSERT INTO entity_dependencies (id, source_entity_id, target_entity_id, "
+                     "dependency_type) VALUES ('d1', 'e2', 'e1', 'uses')")
+        conn.executemany("INSERT INTO memory_entity_mentions (memory_id, entity_id) VALUES (?, ?)",
+                         [("m1", "e1"), ("m2", "e1"), ("m2", "e2"), ("m3", "e1")])
+        job_cols = {r[1]: r for r in conn.execute("PRAGMA table_info(memory_jobs)")}
+        required = [c for c, r in job_cols.items() if r[3] and r[4] is None and not r[5]]
+        values = {c: "x" for c in required} | {"memory_id": "m3"}
+        conn.execute(f"INSERT INTO memory_jobs ({', '.join(values)}) VALUES "
+                     f"({', '.join('?' * len(values))})", list(values.values()))
+        conn.commit()
+    before = snapshot(path)
+    moved = move_to_cold(path, "e1", copy=True)
+    assert moved.memory_ids == ("m1",)  # m2: mentioned by e2; m3: a job names it
+    assert read_graph(path).num_entities == 1
+    restore_from_cold(path, "e1", copy=True)
+    after = snapshot(path)
+    migrated = {"signet_rl_cold_rows", "signet_rl_migrations", "communities", "community_members",
+                "signet_rl_meta", "signet_rl_nulls"}  # the copy gained signet_rl's migrations
+    assert set(after) - set(before) == migrated
+    deps_before = before.pop("entity_dependencies")
+    assert {t: rows for t, rows in after.items() if t not in migrated | {"entity_dependencies"}} == before
+    deps = after["entity_dependencies"]  # plus the migration's two columns at their defaults
+    assert [row[:-2] for row in deps] == deps_before and deps[0][-2:] == (0.7, "single-memory")
