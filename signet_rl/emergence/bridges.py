@@ -21,7 +21,8 @@ default: nothing runs this unless configured to.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field, replace
+import json
+from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -201,6 +202,30 @@ class BridgeTracker:
         new_state, graph = self._apply(graph, state, rating, at)
         self.states[bridge_id] = new_state
         return graph
+
+    def to_json(self) -> str:
+        """The tracker (parameters and every bridge's state) as JSON, for the service's own state file."""
+        return json.dumps({
+            "promote_after": self.promote_after, "climb_after": self.climb_after,
+            "fade_after": self.fade_after, "dependency_type": self.dependency_type,
+            "states": [{**asdict(s), "bridge": asdict(s.bridge)} for s in self.states.values()],
+        }, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> BridgeTracker:
+        """A tracker back from :meth:`to_json`.
+
+        Raises:
+            BridgeError: text that is not a saved tracker, naming what is wrong.
+        """
+        try:
+            data = json.loads(text)
+            states = [BridgeState(**{**s, "bridge": Bridge(**s["bridge"])}) for s in data.pop("states")]
+            tracker = cls(**data)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise BridgeError(f"not a saved BridgeTracker: {exc}") from None
+        tracker.states = {s.bridge.id: s for s in states}
+        return tracker
 
     def drop(self, bridge_id: str) -> None:
         """Stop tracking a bridge (e.g. one whose entity was deleted)."""

@@ -172,7 +172,7 @@ def add_principles(graph: KnowledgeGraph, principles: list[Principle], *,
     vectors = encode(encoder or default_encoder(), [p.text for p in principles])
     ents = pd.DataFrame([{"id": p.id, "name": _name(p.id, p.text), "entity_type": EntityType.PRINCIPLE,
                           "description": p.text, "created_at": at} for p in principles])
-    deps = pd.DataFrame([{"id": f"{p.id}>{e}", "source_entity_id": p.id, "target_entity_id": e,
+    deps = pd.DataFrame([{"id": f"{p.id}/{e}", "source_entity_id": p.id, "target_entity_id": e,
                           "dependency_type": DependencyType.INFORMS, "strength": 0.5,
                           "confidence": Reason.PATTERN_MATCHED.prior,
                           "reason": Reason.PATTERN_MATCHED.value, "created_at": at}

@@ -98,3 +98,16 @@ def test_rating_a_bridge_whose_entity_was_deleted_names_it() -> None:
         tracker.rate(g, "bridge-0", +1)
     with pytest.raises(BridgeError, match=rf"bridge '{bid}': rating must be -1, 0 or 1, got 2"):
         tracker.rate(g, bid, 2)
+
+
+def test_tracker_state_round_trips_through_json() -> None:
+    g = graph()
+    tracker = BridgeTracker(promote_after=1)
+    tracker.add(find_bridges(g))
+    first = next(iter(tracker.states))
+    g = tracker.rate(g, first, +1, at=AT)
+    back = BridgeTracker.from_json(tracker.to_json())
+    assert back == tracker and back.states[first].status == "promoted"
+    assert back.rate(g, first, -1).dependency("dep-" + first).reason == "llm-uncertain"
+    with pytest.raises(BridgeError, match=r"not a saved BridgeTracker: .*unexpected keyword argument 'x'"):
+        BridgeTracker.from_json('{"x": 1, "states": []}')
