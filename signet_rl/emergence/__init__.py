@@ -1,4 +1,4 @@
-"""Emergent behaviours of the memory graph, each off by default (:class:`~signet_rl.emergence.config.EmergenceConfig`).
+"""Emergent behaviours of the memory graph, each off by default (:mod:`~signet_rl.emergence.config`).
 
 - :mod:`~signet_rl.emergence.cold`: the lossless cold tier of an offline store copy, and rediscovery;
 - :mod:`~signet_rl.emergence.health`: entity and community health from path feedback; the pruning plan;
