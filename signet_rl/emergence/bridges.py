@@ -34,6 +34,7 @@ from signet_rl.emergence.similar import (
     encode,
     jaccard,
     linked_pairs,
+    similar_pairs,
     terms,
 )
 from signet_rl.graph.confidence import Reason, move
@@ -99,25 +100,23 @@ def find_bridges(graph: KnowledgeGraph, attribute_ids: list[str] | None = None, 
         return []
     texts = attrs["content"].tolist()
     vectors = encode(encoder or default_encoder(), texts)
-    sims = vectors[new] @ vectors.T  # [new, all]
     owner = attrs["entity_id"].to_numpy(dtype=object)
+    ids = attrs["id"].to_numpy(dtype=object)
     linked = linked_pairs(graph)
     words: dict[int, frozenset[str]] = {}
     out: dict[str, Bridge] = {}
-    for row, i in enumerate(new):
-        for j in np.flatnonzero(sims[row] >= min_similarity):
-            if j == i or owner[i] == owner[j] or frozenset((owner[i], owner[j])) in linked:
-                continue
-            wi = words.setdefault(int(i), terms(texts[i]))
-            wj = words.setdefault(int(j), terms(texts[j]))
-            lex = jaccard(wi, wj)
-            if lex < min_lexical:
-                continue
-            a, b = sorted((int(i), int(j)), key=lambda k: attrs["id"].iat[k])
-            bid = _bridge_id(attrs["id"].iat[a], attrs["id"].iat[b])
-            out[bid] = Bridge(id=bid, attribute_a=attrs["id"].iat[a], attribute_b=attrs["id"].iat[b],
-                              entity_a=owner[a], entity_b=owner[b],
-                              similarity=float(sims[row, j]), lexical=lex)
+    for i, j, sim in zip(*similar_pairs(vectors, new, min_similarity), strict=True):
+        if owner[i] == owner[j] or frozenset((owner[i], owner[j])) in linked:
+            continue
+        wi = words.setdefault(int(i), terms(texts[i]))
+        wj = words.setdefault(int(j), terms(texts[j]))
+        lex = jaccard(wi, wj)
+        if lex < min_lexical:
+            continue
+        a, b = sorted((int(i), int(j)), key=lambda k: ids[k])
+        bid = _bridge_id(ids[a], ids[b])
+        out[bid] = Bridge(id=bid, attribute_a=ids[a], attribute_b=ids[b], entity_a=owner[a],
+                          entity_b=owner[b], similarity=float(sim), lexical=lex)
     return sorted(out.values(), key=lambda b: (-b.similarity, b.id))
 
 

@@ -35,6 +35,7 @@ from signet_rl.emergence.similar import (
     encode,
     jaccard,
     linked_pairs,
+    similar_pairs,
     terms,
 )
 from signet_rl.graph.confidence import LADDER, Reason, ladder_step, reason_codes
@@ -106,7 +107,6 @@ def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
         return []
     texts = attrs["content"].tolist()
     vectors = encode(encoder or default_encoder(), texts)
-    sims = vectors @ vectors.T
     owner = attrs["entity_id"].to_numpy(dtype=object)
     linked = linked_pairs(graph)
     words = [terms(t) for t in texts]
@@ -118,13 +118,11 @@ def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
             i = parent[i]
         return i
 
-    agree = np.zeros_like(sims, dtype=bool)
-    for i, j in zip(*np.nonzero(np.triu(sims >= min_similarity, k=1)), strict=True):
-        if owner[i] == owner[j] or frozenset((owner[i], owner[j])) in linked:
+    for i, j, _ in zip(*similar_pairs(vectors, np.arange(len(attrs)), min_similarity), strict=True):
+        if i > j or owner[i] == owner[j] or frozenset((owner[i], owner[j])) in linked:
             continue
         if jaccard(words[i], words[j]) < min_lexical:
             continue
-        agree[i, j] = agree[j, i] = True
         parent[find(int(i))] = find(int(j))
     groups: dict[int, list[int]] = {}
     for i in range(len(attrs)):
@@ -143,7 +141,8 @@ def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
         pid = "principle-" + hashlib.blake2b("\x1f".join(ids).encode(), digest_size=8).hexdigest()
         if pid in existing:
             continue
-        centre = max(rows, key=lambda r: (sims[r, rows].sum(), -r))
+        within = (vectors[rows] @ vectors[rows].T).sum(axis=1)
+        centre = rows[int(np.argmax(within))]  # the first of equals: rows are in graph order
         evidence = tuple({"attribute_id": attrs["id"].iat[r], "entity_id": owner[r],
                           "memory_id": attrs["memory_id"].iat[r], "content": texts[r]} for r in rows)
         out.append(Principle(id=pid, text=texts[centre], entity_ids=ents, communities=communities,

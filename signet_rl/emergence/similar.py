@@ -17,7 +17,8 @@ from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.text.encoders import Encoder, HashingEncoder
 from signet_rl.text.terms import keyword_terms
 
-__all__ = ["active_attributes", "default_encoder", "jaccard", "linked_pairs", "terms"]
+__all__ = ["active_attributes", "default_encoder", "encode", "jaccard", "linked_pairs", "similar_pairs",
+           "terms"]
 
 
 def default_encoder() -> Encoder:
@@ -59,3 +60,23 @@ def encode(encoder: Encoder, texts: list[str]) -> np.ndarray:
     x = np.asarray(encoder.encode(texts), dtype=np.float32)
     norm = np.linalg.norm(x, axis=1, keepdims=True)
     return x / np.where(norm > 0, norm, 1.0)
+
+
+def similar_pairs(vectors: np.ndarray, rows: np.ndarray, min_similarity: float,
+                  chunk: int = 2048) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(i, j, cosine)`` for every query row ``i`` in ``rows`` and any row ``j != i`` of ``vectors`` with
+    cosine at least ``min_similarity``; computed ``chunk`` query rows at a time, so memory stays
+    ``O(chunk × n)`` on a large graph."""
+    out_i, out_j, out_s = [], [], []
+    for start in range(0, len(rows), chunk):
+        block = rows[start:start + chunk]
+        sims = vectors[block] @ vectors.T
+        r, j = np.nonzero(sims >= min_similarity)
+        keep = block[r] != j
+        out_i.append(block[r][keep])
+        out_j.append(j[keep])
+        out_s.append(sims[r[keep], j[keep]])
+    if not out_i:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    return (np.concatenate(out_i).astype(np.int64), np.concatenate(out_j).astype(np.int64),
+            np.concatenate(out_s))
