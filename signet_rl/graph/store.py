@@ -315,6 +315,20 @@ MIGRATIONS: tuple[Migration, ...] = (
             PRIMARY KEY (table_name, column_name)
         )""",
     )),
+    Migration(2, "cold tier for graph rows", (
+        # Graph rows moved out of the hot tables by signet_rl.emergence.cold (memories go to Signet's
+        # own memories_cold). A row is kept whole: its rowid and every column's SQLite value, typed.
+        """CREATE TABLE signet_rl_cold_rows (
+            table_name TEXT NOT NULL,
+            row_key TEXT NOT NULL,
+            entity_id TEXT NOT NULL,
+            archived_at TEXT NOT NULL,
+            archived_reason TEXT,
+            row_json TEXT NOT NULL,
+            PRIMARY KEY (table_name, row_key)
+        )""",
+        "CREATE INDEX idx_signet_rl_cold_rows_entity ON signet_rl_cold_rows(entity_id)",
+    )),
 )
 
 #: The store schema version this code writes and reads up to (the last migration's version).

@@ -20,7 +20,7 @@ from signet_rl.datasets.registry import load_dataset
 from signet_rl.datasets.signet import import_signet, load_signet_dataset
 from signet_rl.graph.confidence import DEFAULT_REASON
 from signet_rl.graph.model import GraphValidationError, KnowledgeGraph
-from signet_rl.graph.store import StoreError, apply_migrations, read_graph, write_graph
+from signet_rl.graph.store import SCHEMA_VERSION, StoreError, apply_migrations, read_graph, write_graph
 
 NOW = "2025-03-04T05:06:07.089Z"
 
@@ -204,7 +204,7 @@ def test_upgraded_copy_keeps_signet_rows_and_gains_signet_rl_tables(signet_db: P
     copy = tmp_path / "copy.db"
     shutil.copy(signet_db, copy)
     with closing(sqlite3.connect(copy)) as conn:
-        assert apply_migrations(conn, copy) == [1]
+        assert apply_migrations(conn, copy) == list(range(1, SCHEMA_VERSION + 1))
         assert apply_migrations(conn, copy) == []
         # Signet keeps writing after the upgrade, knowing nothing of the new columns.
         conn.execute("INSERT INTO entity_dependencies (id, source_entity_id, target_entity_id, "
@@ -213,7 +213,7 @@ def test_upgraded_copy_keeps_signet_rows_and_gains_signet_rl_tables(signet_db: P
                      "WHERE id = 'd3'")
         conn.commit()
     plain, upgraded = import_signet(signet_db), import_signet(copy)
-    assert upgraded.meta["signet_store"]["signet_rl_schema_version"] == 1
+    assert upgraded.meta["signet_store"]["signet_rl_schema_version"] == SCHEMA_VERSION
     deps = upgraded.dependencies.set_index("id")
     assert deps.loc[["d1", "d2", "d9"], "reason"].tolist() == ["single-memory"] * 3
     assert deps.loc[["d1", "d2", "d9"], "confidence"].tolist() == [0.7] * 3
@@ -345,7 +345,7 @@ BAD_INPUT: list[tuple[str, Setup, type[Exception], str]] = [
     ("newer store", lambda tmp: small_store(
         tmp, "INSERT INTO signet_rl_migrations VALUES (99, 'from the future', NULL)"), StoreError,
      r"^{path}: written by a newer signet_rl \(store schema version 99; this version reads up "
-     r"to 1\)$"),
+     r"to {version}\)$"),
 ]
 
 
@@ -355,7 +355,7 @@ def test_bad_input_names_file_table_and_row(tmp_path: Path, setup: Setup,
                                             error: type[Exception], message: str) -> None:
     path = setup(tmp_path)
     listing = sorted(p.name for p in tmp_path.iterdir())
-    with pytest.raises(error, match=message.format(path=re.escape(str(path)))):
+    with pytest.raises(error, match=message.format(path=re.escape(str(path)), version=SCHEMA_VERSION)):
         import_signet(path)
     assert sorted(p.name for p in tmp_path.iterdir()) == listing  # no -wal, -journal or -shm
 

@@ -203,7 +203,7 @@ def test_file_holds_signet_values(stored: Path) -> None:
     assert sql(stored, "SELECT confidence, reason FROM entity_dependencies ORDER BY rowid") == [
         (0.7, "single-memory"), (1.0, "user-asserted"), (0.3, "llm-uncertain")]
     assert sql(stored, "SELECT version, name FROM signet_rl_migrations") == [
-        (1, MIGRATIONS[0].name)]
+        (m.version, m.name) for m in MIGRATIONS]
     (applied_at,) = sql(stored, "SELECT applied_at FROM signet_rl_migrations")[0]
     assert pd.Timestamp(applied_at).tz is not None and applied_at.endswith("Z")
     meta = {k: json.loads(v) for k, v in sql(stored, "SELECT key, value FROM signet_rl_meta")}
@@ -282,7 +282,7 @@ def test_schema_matches_signet_v30(tmp_path: Path, stored: Path, signet_schema_p
 def test_apply_migrations_is_idempotent(stored: Path) -> None:
     with closing(sqlite3.connect(stored)) as conn:
         assert apply_migrations(conn) == []
-    assert sql(stored, "SELECT count(*) FROM signet_rl_migrations") == [(1,)]
+    assert sql(stored, "SELECT count(*) FROM signet_rl_migrations") == [(len(MIGRATIONS),)]
 
 
 def test_apply_migrations_refuses_a_non_signet_database(tmp_path: Path) -> None:

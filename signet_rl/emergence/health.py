@@ -1,0 +1,245 @@
+"""Entity health from path feedback, and the pruning plan it implies.
+
+Every rated item of a :class:`~signet_rl.learning.feedback_log.FeedbackRecord` is a walked path; the
+entities it touches (its entity hops, the endpoints of its dependency hops, the owners of its aspect and
+attribute hops) share its rating. Per entity that gives ``rated`` (rated paths through it), ``positive``,
+``negative`` and the mean rating; per community the same summed over its members. Each entity (and
+community) is then one of:
+
+- ``unused``: on no rated path;
+- ``sick``: persistently negative — at least :attr:`HealthThresholds.min_ratings` rated paths and a
+  negative share of at least :attr:`HealthThresholds.sick_share`;
+- ``under-mapped``: much positive feedback on sparse structure — at least
+  :attr:`HealthThresholds.busy_ratings` rated paths, mean rating at least
+  :attr:`HealthThresholds.busy_mean`, and at most :attr:`HealthThresholds.sparse_degree` dependencies plus
+  active attributes (per member, for a community);
+- ``healthy``: the rest (including entities with a few mixed ratings: not enough to judge them).
+
+:func:`plan_pruning` picks the unused and sick entities, from feedback logged up to the end of the
+training period only (``until``): a rating given later cannot decide what is pruned before it. Pinned
+entities and principles are never pruned. The plan is what :func:`signet_rl.emergence.cold.move_to_cold`
+then moves. Off by default: nothing calls it unless configured to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from signet_rl.graph.model import EntityType, KnowledgeGraph
+from signet_rl.learning.feedback_log import FeedbackRecord
+from signet_rl.traversal.path import HopKind, Path, PathError
+
+__all__ = ["HEALTHY", "SICK", "UNDER_MAPPED", "UNUSED", "HealthThresholds", "PruningPlan",
+           "community_health", "entity_health", "plan_pruning"]
+
+HEALTHY, SICK, UNUSED, UNDER_MAPPED = "healthy", "sick", "unused", "under-mapped"
+
+
+@dataclass(frozen=True)
+class HealthThresholds:
+    """When an entity counts as sick or under-mapped (chosen on a validation seed; these are defaults).
+
+    Attributes:
+        min_ratings: rated paths needed before an entity can be called sick.
+        sick_share: share of its rated paths rated negative (``-1``) that makes it sick, in ``(0, 1]``.
+        busy_ratings: rated paths needed before an entity can be called under-mapped.
+        busy_mean: mean rating at or above which a busy entity's feedback counts as high, in ``[-1, 1]``.
+        sparse_degree: dependencies plus active attributes at or below which structure counts as sparse.
+    """
+
+    min_ratings: int = 3
+    sick_share: float = 0.6
+    busy_ratings: int = 5
+    busy_mean: float = 0.5
+    sparse_degree: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("min_ratings", "busy_ratings"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"HealthThresholds.{name} must be an integer >= 1, got {value!r}")
+        if not 0 < self.sick_share <= 1:
+            raise ValueError(f"HealthThresholds.sick_share must be in (0, 1], got {self.sick_share!r}")
+        if not -1 <= self.busy_mean <= 1:
+            raise ValueError(f"HealthThresholds.busy_mean must be in [-1, 1], got {self.busy_mean!r}")
+        if isinstance(self.sparse_degree, bool) or not isinstance(self.sparse_degree, int) or \
+                self.sparse_degree < 0:
+            raise ValueError(f"HealthThresholds.sparse_degree must be an integer >= 0, got "
+                             f"{self.sparse_degree!r}")
+
+
+def _record_name(rec: FeedbackRecord) -> str:
+    return f"{rec.run_id}/{rec.step}/{rec.query_id}"
+
+
+class _Owners:
+    """Entity ids a path touches, from the graph's id lookups."""
+
+    def __init__(self, graph: KnowledgeGraph) -> None:
+        deps = graph.dependencies
+        self.dep = dict(zip(deps["id"], zip(deps["source_entity_id"], deps["target_entity_id"],
+                                            strict=True), strict=True))
+        self.aspect = dict(zip(graph.aspects["id"], graph.aspects["entity_id"], strict=True))
+        self.attribute = dict(zip(graph.attributes["id"], graph.attribute_entity_ids(), strict=True))
+        self.entities = set(graph.entities["id"])
+
+    def of(self, path: Path) -> set[str]:
+        out: set[str] = set()
+        for hop in path.hops:
+            if hop.kind is HopKind.ENTITY:
+                out.add(hop.id)
+            elif hop.kind is HopKind.DEPENDENCY and hop.id in self.dep:
+                out.update(self.dep[hop.id])
+            elif hop.kind is HopKind.ASPECT and hop.id in self.aspect:
+                out.add(self.aspect[hop.id])
+            elif hop.kind is HopKind.ATTRIBUTE and self.attribute.get(hop.id) is not None:
+                out.add(self.attribute[hop.id])
+        return out & self.entities
+
+
+def _training(records: Iterable[FeedbackRecord], until: pd.Timestamp | None) -> list[FeedbackRecord]:
+    out = []
+    for rec in records:
+        if until is not None:
+            if rec.timestamp is None:
+                raise ValueError(f"feedback record {_record_name(rec)} is undated, so it cannot be placed "
+                                 f"before or after the end of training {until}; date it or pass until=None")
+            if rec.timestamp > until:
+                continue
+        out.append(rec)
+    return out
+
+
+def entity_health(graph: KnowledgeGraph, records: Iterable[FeedbackRecord], *,
+                  until: pd.Timestamp | str | None = None,
+                  thresholds: HealthThresholds = HealthThresholds()) -> pd.DataFrame:
+    """Per-entity feedback counts and status.
+
+    Args:
+        graph: the graph the paths were walked on.
+        records: the feedback log.
+        until: use only records stamped at or before this time (the end of the training period).
+        thresholds: see :class:`HealthThresholds`.
+
+    Returns:
+        One row per entity of the graph, in its order: ``entity_id``, ``rated``, ``positive``,
+        ``negative``, ``mean_rating`` (NaN when unrated), ``degree`` (dependencies + active attributes),
+        ``status``.
+
+    Raises:
+        ValueError: a candidate that is not a path serialisation, or an undated record when ``until`` is
+            given; the message names the record (``run/step/query``) and the value.
+    """
+    cutoff = None if until is None else pd.Timestamp(until)
+    if cutoff is not None and cutoff.tzinfo is None:
+        cutoff = cutoff.tz_localize("UTC")
+    owners = _Owners(graph)
+    ids = graph.entities["id"].to_numpy(dtype=object)
+    index = {e: i for i, e in enumerate(ids)}
+    rated = np.zeros(len(ids), np.int64)
+    pos = np.zeros(len(ids), np.int64)
+    neg = np.zeros(len(ids), np.int64)
+    total = np.zeros(len(ids), np.float64)
+    for rec in _training(records, cutoff):
+        for item, rating in zip(rec.shown, rec.ratings, strict=True):
+            if rating is None:
+                continue
+            text = rec.candidates[item]
+            try:
+                path = Path.parse(text)
+            except PathError as exc:
+                raise ValueError(f"feedback record {_record_name(rec)}: candidate {text!r} is not a path "
+                                 f"serialisation ({exc}); entity health needs the logged paths") from None
+            rows = [index[e] for e in owners.of(path)]
+            rated[rows] += 1
+            total[rows] += rating
+            pos[rows] += rating > 0
+            neg[rows] += rating < 0
+    degree = _degree(graph, ids)
+    frame = pd.DataFrame({"entity_id": ids, "rated": rated, "positive": pos, "negative": neg,
+                          "mean_rating": np.where(rated > 0, total / np.maximum(rated, 1), np.nan),
+                          "degree": degree})
+    frame["status"] = _status(rated, neg, frame["mean_rating"].to_numpy(), degree.astype(np.float64),
+                              thresholds)
+    return frame
+
+
+def _degree(graph: KnowledgeGraph, ids: np.ndarray) -> np.ndarray:
+    deps = graph.dependencies
+    counts = pd.concat([deps["source_entity_id"], deps["target_entity_id"]]).value_counts()
+    active = graph.attributes["status"] == "active"
+    counts = counts.add(graph.attribute_entity_ids()[active].dropna().value_counts(), fill_value=0)
+    return counts.reindex(ids, fill_value=0).to_numpy(dtype=np.int64)
+
+
+def _status(rated: np.ndarray, neg: np.ndarray, mean: np.ndarray, degree: np.ndarray,
+            t: HealthThresholds) -> np.ndarray:
+    share = neg / np.maximum(rated, 1)
+    sick = (rated >= t.min_ratings) & (share >= t.sick_share)
+    busy = (rated >= t.busy_ratings) & (np.nan_to_num(mean, nan=-2.0) >= t.busy_mean)
+    under = busy & (degree <= t.sparse_degree) & ~sick
+    return np.select([rated == 0, sick, under], [UNUSED, SICK, UNDER_MAPPED], HEALTHY).astype(object)
+
+
+def community_health(graph: KnowledgeGraph, health: pd.DataFrame,
+                     thresholds: HealthThresholds = HealthThresholds()) -> pd.DataFrame:
+    """Per-community status from its members' counts (:func:`entity_health`'s frame), summed.
+
+    ``degree`` is the members' mean degree. Returns ``community_id``, ``members``, ``rated``,
+    ``positive``, ``negative``, ``mean_rating``, ``degree``, ``status``.
+    """
+    members = graph.community_members.merge(health, on="entity_id", how="inner")
+    members["total"] = members["mean_rating"].fillna(0.0) * members["rated"]
+    agg = members.groupby("community_id", sort=True).agg(
+        members=("entity_id", "size"), rated=("rated", "sum"), positive=("positive", "sum"),
+        negative=("negative", "sum"), total=("total", "sum"), degree=("degree", "mean")).reset_index()
+    rated = agg["rated"].to_numpy()
+    agg["mean_rating"] = np.where(rated > 0, agg["total"] / np.maximum(rated, 1), np.nan)
+    agg["status"] = _status(rated, agg["negative"].to_numpy(), agg["mean_rating"].to_numpy(),
+                            agg["degree"].to_numpy(dtype=np.float64), thresholds)
+    return agg[["community_id", "members", "rated", "positive", "negative", "mean_rating", "degree",
+                "status"]]
+
+
+@dataclass(frozen=True)
+class PruningPlan:
+    """Entities to move to the cold tier, and why, decided from feedback up to ``until``."""
+
+    until: pd.Timestamp | None
+    unused: tuple[str, ...]
+    sick: tuple[str, ...]
+    kept: dict[str, str] = field(default_factory=dict)  # unused/sick entities kept, and why
+
+    @property
+    def entity_ids(self) -> tuple[str, ...]:
+        return self.unused + self.sick
+
+
+def plan_pruning(graph: KnowledgeGraph, records: Iterable[FeedbackRecord], *,
+                 until: pd.Timestamp | str | None,
+                 thresholds: HealthThresholds = HealthThresholds()) -> PruningPlan:
+    """The unused and sick entities to prune, judged on feedback stamped at or before ``until`` only.
+
+    ``until`` is required (pass None explicitly to use the whole log, e.g. when the log *is* the training
+    period). Pinned entities and principles are kept (listed in :attr:`PruningPlan.kept`).
+    """
+    health = entity_health(graph, records, until=until, thresholds=thresholds)
+    ents = graph.entities.set_index("id")
+    protected: dict[str, str] = {}
+    for eid in health.loc[health["status"].isin([UNUSED, SICK]), "entity_id"]:
+        if bool(ents.at[eid, "pinned"]):
+            protected[eid] = "pinned"
+        elif ents.at[eid, "entity_type"] == EntityType.PRINCIPLE:
+            protected[eid] = "principle"
+    pick = health[~health["entity_id"].isin(protected)]
+    cutoff = None if until is None else pd.Timestamp(until)
+    if cutoff is not None and cutoff.tzinfo is None:
+        cutoff = cutoff.tz_localize("UTC")
+    return PruningPlan(until=cutoff,
+                       unused=tuple(pick.loc[pick["status"] == UNUSED, "entity_id"]),
+                       sick=tuple(pick.loc[pick["status"] == SICK, "entity_id"]),
+                       kept=protected)

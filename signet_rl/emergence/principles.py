@@ -1,0 +1,246 @@
+"""Discovered principles: one pattern across unrelated parts of the graph, made an entity of its own.
+
+:func:`detect_principles` looks at decision and preference attributes (those whose aspect name or content
+matches :data:`DECISION_PATTERN`), links two of them when they agree (:mod:`~signet_rl.emergence.similar`)
+and belong to different entities that no dependency connects, and takes each connected group of such
+links. A group whose entities lie in at least ``min_communities`` communities (an entity in no community
+counts as its own) is a :class:`Principle`: the group's most central attribute is its text, and its
+evidence trail is every attribute (with its memory) behind it.
+
+:func:`add_principles` writes them into the graph: an entity of type ``principle`` whose description is
+the text, a dependency ``informs`` from it to each entity it was found in (``reason`` ``pattern-matched``),
+and the record — status, text, embedding, evidence — under ``graph.meta["principles"]``, which the store
+keeps. It is shown as a notification-style record (:func:`notification`). Users answer with three verbs:
+
+- :func:`confirm`: status ``confirmed`` and its edges one rung up the ladder (traversals through it gain);
+- :func:`reject`: status ``rejected`` and its edges one rung down (it fades);
+- :func:`correct`: new text and embedding (entity description and name too), evidence kept.
+
+Each returns a new graph; an unknown id is an error naming it, and nothing changes. Off by default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from signet_rl.emergence.similar import (
+    active_attributes,
+    default_encoder,
+    encode,
+    jaccard,
+    linked_pairs,
+    similar_pairs,
+    terms,
+)
+from signet_rl.graph.confidence import LADDER, Reason, ladder_step, reason_codes
+from signet_rl.graph.model import DependencyType, EntityType, KnowledgeGraph
+from signet_rl.text.encoders import Encoder
+
+__all__ = ["DECISION_PATTERN", "Principle", "PrincipleError", "add_principles", "confirm", "correct",
+           "detect_principles", "notification", "reject"]
+
+#: Aspect names or attribute texts that mark a decision or a preference.
+DECISION_PATTERN = r"\b(decid\w*|decision\w*|prefer\w*|choos\w*|chose\w*|choice\w*|always|never|avoid\w*)\b"
+META_KEY = "principles"
+
+
+class PrincipleError(ValueError):
+    """A principle verb cannot be applied: the message names the principle id and the way out."""
+
+
+@dataclass(frozen=True)
+class Principle:
+    """A pattern found in at least ``min_communities`` communities.
+
+    Attributes:
+        id: ``principle-<hash of its evidence attribute ids>``: the same evidence, the same id.
+        text: the most central attribute's content (or the user's correction).
+        entity_ids: the entities it was found in.
+        communities: the communities they lie in.
+        evidence: one dict per attribute behind it: ``attribute_id``, ``entity_id``, ``memory_id``,
+            ``content``.
+        status: ``proposed``, ``confirmed`` or ``rejected``.
+    """
+
+    id: str
+    text: str
+    entity_ids: tuple[str, ...]
+    communities: tuple[str, ...]
+    evidence: tuple[dict[str, Any], ...]
+    status: str = "proposed"
+
+
+def _communities(graph: KnowledgeGraph) -> dict[str, str]:
+    members = graph.community_members
+    return dict(zip(members["entity_id"], members["community_id"], strict=True))
+
+
+def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
+                      min_communities: int = 3, min_similarity: float = 0.6, min_lexical: float = 0.3,
+                      pattern: str = DECISION_PATTERN) -> list[Principle]:
+    """Principles in ``graph`` not already in it (module docstring).
+
+    Args:
+        graph: the graph.
+        encoder: the text encoder (the hashing encoder by default).
+        min_communities: least number of distinct communities the pattern's entities lie in.
+        min_similarity: least cosine for two attributes to agree.
+        min_lexical: least keyword Jaccard for two attributes to agree.
+        pattern: regex (case-insensitive) on aspect name or attribute content selecting the
+            decision and preference attributes.
+    """
+    if isinstance(min_communities, bool) or not isinstance(min_communities, int) or min_communities < 2:
+        raise ValueError(f"min_communities must be an integer >= 2, got {min_communities!r}")
+    attrs = active_attributes(graph)
+    principle_ids = set(graph.entities.loc[graph.entities["entity_type"] == EntityType.PRINCIPLE, "id"])
+    rx = re.compile(pattern, re.IGNORECASE)
+    keep = [eid not in principle_ids and bool(rx.search(str(asp or "")) or rx.search(text))
+            for eid, asp, text in zip(attrs["entity_id"], attrs["aspect"], attrs["content"], strict=True)]
+    attrs = attrs[keep].reset_index(drop=True)
+    if len(attrs) < min_communities:
+        return []
+    texts = attrs["content"].tolist()
+    vectors = encode(encoder or default_encoder(), texts)
+    owner = attrs["entity_id"].to_numpy(dtype=object)
+    linked = linked_pairs(graph)
+    words = [terms(t) for t in texts]
+    parent = list(range(len(attrs)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, j, _ in zip(*similar_pairs(vectors, np.arange(len(attrs)), min_similarity), strict=True):
+        if i > j or owner[i] == owner[j] or frozenset((owner[i], owner[j])) in linked:
+            continue
+        if jaccard(words[i], words[j]) < min_lexical:
+            continue
+        parent[find(int(i))] = find(int(j))
+    groups: dict[int, list[int]] = {}
+    for i in range(len(attrs)):
+        groups.setdefault(find(i), []).append(i)
+    comm = _communities(graph)
+    existing = set(graph.meta.get(META_KEY, {}))
+    out = []
+    for rows in groups.values():
+        if len(rows) < 2:
+            continue
+        ents = tuple(dict.fromkeys(owner[r] for r in rows))
+        communities = tuple(sorted({comm.get(e, f"entity:{e}") for e in ents}))
+        if len(communities) < min_communities:
+            continue
+        ids = sorted(attrs["id"].iat[r] for r in rows)
+        pid = "principle-" + hashlib.blake2b("\x1f".join(ids).encode(), digest_size=8).hexdigest()
+        if pid in existing:
+            continue
+        within = (vectors[rows] @ vectors[rows].T).sum(axis=1)
+        centre = rows[int(np.argmax(within))]  # the first of equals: rows are in graph order
+        evidence = tuple({"attribute_id": attrs["id"].iat[r], "entity_id": owner[r],
+                          "memory_id": attrs["memory_id"].iat[r], "content": texts[r]} for r in rows)
+        out.append(Principle(id=pid, text=texts[centre], entity_ids=ents, communities=communities,
+                             evidence=evidence))
+    return sorted(out, key=lambda p: p.id)
+
+
+def _record(p: Principle, vector: np.ndarray) -> dict[str, Any]:
+    rec = asdict(p)
+    rec["entity_ids"], rec["communities"] = list(p.entity_ids), list(p.communities)
+    rec["evidence"] = [dict(e) for e in p.evidence]
+    rec["embedding"] = [float(v) for v in vector]
+    return rec
+
+
+def _name(pid: str, text: str) -> str:
+    return f"principle: {text[:60]} ({pid[-6:]})"  # entity names are UNIQUE in Signet
+
+
+def add_principles(graph: KnowledgeGraph, principles: list[Principle], *,
+                   encoder: Encoder | None = None, at: pd.Timestamp | None = None) -> KnowledgeGraph:
+    """The graph with each principle as an entity, its ``informs`` edges, and its record in meta."""
+    if not principles:
+        return graph
+    at = pd.Timestamp.now(tz="UTC") if at is None else at
+    vectors = encode(encoder or default_encoder(), [p.text for p in principles])
+    ents = pd.DataFrame([{"id": p.id, "name": _name(p.id, p.text), "entity_type": EntityType.PRINCIPLE,
+                          "description": p.text, "created_at": at} for p in principles])
+    deps = pd.DataFrame([{"id": f"{p.id}/{e}", "source_entity_id": p.id, "target_entity_id": e,
+                          "dependency_type": DependencyType.INFORMS, "strength": 0.5,
+                          "confidence": Reason.PATTERN_MATCHED.prior,
+                          "reason": Reason.PATTERN_MATCHED.value, "created_at": at}
+                         for p in principles for e in p.entity_ids])
+    meta = dict(graph.meta)
+    meta[META_KEY] = {**meta.get(META_KEY, {}),
+                      **{p.id: _record(p, v) for p, v in zip(principles, vectors, strict=True)}}
+    out = graph.replace(entities=pd.concat([graph.entities, ents], ignore_index=True),
+                        dependencies=pd.concat([graph.dependencies, deps], ignore_index=True))
+    out.meta = meta
+    return out
+
+
+def _get(graph: KnowledgeGraph, pid: str, verb: str) -> dict[str, Any]:
+    rec = graph.meta.get(META_KEY, {}).get(pid)
+    if rec is None or pid not in set(graph.entities["id"]):
+        known = sorted(graph.meta.get(META_KEY, {}))
+        listing = f"; known principles: {', '.join(known)}" if known else "; the graph has no principles"
+        raise PrincipleError(f"cannot {verb} principle {pid!r}: it does not exist{listing}")
+    return rec
+
+
+def _move_edges(graph: KnowledgeGraph, pid: str, steps: int) -> KnowledgeGraph:
+    deps = graph.dependencies
+    mine = (deps["source_entity_id"] == pid).to_numpy()
+    codes, conf = ladder_step(reason_codes(deps.loc[mine, "reason"]), steps,
+                              deps.loc[mine, "confidence"].to_numpy(np.float32))
+    deps = deps.copy()
+    deps.loc[mine, "reason"] = [LADDER[c].value for c in codes]
+    deps.loc[mine, "confidence"] = conf.astype(np.float64)
+    return graph.replace(dependencies=deps)
+
+
+def _with_record(graph: KnowledgeGraph, pid: str, **changes: Any) -> KnowledgeGraph:
+    meta = dict(graph.meta)
+    meta[META_KEY] = {**meta[META_KEY], pid: {**meta[META_KEY][pid], **changes}}
+    graph.meta = meta
+    return graph
+
+
+def confirm(graph: KnowledgeGraph, pid: str) -> KnowledgeGraph:
+    """Confirm a principle: status ``confirmed``, its edges one rung up (at most ``multi-memory``)."""
+    _get(graph, pid, "confirm")
+    return _with_record(_move_edges(graph, pid, +1), pid, status="confirmed")
+
+
+def reject(graph: KnowledgeGraph, pid: str) -> KnowledgeGraph:
+    """Reject a principle: status ``rejected``, its edges one rung down (it fades)."""
+    _get(graph, pid, "reject")
+    return _with_record(_move_edges(graph, pid, -1), pid, status="rejected")
+
+
+def correct(graph: KnowledgeGraph, pid: str, text: str, *,
+            encoder: Encoder | None = None) -> KnowledgeGraph:
+    """Refine a principle's text (and its embedding, description and name); its evidence is kept."""
+    _get(graph, pid, "correct")
+    if not isinstance(text, str) or not text.strip():
+        raise PrincipleError(f"cannot correct principle {pid!r}: the new text is empty")
+    vector = encode(encoder or default_encoder(), [text])[0]
+    ents = graph.entities.copy()
+    at = ents.index[ents["id"] == pid][0]
+    ents.loc[at, ["description", "name"]] = [text, _name(pid, text)]
+    out = graph.replace(entities=ents)
+    out.meta = dict(graph.meta)
+    return _with_record(out, pid, text=text, embedding=[float(v) for v in vector])
+
+
+def notification(graph: KnowledgeGraph, pid: str) -> dict[str, Any]:
+    """The notification-style record shown for a principle: its text, status, entities and evidence
+    (the embedding left out)."""
+    rec = _get(graph, pid, "show")
+    return {k: v for k, v in rec.items() if k != "embedding"}

@@ -1,0 +1,113 @@
+"""Bridges: found between unlinked entities, promoted by positive ratings, faded by negative ones."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from signet_rl.emergence.bridges import BridgeError, BridgeTracker, find_bridges
+from signet_rl.graph.model import Aspect, Attribute, Dependency, Entity, KnowledgeGraph
+
+AT = pd.Timestamp("2026-02-01", tz="UTC")
+TEXTS = {
+    "e0": "prefers dark roast coffee brewed every morning",
+    "e1": "deploys the billing service with docker compose",
+    "e2": "every morning prefers dark roast coffee, brewed strong",
+    "e3": "prefers dark roast coffee brewed every morning too",  # linked to e0: not a bridge
+}
+
+
+def graph() -> KnowledgeGraph:
+    return KnowledgeGraph.from_records(
+        entities=[Entity(id=e, name=e) for e in TEXTS],
+        aspects=[Aspect(id=f"a-{e}", entity_id=e, name="habits") for e in TEXTS],
+        attributes=[Attribute(id=f"t-{e}", aspect_id=f"a-{e}", content=t) for e, t in TEXTS.items()],
+        dependencies=[Dependency(id="d03", source_entity_id="e0", target_entity_id="e3",
+                                 dependency_type="uses")])
+
+
+def test_bridges_join_unlinked_entities_that_say_the_same_thing() -> None:
+    bridges = find_bridges(graph(), ["t-e2"])
+    assert [(b.attribute_a, b.attribute_b) for b in bridges] == [("t-e0", "t-e2"), ("t-e2", "t-e3")]
+    assert all(b.similarity >= 0.6 and b.lexical >= 0.4 for b in bridges)
+    every = find_bridges(graph())
+    assert {(b.entity_a, b.entity_b) for b in every} == {("e0", "e2"), ("e2", "e3")}  # e0-e3 linked
+    assert find_bridges(graph(), ["t-e2"], min_lexical=0.95) == []
+    with pytest.raises(BridgeError, match=r"attribute 'nope' is not an active attribute"):
+        find_bridges(graph(), ["nope"])
+
+
+def test_promotion_after_n_positives_then_up_the_ladder_then_fading() -> None:
+    g = graph()
+    tracker = BridgeTracker(promote_after=3, climb_after=2)
+    (bridge, _) = find_bridges(g, ["t-e2"])
+    tracker.add([bridge])
+    assert tracker.explorer_targets() == [("e0", "e2")]
+    for _ in range(2):
+        g = tracker.rate(g, bridge.id, +1, at=AT)
+    assert len(g.dependencies) == 1  # not yet
+    g = tracker.rate(g, bridge.id, +1, at=AT)
+    dep = g.dependency("dep-" + bridge.id)
+    assert (dep.source_entity_id, dep.target_entity_id, dep.reason, dep.confidence) == (
+        "e0", "e2", "inferred", 0.4)
+    assert tracker.states[bridge.id].status == "promoted" and tracker.explorer_targets() == []
+    g = tracker.rate(g, bridge.id, +1, at=AT)
+    assert g.dependency("dep-" + bridge.id).reason == "inferred"
+    g = tracker.rate(g, bridge.id, +1, at=AT)
+    assert (g.dependency("dep-" + bridge.id).reason, g.dependency("dep-" + bridge.id).confidence) == (
+        "pattern-matched", 0.5)
+    g = tracker.rate(g, bridge.id, 0, at=AT)  # neutral: nothing moves
+    g = tracker.rate(g, bridge.id, -1, at=AT)
+    assert g.dependency("dep-" + bridge.id).reason == "inferred"
+    g = tracker.rate(g, bridge.id, -1, at=AT)
+    assert g.dependency("dep-" + bridge.id).reason == "llm-uncertain"
+    g = tracker.rate(g, bridge.id, -1, at=AT)
+    assert "dep-" + bridge.id not in set(g.dependencies["id"])
+    s = tracker.states[bridge.id]
+    assert (s.status, s.positive, s.negative) == ("faded", 5, 3)
+    with pytest.raises(BridgeError, match=rf"bridge '{bridge.id}' has faded"):
+        tracker.rate(g, bridge.id, +1)
+
+
+def test_a_candidate_fades_after_negatives() -> None:
+    g = graph()
+    tracker = BridgeTracker(fade_after=2)
+    tracker.add(find_bridges(g, ["t-e2"]))
+    bid = next(iter(tracker.states))
+    g2 = tracker.rate(tracker.rate(tracker.rate(g, bid, +1), bid, -1), bid, -1)
+    assert tracker.states[bid].status == "candidate"  # net -1
+    g2 = tracker.rate(g2, bid, -1)
+    assert tracker.states[bid].status == "faded" and g2.diff(g) == []
+
+
+def test_rating_a_bridge_whose_entity_was_deleted_names_it() -> None:
+    g = graph()
+    tracker = BridgeTracker()
+    tracker.add(find_bridges(g, ["t-e2"]))
+    bid = next(iter(tracker.states))
+    gone = KnowledgeGraph.from_records(
+        entities=[Entity(id=e, name=e) for e in ("e0", "e1", "e3")],
+        dependencies=[Dependency(id="d03", source_entity_id="e0", target_entity_id="e3",
+                                 dependency_type="uses")])
+    before = tracker.states[bid]
+    with pytest.raises(BridgeError, match=rf"bridge '{bid}' joins entity 'e2', which is no longer in "
+                                          r"the graph \(deleted or moved to the cold tier\)"):
+        tracker.rate(gone, bid, +1)
+    assert tracker.states[bid] == before  # nothing half-applied
+    with pytest.raises(BridgeError, match=r"unknown bridge 'bridge-0'"):
+        tracker.rate(g, "bridge-0", +1)
+    with pytest.raises(BridgeError, match=rf"bridge '{bid}': rating must be -1, 0 or 1, got 2"):
+        tracker.rate(g, bid, 2)
+
+
+def test_tracker_state_round_trips_through_json() -> None:
+    g = graph()
+    tracker = BridgeTracker(promote_after=1)
+    tracker.add(find_bridges(g))
+    first = next(iter(tracker.states))
+    g = tracker.rate(g, first, +1, at=AT)
+    back = BridgeTracker.from_json(tracker.to_json())
+    assert back == tracker and back.states[first].status == "promoted"
+    assert back.rate(g, first, -1).dependency("dep-" + first).reason == "llm-uncertain"
+    with pytest.raises(BridgeError, match=r"not a saved BridgeTracker: .*unexpected keyword argument 'x'"):
+        BridgeTracker.from_json('{"x": 1, "states": []}')

@@ -1,0 +1,113 @@
+"""Entity and community health on a hand-made feedback log, and the pruning plan."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from signet_rl.emergence.health import (
+    HealthThresholds,
+    community_health,
+    entity_health,
+    plan_pruning,
+)
+from signet_rl.graph.model import (
+    Aspect,
+    Attribute,
+    Community,
+    CommunityMember,
+    Dependency,
+    Entity,
+    KnowledgeGraph,
+)
+from signet_rl.learning.feedback_log import FeedbackRecord
+
+T0 = pd.Timestamp("2026-01-01", tz="UTC")
+
+
+def graph() -> KnowledgeGraph:
+    """e0 -d01-> e1 -d12-> e2; e3 has one attribute and no edge; e4 and e5 (pinned) are isolated."""
+    ents = [Entity(id=f"e{i}", name=f"n{i}", pinned=i == 5) for i in range(6)]
+    ents.append(Entity(id="p0", name="principle 0", entity_type="principle"))
+    return KnowledgeGraph.from_records(
+        entities=ents,
+        dependencies=[Dependency(id="d01", source_entity_id="e0", target_entity_id="e1",
+                                 dependency_type="uses"),
+                      Dependency(id="d12", source_entity_id="e1", target_entity_id="e2",
+                                 dependency_type="uses")],
+        aspects=[Aspect(id="a3", entity_id="e3", name="habits"),
+                 Aspect(id="a0", entity_id="e0", name="facts")],
+        attributes=[Attribute(id="t3", aspect_id="a3", content="walks at dawn"),
+                    Attribute(id="t0", aspect_id="a0", content="a", status="superseded")],
+        communities=[Community(id="c0"), Community(id="c1")],
+        community_members=[CommunityMember(community_id="c0", entity_id=e) for e in ("e0", "e1", "e2")]
+        + [CommunityMember(community_id="c1", entity_id=e) for e in ("e3", "e4")],
+    )
+
+
+def record(step: int, paths: list[str], ratings: list[float | None], day: int = 0) -> FeedbackRecord:
+    n = len(paths)
+    return FeedbackRecord(
+        run_id="r", step=step, query_id=f"q{step}", timestamp=T0 + pd.Timedelta(days=day), session="s",
+        intent="what", context={"entries": ["e0"], "graph_id": "g"}, candidates=paths,
+        candidate_scores=[0.5] * n, shown=list(range(n)), positions=list(range(n)), pscores=[1.0] * n,
+        ratings=ratings, explorer=[False] * n, policy_version="v0")
+
+
+def log() -> list[FeedbackRecord]:
+    recs = []
+    # e0 -> e1 walked and rated down 3 times of 4: e0 and e1 sick; e2 (via d12) up 1, down 0.
+    for step, r in enumerate([-1, -1, 1, -1]):
+        recs.append(record(step, ["E:e0>D+:d01>E:e1"], [r]))
+    recs.append(record(4, ["E:e1>D+:d12>E:e2"], [0]))
+    # e3's attribute liked 5 times: busy on sparse structure -> under-mapped.
+    for step in range(5, 10):
+        recs.append(record(step, ["E:e3>A:a3>T:t3", "E:e4"], [1, None]))  # e4 shown, never rated
+    return recs
+
+
+def test_entity_statuses_from_a_hand_made_log() -> None:
+    h = entity_health(graph(), log()).set_index("entity_id")
+    assert h["status"].to_dict() == {"e0": "sick", "e1": "sick", "e2": "healthy", "e3": "under-mapped",
+                                     "e4": "unused", "e5": "unused", "p0": "unused"}
+    assert h.loc["e1", ["rated", "positive", "negative"]].tolist() == [5, 1, 3]
+    assert h.loc["e1", "mean_rating"] == pytest.approx(-0.4)
+    assert h.loc["e3", "degree"] == 1 and h.loc["e0", "degree"] == 1  # the superseded t0 does not count
+    assert h.loc["e1", "degree"] == 2
+
+
+def test_thresholds_are_parameters() -> None:
+    h = entity_health(graph(), log(), thresholds=HealthThresholds(sick_share=0.8, sparse_degree=0))
+    assert h.set_index("entity_id")["status"].to_dict()["e0"] == "healthy"  # 3/4 negative < 0.8
+    assert h.set_index("entity_id")["status"].to_dict()["e3"] == "healthy"  # degree 1 > 0
+    with pytest.raises(ValueError, match=r"HealthThresholds.sick_share must be in \(0, 1\], got 1.5"):
+        HealthThresholds(sick_share=1.5)
+
+
+def test_community_health_sums_members() -> None:
+    c = community_health(graph(), entity_health(graph(), log())).set_index("community_id")
+    assert c.loc["c0", ["members", "rated", "negative"]].tolist() == [3, 10, 6]
+    assert c.loc["c0", "mean_rating"] == pytest.approx(-0.4)
+    assert c["status"].to_dict() == {"c0": "sick", "c1": "under-mapped"}  # 6/10 negative >= 0.6
+    lenient = community_health(graph(), entity_health(graph(), log()),
+                               HealthThresholds(sick_share=0.7)).set_index("community_id")
+    assert lenient.loc["c0", "status"] == "healthy"
+
+
+def test_pruning_uses_training_feedback_only_and_keeps_pinned_and_principles() -> None:
+    recs = [*log(), record(20, ["E:e4"], [1], day=10)]  # e4 rated after training ended
+    plan = plan_pruning(graph(), recs, until=T0 + pd.Timedelta(days=5))
+    assert plan.unused == ("e4",) and plan.sick == ("e0", "e1")
+    assert plan.kept == {"e5": "pinned", "p0": "principle"}
+    assert plan.entity_ids == ("e4", "e0", "e1")
+    later = plan_pruning(graph(), recs, until=None)
+    assert later.unused == ()
+
+
+def test_bad_logs_are_named() -> None:
+    with pytest.raises(ValueError, match=r"feedback record r/0/q0: candidate 'p-1234' is not a path "
+                                         r"serialisation"):
+        entity_health(graph(), [record(0, ["p-1234"], [1])])
+    undated = FeedbackRecord(**{**record(3, ["E:e0"], [1]).__dict__, "timestamp": None})
+    with pytest.raises(ValueError, match=r"feedback record r/3/q3 is undated"):
+        plan_pruning(graph(), [undated], until=T0)
