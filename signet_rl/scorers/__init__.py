@@ -6,15 +6,19 @@ from typing import Any
 from signet_rl.scorers.base import SCORERS, PathScorer, ScoringContext, make_scorer
 from signet_rl.scorers.linear import LinUCBScorer
 from signet_rl.scorers.prior import PPRScorer, PriorScorer, RandomScorer
-from signet_rl.scorers.signet_predictor import SignetPredictorScorer
 
 
 def __getattr__(name: str) -> Any:
-    """:class:`GNNPathScorer` on first use: its module imports torch, which the serving side never loads."""
+    """:class:`GNNPathScorer` and :class:`SignetPredictorScorer` on first use: their modules import torch, which
+    the serving side never loads."""
     if name == "GNNPathScorer":
         from signet_rl.scorers.gnn import GNNPathScorer
 
         return GNNPathScorer
+    if name == "SignetPredictorScorer":
+        from signet_rl.scorers.signet_predictor import SignetPredictorScorer
+
+        return SignetPredictorScorer
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

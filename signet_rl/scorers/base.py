@@ -148,7 +148,8 @@ class _Registry(dict[str, Callable[..., PathScorer]]):
 
 
 #: Scorers registered by a module imported on first lookup: name -> module.
-LAZY_SCORERS: dict[str, str] = {"gnn": "signet_rl.scorers.gnn"}
+LAZY_SCORERS: dict[str, str] = {"gnn": "signet_rl.scorers.gnn",
+                                 "signet_predictor": "signet_rl.scorers.signet_predictor"}
 SCORERS: _Registry = _Registry()
 
 

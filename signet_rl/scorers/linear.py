@@ -214,11 +214,20 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
                 w = 1.0
                 if self.importance_weighted and fb.pscores:
                     w = min(1.0 / float(fb.pscores[j]), self.max_importance_weight)  # pscore in (0, 1]
-                u = self.A_inv @ row
-                self.A_inv -= np.outer(u, u) * (w / (1.0 + w * float(row @ u)))
-                self.b += w * float(r) * row
-                self.updates += 1
-            self._theta = self._chol = None
+                self.update_vector(row, float(r), w)
+
+    def update_vector(self, x: np.ndarray, rating: float, weight: float = 1.0) -> None:
+        """One Sherman–Morrison update with a context-path vector ``x`` (from :meth:`design`) and its rating:
+        what :meth:`update` does per rated path, and what a service that logged ``x`` when it showed the path
+        applies when the rating arrives later."""
+        row = np.asarray(x, dtype=np.float64)
+        if row.shape != (self.dim,) or not np.isfinite(row).all():
+            raise ValueError(f"x must be {self.dim} finite numbers, got shape {row.shape}")
+        u = self.A_inv @ row
+        self.A_inv -= np.outer(u, u) * (weight / (1.0 + weight * float(row @ u)))
+        self.b += weight * float(rating) * row
+        self.updates += 1
+        self._theta = self._chol = None
 
     # -- persistence --------------------------------------------------------------------------------
 

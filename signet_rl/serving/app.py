@@ -22,7 +22,8 @@ own API (facts: the project's design notes on Signet's HTTP API):
 
 Online learning: each newly recorded rating reinforces the rated path's edges in the policy's desire-path
 statistics with the training rule (:meth:`~signet_rl.learning.reinforcement.EdgeStats.reinforce`: floor,
-ceiling) and a cooling step; at start-up the statistics are rebuilt by replaying the state file's feedback
+ceiling) and a cooling step, and where the artifact has an online-learnable head (LinUCB) updates its
+posterior with the context-path vector logged when the path was shown; at start-up the statistics are rebuilt by replaying the state file's feedback
 log, so they always equal a replay of what was acknowledged.
 
 Security: binds 127.0.0.1 by default; elsewhere a bearer token is required (``--token`` or
@@ -172,19 +173,42 @@ class Service:
         if len(edges):
             self.stats.reinforce(edges, intent, result.bucket, fb.rating)
         self.stats.cool(edges if len(edges) else None)
+        design = result.path.get("design")
+        head = getattr(self.policy.scorer, "update_vector", None)
+        if design is not None and head is not None:  # LinUCB's posterior learns online too
+            head(np.asarray(design, dtype=np.float64), float(fb.rating))
         forget = getattr(self.policy.scorer, "forget_snapshot", None)
         if forget is not None:
             forget()
 
     # -- recall -------------------------------------------------------------------------------------------
 
+    def _desire(self, query: Query, budget: int) -> tuple[list[Any], dict[str, list[float]]]:
+        """The desire retriever's constructed memories for ``query`` and, when the policy has an
+        online-learnable head (LinUCB), each scored path's context-path vector by path id."""
+        cands = self.desire.candidates(query)
+        if cands is None:
+            return [], {}
+        paths = cands.walk.paths
+        scores = self.policy.score(query, paths, cands.context) if paths else np.zeros(0)
+        units = [u for u in self.desire.slate(query, cands, zip(paths, scores.tolist(), strict=True), budget)
+                 if u.kind == "constructed"]  # fmt: skip
+        designs: dict[str, list[float]] = {}
+        head = getattr(self.policy.scorer, "update_vector", None)
+        if head is not None and units:
+            wanted = {u.meta.get("path_id") for u in units}
+            chosen = [p for p in paths if p.id in wanted]
+            if chosen:
+                x = self.policy.scorer.design(query, chosen, cands.context)
+                designs = {p.id: row.tolist() for p, row in zip(chosen, x, strict=True)}
+        return units, designs
+
     def recall(self, body: RecallBody) -> dict[str, Any]:
         limit = body.limit or self.k
         query = Query(id=f"serve:{uuid.uuid4().hex}", text=body.query, graph_id="main", split="test",
                       meta={"session": body.sessionKey} if body.sessionKey else {})  # fmt: skip
         with self._lock:
-            desire_units = [u for u in self.desire.retrieve(query, body.budgetChars or self.budget_chars)
-                            if u.kind == "constructed"]  # fmt: skip
+            desire_units, designs = self._desire(query, body.budgetChars or self.budget_chars)
             flat_units = self.flat.retrieve(query, None)
             d_keys = _unique([f"p:{u.meta.get('path_id', u.text[:40])}" for u in desire_units])
             f_keys = _unique([f"m:{u.items[0]}" if u.items else f"f:{i}" for i, u in enumerate(flat_units)])
@@ -201,9 +225,13 @@ class Service:
             rid = f"r_{uuid.uuid4().hex}"
             path = _provenance(unit, self.memory_ids)
             system = slate.systems[j]
+            logged = dict(path)
+            pid = unit.meta.get("path_id")
+            if key.startswith("p:") and pid in designs:  # the online head's input, applied when rated
+                logged["design"] = designs[pid]
             issued.append(IssuedResult(
                 rid, body.sessionKey, body.query, "main", system, slot, p,
-                str(unit.meta.get("strategy") or "what"), bucket, tuple(path["memory_ids"]), path,
+                str(unit.meta.get("strategy") or "what"), bucket, tuple(path["memory_ids"]), logged,
                 tuple(path["dependencies"]), float(slate.fused[j]), recall_id, slot))  # fmt: skip
             out.append(self._result_json(rid, unit, system, p, slate.fused[j], path))
         self.state.issue(issued, {"recall_id": recall_id, "session_key": body.sessionKey, "query": body.query,
@@ -332,11 +360,16 @@ class Service:
                 "chars": used, "maxTokens": body.maxTokens}  # fmt: skip
 
     def stats_digest(self) -> str:
-        """SHA-256 of the desire-path statistics (weights, walk counts, step): equal digests, equal state."""
+        """SHA-256 of what ratings change: the desire-path statistics (weights, walk counts, step) and an online
+        head's posterior (LinUCB's ``A_inv`` and ``b``); equal digests, equal learned state."""
         with self._lock:
             h = hashlib.sha256(np.ascontiguousarray(self.stats.weights).tobytes())
             h.update(np.ascontiguousarray(self.stats.walks).tobytes())
             h.update(str(self.stats.step).encode())
+            for name in ("A_inv", "b"):  # an online-learnable head's state (LinUCB)
+                value = getattr(self.policy.scorer, name, None)
+                if value is not None:
+                    h.update(np.ascontiguousarray(value).tobytes())
         return h.hexdigest()
 
     def status(self) -> dict[str, Any]:

@@ -57,6 +57,7 @@ def test_recall_feedback_and_replay(served, service, tmp_path):
     desire = [r for r in body["results"] if r["system"] == "desire" and r["path"]["dependencies"]]
     target = (desire or body["results"])[0]
     weights = service.stats.weights.copy()
+    updates = service.policy.scorer.updates
     ok = client.post(
         "/api/memory/feedback",
         json={
@@ -75,6 +76,9 @@ def test_recall_feedback_and_replay(served, service, tmp_path):
     assert again.json()["recorded"] == 0
     if target["path"]["dependencies"]:
         assert not np.array_equal(weights, service.stats.weights)
+    if target["system"] == "desire":  # LinUCB's posterior learned from the logged context-path vector
+        assert service.policy.scorer.updates == updates + 1
+    assert "design" not in target["path"]  # the head's input is logged, not returned
     # Signet's own shape, by memory id, with a request key
     mid = next(r["path"]["memory_ids"][0] for r in body["results"] if r["path"]["memory_ids"])
     sig = client.post(
@@ -85,6 +89,7 @@ def test_recall_feedback_and_replay(served, service, tmp_path):
     # a restart rebuilds the same statistics from the log
     replayed = Service(served["store"], served["artifact"], tmp_path / "state.sqlite")
     assert replayed.replayed == 2 and np.allclose(replayed.stats.weights, service.stats.weights)
+    assert replayed.stats_digest() == service.stats_digest()
     assert _sha(served["store"]) == before
 
 
