@@ -88,6 +88,7 @@ from signet_rl.graph.model import DependencyType, EntityType, KnowledgeGraph
 from signet_rl.graph.timeslice import TimeSlices
 from signet_rl.retrieval.intent import IntentClassifier
 from signet_rl.scorers.base import Feedback, ScoringContext, check_feedback, register
+from signet_rl.scorers.fused import BASE_SCORES, DEFAULT_FUSED_WEIGHTS, BaseScores
 from signet_rl.scorers.features import (
     EDGE_STAT_DIM,
     INTENTS,
@@ -119,6 +120,12 @@ NAME_SKETCH_DIM = 64
 #: Positions beyond this share the last position embedding.
 MAX_POSITIONS = 32
 _FORMAT = "signet_rl.GNNPathScorer/1"
+#: Constructor arguments added after format 1 was first written, with the values that reproduce a scorer
+#: saved without them: a policy or checkpoint missing a key loads with that value (tests/test_premove.py).
+ADDED_ARGUMENTS: dict[str, Any] = {
+    "base_scores": False, "base_scale": 0.2, "lr_decay_updates": 0, "refresh_edge_stats": False,
+    "aspect_buckets": 0,
+}  # fmt: skip
 
 
 def _bucket(name: str, known: tuple[str, ...], buckets: int) -> int:
@@ -167,6 +174,8 @@ class _Inputs:
     shape: tuple[int, int]  # paths, longest path's hop count
     query: Tensor
     hand: Tensor | None
+    base: Tensor | None  # [n, 3] standardised prior / PPR / flat scores (base_scores=True), else None
+    aspect_key: Tensor | None  # [n] intent x aspect-name bucket of each path (aspect_buckets > 0), else None
     ent: Tensor
     ent_owner: Tensor
     ent_pos: Tensor
@@ -242,8 +251,21 @@ class _GraphState:
         self.mp_dir = torch.cat([torch.ones(n_edges), -torch.ones(n_edges)])
         sb = a.attr_superseded_by
         self.sb_created = np.where(sb >= 0, a.attr_created[np.maximum(sb, 0)], np.inf)
+        self.aspect_names = (
+            graph.aspects.set_index("id")["name"].reindex(a.aspect_ids).fillna("").astype(str).to_numpy()
+        )
         self.cache: Tensor | None = None
         self.cache_version = -1
+
+    def aspect_codes(self, buckets: int) -> np.ndarray:
+        """Bucket of every aspect row's name (1 + CRC32 hash into ``buckets - 1``), with a trailing 0 (no
+        aspect) for index -1; cached per bucket count."""
+        hit = getattr(self, "_aspect_codes", None)
+        if hit is None or hit[0] != buckets:
+            codes = [1 + zlib.crc32(n.strip().lower().encode()) % (buckets - 1) for n in self.aspect_names]
+            hit = (buckets, np.array([*codes, 0], dtype=np.int64))
+            self._aspect_codes = hit
+        return hit[1]
 
     def community_codes(self, ids: Sequence[str]) -> np.ndarray:
         """Bucket codes of community ids (1 + hash), with a trailing 0 ("no community") for index -1."""
@@ -315,6 +337,9 @@ class GNNPathNet(nn.Module):
         edge_features: bool,
         communities: bool,
         hand_dim: int,
+        base_dim: int = 0,
+        base_init: Sequence[float] = (),
+        aspect_keys: int = 0,
     ) -> None:
         from torch_geometric.nn import GINEConv
 
@@ -341,8 +366,17 @@ class GNNPathNet(nn.Module):
         self.query_in = nn.Sequential(nn.Linear(query_dim, h), nn.ReLU(), nn.Linear(h, h))
         self.attn = nn.Linear(h, h, bias=False)
         self.hand_dim = hand_dim
-        self.trunk = nn.Sequential(nn.Linear(4 * h + hand_dim, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU())
+        self.base_dim = base_dim
+        self.trunk = nn.Sequential(
+            nn.Linear(4 * h + hand_dim + base_dim, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU()
+        )
         self.heads = nn.Linear(h, n_heads)
+        # the residual's skip: a linear read of the non-learned scores, added to every head
+        self.base_skip = nn.Linear(base_dim, 1, bias=False) if base_dim else None
+        self._base_init = tuple(float(w) for w in base_init)
+        # a learned per-head bias for each (predicted intent, aspect-name bucket): which kinds of facts help
+        # which kinds of question (started at 0)
+        self.aspect_bias = nn.Embedding(aspect_keys, n_heads) if aspect_keys else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -352,6 +386,12 @@ class GNNPathNet(nn.Module):
                 reset()
         nn.init.zeros_(self.heads.bias)
         nn.init.normal_(self.heads.weight, std=0.1)
+        if self.base_skip is not None:
+            with torch.no_grad():
+                init = self._base_init or (0.0,) * self.base_dim
+                self.base_skip.weight.copy_(torch.tensor([init], dtype=torch.float32))
+        if self.aspect_bias is not None:
+            nn.init.zeros_(self.aspect_bias.weight)
 
     # -- pieces ---------------------------------------------------------------------------------------
 
@@ -405,9 +445,12 @@ class GNNPathNet(nn.Module):
             mask[owner, pos] = True
         return self.hop_norm(out) * mask.unsqueeze(-1), mask
 
-    def head(self, hops: Tensor, mask: Tensor, query: Tensor, hand: Tensor | None) -> Tensor:
+    def head(
+        self, hops: Tensor, mask: Tensor, query: Tensor, hand: Tensor | None, base: Tensor | None = None
+    ) -> Tensor:
         """``[n, n_heads]`` outputs from hop vectors ``[n, L, H]``, mask ``[n, L]``, per-path query
-        features ``[n, Dq]`` and hand features ``[n, hand_dim]``."""
+        features ``[n, Dq]``, hand features ``[n, hand_dim]`` and the standardised non-learned scores
+        ``[n, base_dim]`` (the residual: they enter the trunk and, through ``base_skip``, every head)."""
         c = self.query_in(query)
         logits = torch.einsum("nlh,nh->nl", hops, self.attn(c)) / math.sqrt(self.hidden)
         logits = logits.masked_fill(~mask, float("-inf"))
@@ -418,6 +461,10 @@ class GNNPathNet(nn.Module):
         if self.hand_dim:
             assert hand is not None
             parts.append(_symlog(hand))
+        if self.base_skip is not None:
+            assert base is not None
+            parts.append(base)
+            return self.heads(self.trunk(torch.cat(parts, dim=1))) + self.base_skip(base)
         return self.heads(self.trunk(torch.cat(parts, dim=1)))
 
 
@@ -437,6 +484,19 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         importance_weighted: weight each example by ``min(1 / pscore, max_importance_weight)``.
         max_importance_weight: the clip of importance weights (>= 1).
         edge_features, communities, time_features, hand_features: ablation switches (see module).
+        base_scores: take the non-learned scorers' standardised scores (prior, PPR, flat:
+            :class:`~signet_rl.scorers.fused.BaseScores`) as inputs and learn a residual over them: they
+            enter the trunk, and a linear skip (started at the ``desire_fused`` weights times
+            ``base_scale``) adds them to every head, so the untrained scorer already ranks like
+            ``desire_fused`` and learning corrects it.
+        base_scale: the skip's starting scale (>= 0).
+        lr_decay_updates: learning-rate schedule: Adam's rate at update ``u`` is
+            ``lr / sqrt(1 + u / lr_decay_updates)`` (0: constant).
+        aspect_buckets: with > 0, learn a bias per head for each (predicted intent, aspect name hashed into
+            this many buckets) pair and add it to the path's score (0: none).
+        refresh_edge_stats: re-read the desire-path statistics (``edge_stats``) into the edge features
+            whenever they changed, at every use (else they are a snapshot taken when the graph's state was
+            built, the behaviour of scorers saved before this switch).
         name_dim: width of the projected entity-name embedding (>= 1).
         type_buckets: entity-type buckets (> the 10 known types).
         edge_type_buckets: dependency-type buckets (> the 5 known types).
@@ -469,6 +529,11 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         communities: bool = True,
         time_features: bool = True,
         hand_features: bool = True,
+        base_scores: bool = False,
+        base_scale: float = 0.2,
+        lr_decay_updates: int = 0,
+        refresh_edge_stats: bool = False,
+        aspect_buckets: int = 0,
         name_dim: int = 16,
         type_buckets: int = 32,
         edge_type_buckets: int = 64,
@@ -484,7 +549,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             ("steps_per_update", steps_per_update, 1), ("name_dim", name_dim, 1),
             ("type_buckets", type_buckets, len(KNOWN_ENTITY_TYPES) + 1),
             ("edge_type_buckets", edge_type_buckets, len(KNOWN_DEPENDENCY_TYPES) + 1),
-            ("community_buckets", community_buckets, 1),
+            ("community_buckets", community_buckets, 1), ("lr_decay_updates", lr_decay_updates, 0),
+            ("aspect_buckets", aspect_buckets, 0),
         ):  # fmt: skip
             check_integer(arg, value, low, owner=who)
         if uncertainty not in ("bootstrap", "none"):
@@ -492,12 +558,16 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         check_range("lr", lr, 0, lo_open=True, owner=who)
         check_range("weight_decay", weight_decay, 0, owner=who)
         check_range("max_importance_weight", max_importance_weight, 1, owner=who)
+        check_range("base_scale", base_scale, 0, owner=who)
         self.config: dict[str, Any] = {
             "hidden": hidden, "layers": layers, "n_heads": n_heads, "uncertainty": uncertainty, "lr": lr,
             "weight_decay": weight_decay, "steps_per_update": steps_per_update,
             "importance_weighted": importance_weighted, "max_importance_weight": max_importance_weight,
             "edge_features": edge_features, "communities": communities, "time_features": time_features,
-            "hand_features": hand_features, "name_dim": name_dim, "type_buckets": type_buckets,
+            "hand_features": hand_features, "base_scores": base_scores, "base_scale": base_scale,
+            "lr_decay_updates": lr_decay_updates, "refresh_edge_stats": refresh_edge_stats,
+            "aspect_buckets": aspect_buckets,
+            "name_dim": name_dim, "type_buckets": type_buckets,
             "edge_type_buckets": edge_type_buckets, "community_buckets": community_buckets,
             "encoder": encoder, "seed": seed,
         }  # fmt: skip
@@ -507,6 +577,14 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         self.max_importance_weight = float(max_importance_weight)
         self.time_features = time_features
         self.hand_features = hand_features
+        self.base_scores = base_scores
+        self.lr = float(lr)
+        self.lr_decay_updates = int(lr_decay_updates)
+        self.refresh_edge_stats = refresh_edge_stats
+        self.base = BaseScores() if base_scores else None
+        if aspect_buckets == 1:
+            raise ValueError(f"{who}: aspect_buckets must be 0 (off) or >= 2, got 1")
+        self.aspect_buckets = aspect_buckets
         self.layers = layers
         self.query_featurizer = QueryFeaturizer(encoder, classifier)
         self._init_graph_states(edge_stats)
@@ -520,6 +598,9 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
                 name_dim=name_dim, type_buckets=type_buckets, edge_type_buckets=edge_type_buckets,
                 community_buckets=community_buckets, edge_features=edge_features, communities=communities,
                 hand_dim=len(PATH_FEATURES) if hand_features else 0,
+                base_dim=len(BASE_SCORES) if base_scores else 0,
+                base_init=[base_scale * DEFAULT_FUSED_WEIGHTS[k] for k in BASE_SCORES] if base_scores else (),
+                aspect_keys=len(INTENTS) * aspect_buckets,
             )  # fmt: skip
         self.optimizer = torch.optim.Adam(
             self.net.parameters(), lr=lr, weight_decay=weight_decay, foreach=True
@@ -541,6 +622,25 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         return _GraphState(
             graph, arrays, featurizer, c["type_buckets"], c["edge_type_buckets"], c["community_buckets"]
         )
+
+    def _graph_state(self, graph: KnowledgeGraph, arrays: GraphArrays) -> _GraphState:
+        """The graph's state (:class:`PerGraphFeaturizers`), its desire-path edge columns re-read from the
+        statistics first with ``refresh_edge_stats`` (the node-state cache is dropped when they changed)."""
+        state = super()._graph_state(graph, arrays)
+        stats = state.featurizer.edge_stats
+        if self.refresh_edge_stats and stats is not None and len(state.edge_numeric):
+            rows = np.arange(len(state.edge_numeric))
+            fresh = np.empty((len(rows), EDGE_STAT_DIM + 1), dtype=np.float32)
+            fresh[:, :EDGE_STAT_DIM] = np.asarray(stats.features(rows), dtype=np.float32).reshape(len(rows), -1)
+            fresh[:, EDGE_STAT_DIM] = np.asarray(stats.weight(rows), dtype=np.float32)
+            cols = slice(2 + len(LADDER), 2 + len(LADDER) + EDGE_STAT_DIM + 1)
+            new = torch.from_numpy(fresh)
+            if not torch.equal(state.edge_numeric[:, cols], new):
+                numeric = state.edge_numeric.clone()
+                numeric[:, cols] = new
+                state.edge_numeric = numeric
+                state.cache = None
+        return state
 
     def graph_state_dict(self, arrays: GraphArrays) -> dict[str, Tensor] | None:
         """What this scorer derived from history for the graph ``arrays`` views: the edge features, whose
@@ -637,18 +737,25 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         feat = state.featurizer
         a = state.arrays
         batches: list[PathBatch] = []
-        qvecs, hand, owner_q = [], [], []
+        qvecs, hand, base, owner_q, intents = [], [], [], [], []
         for qi, (query, paths, context) in enumerate(items):
             b = feat.index(paths)
             batches.append(b)
             q, intent = self._query_vector(query)
+            intents.append(np.full(len(paths), INTENTS.index(intent)))
             qvecs.append(q)
             owner_q.append(np.full(len(paths), qi))
             if self.hand_features:
                 emb = q[: self.query_featurizer.embedding_dim]
                 hand.append(feat.features(paths, context, emb, intent, batch=b))
+            if self.base is not None:
+                base.append(self.base.features(query, paths, context))
         b = _concat(batches)
         t = torch.from_numpy
+        aspect_key = None
+        if self.aspect_buckets:
+            code = state.aspect_codes(self.aspect_buckets)[b.asp]  # -1 (no aspect) picks the trailing 0
+            aspect_key = t(np.concatenate(intents) * self.aspect_buckets + code)
         # query time per path (attribute ages and staleness)
         t_path = np.concatenate(
             [np.full(len(p), np.nan if c.timestamp is None else float(c.timestamp)) for _, p, c in items]
@@ -671,6 +778,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             shape=(len(b.length), int(b.length.max())),
             query=t(np.stack(qvecs)[np.concatenate(owner_q)]),
             hand=t(np.concatenate(hand)) if self.hand_features else None,
+            base=t(np.concatenate(base)) if self.base is not None else None,
+            aspect_key=aspect_key,
             ent=ents, ent_owner=t(b.ent_owner), ent_pos=t(b.ent_pos),
             dep_type=state.edge_type[dep], dep_numeric=state.edge_numeric[dep], dep_dir=t(b.dep_dir),
             dep_owner=t(b.dep_owner), dep_pos=t(b.dep_pos),
@@ -721,7 +830,10 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             (self.net.attr_in(x.att_x), x.att_owner, x.att_pos),
         ]
         hops, mask = self.net.hop_vectors(kinds, x.shape)
-        return self.net.head(hops, mask, x.query, x.hand)
+        out = self.net.head(hops, mask, x.query, x.hand, x.base)
+        if self.net.aspect_bias is not None and x.aspect_key is not None:
+            out = out + self.net.aspect_bias(x.aspect_key)
+        return out
 
     def _outputs(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> Tensor:
         state = self._graph_state(context.graph, context.arrays)
@@ -796,6 +908,10 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             inputs = self._inputs(state, [(q, p, c) for q, p, c, _, _ in items], train=True)
             groups.append((state, inputs, target, weight[:, None] * mask))
         self.updates += 1
+        if self.lr_decay_updates:
+            rate = self.lr / math.sqrt(1.0 + (self.updates - 1) / self.lr_decay_updates)
+            for group in self.optimizer.param_groups:
+                group["lr"] = rate
         den = sum(float(g[3].sum()) for g in groups)
         if den <= 0:  # every bootstrap mask drew 0: nothing to learn from this time
             return
@@ -835,7 +951,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             raise ValueError(f"not a GNNPathScorer checkpoint: format {state.get('format')!r}")
         if "config" in state:
             shape_keys = [k for k in self.config if k not in ("lr", "weight_decay", "seed")]
-            diff = [k for k in shape_keys if state["config"].get(k) != self.config[k]]
+            saved = {**ADDED_ARGUMENTS, **state["config"]}
+            diff = [k for k in shape_keys if saved.get(k) != self.config[k]]
             if diff:
                 raise ValueError(f"checkpoint was built with other arguments: {', '.join(sorted(diff))}")
         self.net.load_state_dict(state["net"])
@@ -887,7 +1004,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         blob = torch.load(FsPath(path), map_location="cpu", weights_only=True)
         if not isinstance(blob, dict) or blob.get("format") != _FORMAT:
             raise ValueError(f"{str(path)!r} is not a saved GNNPathScorer")
-        scorer = cls(**blob["config"], classifier=classifier, edge_stats=edge_stats)
+        scorer = cls(**{**ADDED_ARGUMENTS, **blob["config"]}, classifier=classifier, edge_stats=edge_stats)
         scorer.net.load_state_dict(blob["net"])
         if blob.get("traversal") is not None:
             scorer.traversal = TraversalConfig.from_dict(blob["traversal"]).to_dict()

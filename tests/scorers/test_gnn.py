@@ -241,3 +241,85 @@ def test_a_saved_policy_carries_its_traversal_and_a_retriever_on_it_walks_that_w
     assert GNNPathScorer.load(loaded.save(tmp_path / "again")).traversal == loaded.traversal
     with pytest.raises(ValueError, match=r"TraversalConfig: unknown keys \['depth'\]"):
         s.save(tmp_path / "bad", traversal={"depth": 2})
+
+
+class _Stats:
+    """Desire-path statistics an update can change: features ``[m, 3]`` and weights ``[m]`` per edge."""
+
+    def __init__(self, n: int) -> None:
+        self.values = np.zeros((n, 3), dtype=np.float32)
+        self.weights = np.ones(n, dtype=np.float32)
+
+    def features(self, edge_idx):
+        return self.values[np.asarray(edge_idx)]
+
+    def weight(self, edge_idx):
+        return self.weights[np.asarray(edge_idx)]
+
+
+def test_refreshed_edge_statistics_reach_the_scores_and_the_snapshot_does_not(arrays, ctx):
+    fresh_stats, old_stats = _Stats(arrays.num_dependencies), _Stats(arrays.num_dependencies)
+    # hand features off: they always read the statistics live; the snapshot was in the edge vectors only
+    kw = {"seed": 0, "hand_features": False, **SMALL}
+    fresh = GNNPathScorer(refresh_edge_stats=True, edge_stats=fresh_stats, **kw)
+    snapshot = GNNPathScorer(edge_stats=old_stats, **kw)
+    before = fresh.score(Q, ROUTES, ctx)
+    assert np.array_equal(before, snapshot.score(Q, ROUTES, ctx))
+    for stats in (fresh_stats, old_stats):  # ratings reinforced the edges after the first use
+        stats.values[:] = [2.0, 3.0, 1.0]
+        stats.weights[:] = 3.0
+    assert np.array_equal(snapshot.score(Q, ROUTES, ctx), before)  # the known gap: a stale snapshot
+    after = fresh.score(Q, ROUTES, ctx)
+    assert not np.allclose(after, before)
+    rebuilt = GNNPathScorer(edge_stats=fresh_stats, **kw)  # a first use after the change
+    np.testing.assert_allclose(after, rebuilt.score(Q, ROUTES, ctx), atol=1e-6)
+
+
+def test_base_scores_start_the_residual_at_the_fused_ranking(ctx):
+    from signet_rl.scorers.fused import BaseScores
+
+    s = GNNPathScorer(seed=0, base_scores=True, base_scale=0.2, **SMALL)
+    z = BaseScores().features(Q, ROUTES, ctx)
+    assert z.shape == (5, 3)
+    skip = s.net.base_skip.weight.detach().numpy().ravel()
+    np.testing.assert_allclose(skip, [0.2 * 1.0, 0.2 * 0.5, 0.2 * 1.0])  # DEFAULT_FUSED_WEIGHTS x 0.2
+    fb = [Feedback(Q, ROUTES, ctx, shown=[4, 0], ratings=[1, -1])]
+    for _ in range(30):
+        s.update(fb)
+    out = s.score(Q, ROUTES, ctx)
+    assert out[4] > out[0]  # the residual learned what the ratings said
+
+
+def test_aspect_bias_learns_per_intent_and_is_off_by_default(ctx):
+    assert GNNPathScorer(seed=0, **SMALL).net.aspect_bias is None
+    s = GNNPathScorer(seed=0, aspect_buckets=16, **SMALL)
+    assert tuple(s.net.aspect_bias.weight.shape) == (5 * 16, 4)
+    assert float(s.net.aspect_bias.weight.detach().abs().sum()) == 0.0  # starts at 0
+    s.update([Feedback(Q, ROUTES, ctx, shown=[4], ratings=[1])])
+    assert float(s.net.aspect_bias.weight.detach().abs().sum()) > 0.0
+    with pytest.raises(ValueError, match="^GNNPathScorer: aspect_buckets must be 0 \\(off\\) or >= 2, got 1$"):
+        GNNPathScorer(aspect_buckets=1)
+
+
+def test_learning_rate_schedule_decays_with_updates(ctx):
+    s = GNNPathScorer(seed=0, lr=0.01, lr_decay_updates=4, **{k: v for k, v in SMALL.items() if k != "lr"})
+    fb = [Feedback(Q, ROUTES, ctx, shown=[4], ratings=[1])]
+    s.update(fb)
+    assert s.optimizer.param_groups[0]["lr"] == pytest.approx(0.01)
+    for _ in range(4):
+        s.update(fb)
+    assert s.optimizer.param_groups[0]["lr"] == pytest.approx(0.01 / np.sqrt(2.0))
+
+
+def test_a_checkpoint_without_the_new_arguments_loads_with_their_old_values(ctx):
+    from signet_rl.scorers.gnn import ADDED_ARGUMENTS
+
+    s = GNNPathScorer(seed=0, **SMALL)
+    state = s.state_dict()
+    for key in ADDED_ARGUMENTS:
+        state["config"].pop(key)  # as written before the arguments existed
+    other = GNNPathScorer(seed=5, **SMALL)
+    other.load_state_dict(state)
+    np.testing.assert_allclose(other.score(Q, ROUTES, ctx), s.score(Q, ROUTES, ctx), atol=1e-6)
+    with pytest.raises(ValueError, match="^checkpoint was built with other arguments: base_scores$"):
+        GNNPathScorer(seed=0, base_scores=True, **SMALL).load_state_dict(state)
