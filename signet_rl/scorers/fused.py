@@ -46,7 +46,7 @@ __all__ = ["BASE_SCORES", "DEFAULT_FUSED_WEIGHTS", "BaseScores", "FusedScorer", 
 BASE_SCORES: tuple[str, ...] = ("prior", "ppr", "flat")
 #: The fusion weights chosen on synthetic v2 medium validation (``experiments/fused_grid.py``); the
 #: constructor defaults of :class:`FusedScorer` and the starting skip weights of the GNN's residual.
-DEFAULT_FUSED_WEIGHTS: dict[str, float] = {"prior": 1.0, "ppr": 0.5, "flat": 1.0}
+DEFAULT_FUSED_WEIGHTS: dict[str, float] = {"prior": 0.0, "ppr": 1.0, "flat": 0.0}
 
 
 def standardise(x: npt.ArrayLike) -> np.ndarray:

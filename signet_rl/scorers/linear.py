@@ -96,7 +96,7 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         importance_weighted: bool = False,
         max_importance_weight: float = 10.0,
         intent_interactions: bool = True,
-        base_scores: bool = False,
+        base_scores: bool = True,
         encoder: str = "hashing",
         classifier: IntentClassifier | None = None,
         edge_stats: EdgeStats | None = None,

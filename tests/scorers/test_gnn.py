@@ -282,7 +282,7 @@ def test_base_scores_start_the_residual_at_the_fused_ranking(ctx):
     z = BaseScores().features(Q, ROUTES, ctx)
     assert z.shape == (5, 3)
     skip = s.net.base_skip.weight.detach().numpy().ravel()
-    np.testing.assert_allclose(skip, [0.2 * 1.0, 0.2 * 0.5, 0.2 * 1.0])  # DEFAULT_FUSED_WEIGHTS x 0.2
+    np.testing.assert_allclose(skip, [0.0, 0.2 * 1.0, 0.0])  # DEFAULT_FUSED_WEIGHTS x 0.2
     fb = [Feedback(Q, ROUTES, ctx, shown=[4, 0], ratings=[1, -1])]
     for _ in range(30):
         s.update(fb)
