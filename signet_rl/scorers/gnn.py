@@ -732,8 +732,13 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         state: _GraphState,
         items: Sequence[tuple[Query, Sequence[Path], ScoringContext]],
         train: bool,
+        base_rows: Sequence[np.ndarray] | None = None,
     ) -> _Inputs:
-        """Everything about several queries' paths over one graph that does not depend on the parameters."""
+        """Everything about several queries' paths over one graph that does not depend on the parameters.
+
+        ``base_rows``: the standardised base scores of each item's paths when the caller has them (an update
+        standardises over every candidate of the query, as scoring did, and passes the rated rows); else
+        they are computed over the item's paths."""
         feat = state.featurizer
         a = state.arrays
         batches: list[PathBatch] = []
@@ -749,7 +754,9 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
                 emb = q[: self.query_featurizer.embedding_dim]
                 hand.append(feat.features(paths, context, emb, intent, batch=b))
             if self.base is not None:
-                base.append(self.base.features(query, paths, context))
+                base.append(
+                    self.base.features(query, paths, context) if base_rows is None else base_rows[qi]
+                )
         b = _concat(batches)
         t = torch.from_numpy
         aspect_key = None
@@ -877,13 +884,14 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         """
         for fb in feedback:
             check_feedback(fb)
-        by_graph: dict[int, list[tuple[Query, list[Path], ScoringContext, list[float], list[float]]]] = {}
+        by_graph: dict[int, list[tuple[Query, list[Path], ScoringContext, list[float], list[float], Any]]] = {}
         for fb in feedback:
-            paths, ratings, weights = [], [], []
+            paths, ratings, weights, rows = [], [], [], []
             for j, (i, r) in enumerate(zip(fb.shown, fb.ratings, strict=True)):
                 if r is None:
                     continue
                 paths.append(fb.paths[i])
+                rows.append(i)
                 ratings.append(float(r))
                 w = 1.0
                 if self.importance_weighted and fb.pscores:
@@ -891,7 +899,11 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
                 weights.append(w)
             if paths:
                 key = id(fb.context.arrays)
-                by_graph.setdefault(key, []).append((fb.query, paths, fb.context, ratings, weights))
+                # base scores are standardised over every candidate of the query, as when it was scored
+                base = None
+                if self.base is not None:
+                    base = self.base.features(fb.query, fb.paths, fb.context)[np.asarray(rows)]
+                by_graph.setdefault(key, []).append((fb.query, paths, fb.context, ratings, weights, base))
         if not by_graph:
             return
         groups = []
@@ -905,7 +917,10 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
                 mask = torch.poisson(torch.ones(len(target), k), generator=self.generator)
             else:
                 mask = torch.ones(len(target), k)
-            inputs = self._inputs(state, [(q, p, c) for q, p, c, _, _ in items], train=True)
+            inputs = self._inputs(
+                state, [(q, p, c) for q, p, c, *_ in items], train=True,
+                base_rows=[it[5] for it in items] if self.base is not None else None,
+            )  # fmt: skip
             groups.append((state, inputs, target, weight[:, None] * mask))
         self.updates += 1
         if self.lr_decay_updates:

@@ -136,15 +136,20 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         """LinUCB keeps a graph's featurizer and nothing else (:class:`PerGraphFeaturizers`)."""
         return featurizer
 
-    def design(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
-        """The context-path vectors :math:`x` of ``paths``: ``float64 [len(paths), dim]``."""
+    def design(
+        self, query: Query, paths: Sequence[Path], context: ScoringContext, base: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The context-path vectors :math:`x` of ``paths``: ``float64 [len(paths), dim]``. ``base``: the
+        paths' standardised base scores when the caller has them (an update standardises over every
+        candidate of the query, as scoring did); else computed over ``paths``."""
         qf = self.query_featurizer
         intent = qf.intent(query)
         f = self._graph_state(context.graph, context.arrays)
         raw = f.features(paths, context, qf.embed(query.text or ""), intent).astype(np.float64)
         parts = [np.ones((len(paths), 1)), np.sign(raw) * np.log1p(np.abs(raw))]
         if self.base is not None:
-            parts.append(self.base.features(query, paths, context).astype(np.float64))
+            z_base = self.base.features(query, paths, context) if base is None else base
+            parts.append(np.asarray(z_base, dtype=np.float64))
         z = np.concatenate(parts, axis=1)
         if not self.intent_interactions:
             return z
@@ -218,7 +223,11 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
             ]
             if not rated:
                 continue
-            x = self.design(fb.query, [fb.paths[i] for _, i, _ in rated], fb.context)
+            shown = [i for _, i, _ in rated]
+            base = None
+            if self.base is not None:  # standardised over every candidate, as when the query was scored
+                base = self.base.features(fb.query, fb.paths, fb.context)[np.asarray(shown)]
+            x = self.design(fb.query, [fb.paths[i] for i in shown], fb.context, base)
             for row, (j, _, r) in zip(x, rated, strict=True):
                 w = 1.0
                 if self.importance_weighted and fb.pscores:

@@ -18,12 +18,19 @@ from bandit_task import (  # the shared hand-made task (tests/scorers/bandit_tas
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.scorers import GNNPathScorer, PriorScorer, RandomScorer, make_scorer
 from signet_rl.scorers.base import Feedback, PathScorer, ScoringContext
+from signet_rl.scorers.gnn import ADDED_ARGUMENTS
 from signet_rl.traversal.path import Path
 
 torch.set_num_threads(1)
 
-# Small and quick: online updates of one example each want a larger step than the default.
-SMALL = {"hidden": 16, "n_heads": 4, "lr": 1e-2}
+# Small and quick: online updates of one example each want a larger step than the default. The tests
+# written before issue 25 keep testing the architecture they were written for (ADDED_ARGUMENTS: no base
+# scores, no aspect bias, constant rate, snapshot edge statistics); the tests of those parts opt in.
+SMALL = {"hidden": 16, "n_heads": 4, "lr": 1e-2, **ADDED_ARGUMENTS}
+
+
+def _small(**over):
+    return {**SMALL, **over}
 
 
 @pytest.fixture(scope="module")
@@ -260,8 +267,8 @@ class _Stats:
 def test_refreshed_edge_statistics_reach_the_scores_and_the_snapshot_does_not(arrays, ctx):
     fresh_stats, old_stats = _Stats(arrays.num_dependencies), _Stats(arrays.num_dependencies)
     # hand features off: they always read the statistics live; the snapshot was in the edge vectors only
-    kw = {"seed": 0, "hand_features": False, **SMALL}
-    fresh = GNNPathScorer(refresh_edge_stats=True, edge_stats=fresh_stats, **kw)
+    kw = _small(seed=0, hand_features=False)
+    fresh = GNNPathScorer(edge_stats=fresh_stats, **{**kw, "refresh_edge_stats": True})
     snapshot = GNNPathScorer(edge_stats=old_stats, **kw)
     before = fresh.score(Q, ROUTES, ctx)
     assert np.array_equal(before, snapshot.score(Q, ROUTES, ctx))
@@ -278,7 +285,7 @@ def test_refreshed_edge_statistics_reach_the_scores_and_the_snapshot_does_not(ar
 def test_base_scores_start_the_residual_at_the_fused_ranking(ctx):
     from signet_rl.scorers.fused import BaseScores
 
-    s = GNNPathScorer(seed=0, base_scores=True, base_scale=0.2, **SMALL)
+    s = GNNPathScorer(**_small(seed=0, base_scores=True, base_scale=0.2))
     z = BaseScores().features(Q, ROUTES, ctx)
     assert z.shape == (5, 3)
     skip = s.net.base_skip.weight.detach().numpy().ravel()
@@ -290,9 +297,10 @@ def test_base_scores_start_the_residual_at_the_fused_ranking(ctx):
     assert out[4] > out[0]  # the residual learned what the ratings said
 
 
-def test_aspect_bias_learns_per_intent_and_is_off_by_default(ctx):
+def test_aspect_bias_learns_per_intent(ctx):
     assert GNNPathScorer(seed=0, **SMALL).net.aspect_bias is None
-    s = GNNPathScorer(seed=0, aspect_buckets=16, **SMALL)
+    assert GNNPathScorer(seed=0).net.aspect_bias is not None  # on by default (64 buckets)
+    s = GNNPathScorer(**_small(seed=0, aspect_buckets=16))
     assert tuple(s.net.aspect_bias.weight.shape) == (5 * 16, 4)
     assert float(s.net.aspect_bias.weight.detach().abs().sum()) == 0.0  # starts at 0
     s.update([Feedback(Q, ROUTES, ctx, shown=[4], ratings=[1])])
@@ -302,7 +310,7 @@ def test_aspect_bias_learns_per_intent_and_is_off_by_default(ctx):
 
 
 def test_learning_rate_schedule_decays_with_updates(ctx):
-    s = GNNPathScorer(seed=0, lr=0.01, lr_decay_updates=4, **{k: v for k, v in SMALL.items() if k != "lr"})
+    s = GNNPathScorer(**_small(seed=0, lr=0.01, lr_decay_updates=4))
     fb = [Feedback(Q, ROUTES, ctx, shown=[4], ratings=[1])]
     s.update(fb)
     assert s.optimizer.param_groups[0]["lr"] == pytest.approx(0.01)
@@ -322,4 +330,12 @@ def test_a_checkpoint_without_the_new_arguments_loads_with_their_old_values(ctx)
     other.load_state_dict(state)
     np.testing.assert_allclose(other.score(Q, ROUTES, ctx), s.score(Q, ROUTES, ctx), atol=1e-6)
     with pytest.raises(ValueError, match="^checkpoint was built with other arguments: base_scores$"):
-        GNNPathScorer(seed=0, base_scores=True, **SMALL).load_state_dict(state)
+        GNNPathScorer(**_small(seed=0, base_scores=True)).load_state_dict(state)
+
+
+def test_the_residual_started_at_zero_learns_the_route_ppr_ranks_low():
+    """With base scores as inputs but the skip started at 0 the GNN finds the useful route as fast as without
+    them. (Started at 0.2 x the fused weights, as the default base_scale, it does not within 150 steps on this
+    task: the unseen routes start below the noise-rated PPR favourite and only epsilon reaches them.)"""
+    gnn = run_bandit(GNNPathScorer(**_small(seed=0, base_scores=True, base_scale=0.0)), stop_at=0.8)
+    assert gnn[-WINDOW:].mean() >= 0.8 and (reached(gnn) or 999) <= 150
