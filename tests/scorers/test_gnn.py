@@ -152,7 +152,7 @@ def test_save_and_load_give_identical_scores(tmp_path, ctx):
     resumed.update(fb)
     assert _same(_params(s), _params(resumed)) and resumed.updates == 2
     with pytest.raises(ValueError, match="checkpoint was built with other arguments: communities, hidden"):
-        GNNPathScorer(hidden=8).load_state_dict(s.state_dict())
+        GNNPathScorer(**_small(hidden=8)).load_state_dict(s.state_dict())
     with pytest.raises(ValueError, match="is not a saved GNNPathScorer"):
         torch.save({"weights": 1}, tmp_path / "other.pt")
         GNNPathScorer.load(tmp_path / "other.pt")
