@@ -4,6 +4,11 @@ The fixtures in tests/fixtures/premove/ were written by ``make_fixtures.py`` bes
 ``python -m signet_rl.train dataset.spec=synthetic:tiny:0 task.epochs=1 ... +scorer.hidden=8
 +scorer.n_heads=2`` run) while the desire-path retriever still lived in ``signet_rl.retrieval.desire`` and
 ``Query`` in ``signet_rl.datasets.base``.
+
+They also predate the GNN arguments of issue 25 (``base_scores``, ``aspect_buckets``, ``lr_decay_updates``,
+``refresh_edge_stats``, ``base_scale``): a saved policy missing them loads with the values that reproduce it
+(``signet_rl.scorers.gnn.ADDED_ARGUMENTS``), and resuming the old checkpoint needs a scorer built with those
+values too (the defaults changed; the checkpoint's network has the old shape).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from signet_rl.datasets import load_dataset
 from signet_rl.learning.trainer import BanditConfig, BanditTrainer
 from signet_rl.pipeline.desire import DesirePathRetriever
 from signet_rl.scorers import make_scorer
-from signet_rl.scorers.gnn import GNNPathScorer
+from signet_rl.scorers.gnn import ADDED_ARGUMENTS, GNNPathScorer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "premove"
 TRAVERSAL = {"max_branching": 4, "max_paths": 50, "max_depth": 2, "min_confidence": 0.5}
@@ -49,7 +54,8 @@ def test_a_checkpoint_written_before_the_move_resumes(tiny, tmp_path):
     shutil.copytree(FIXTURES, run)
     config = BanditConfig(epochs=1, eval_every=1000, checkpoint_every=12)
     trainer = BanditTrainer(
-        tiny, make_scorer("gnn", hidden=8, n_heads=2), config, traversal=TRAVERSAL, seed=0, run_dir=run,
+        tiny, make_scorer("gnn", hidden=8, n_heads=2, lr=0.003, **ADDED_ARGUMENTS), config, traversal=TRAVERSAL,
+        seed=0, run_dir=run,
         progress=False,
     )  # fmt: skip
     assert trainer.resume() is True

@@ -4,6 +4,7 @@ interface."""
 from typing import Any
 
 from signet_rl.scorers.base import SCORERS, PathScorer, ScoringContext, make_scorer
+from signet_rl.scorers.fused import FusedScorer
 from signet_rl.scorers.linear import LinUCBScorer
 from signet_rl.scorers.prior import PPRScorer, PriorScorer, RandomScorer
 
@@ -24,6 +25,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "SCORERS",
+    "FusedScorer",
     "GNNPathScorer",
     "LinUCBScorer",
     "PPRScorer",

@@ -88,6 +88,7 @@ from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.graph.timeslice import TimeSlices
 from signet_rl.retrieval.intent import IntentClassifier
 from signet_rl.scorers.base import Feedback, ScoringContext, check_feedback, register
+from signet_rl.scorers.fused import BASE_SCORES, DEFAULT_FUSED_WEIGHTS, BaseScores
 from signet_rl.scorers.features import (
     EDGE_STAT_DIM,
     INTENTS,
@@ -116,6 +117,12 @@ from signet_rl.traversal.path import Path
 __all__ = ["GNNPathNet", "GNNPathScorer"]
 
 _FORMAT = "signet_rl.GNNPathScorer/1"
+#: Constructor arguments added after format 1 was first written, with the values that reproduce a scorer
+#: saved without them: a policy or checkpoint missing a key loads with that value (tests/test_premove.py).
+ADDED_ARGUMENTS: dict[str, Any] = {
+    "base_scores": False, "base_scale": 0.2, "lr_decay_updates": 0, "refresh_edge_stats": False,
+    "aspect_buckets": 0,
+}  # fmt: skip
 
 
 def _symlog(x: Tensor) -> Tensor:
@@ -151,6 +158,8 @@ class _Inputs:
     shape: tuple[int, int]  # paths, longest path's hop count
     query: Tensor
     hand: Tensor | None
+    base: Tensor | None  # [n, 3] standardised prior / PPR / flat scores (base_scores=True), else None
+    aspect_key: Tensor | None  # [n] intent x aspect-name bucket of each path (aspect_buckets > 0), else None
     ent: Tensor
     ent_owner: Tensor
     ent_pos: Tensor
@@ -226,8 +235,21 @@ class _GraphState:
         self.mp_dir = torch.cat([torch.ones(n_edges), -torch.ones(n_edges)])
         sb = a.attr_superseded_by
         self.sb_created = np.where(sb >= 0, a.attr_created[np.maximum(sb, 0)], np.inf)
+        self.aspect_names = (
+            graph.aspects.set_index("id")["name"].reindex(a.aspect_ids).fillna("").astype(str).to_numpy()
+        )
         self.cache: Tensor | None = None
         self.cache_version = -1
+
+    def aspect_codes(self, buckets: int) -> np.ndarray:
+        """Bucket of every aspect row's name (1 + CRC32 hash into ``buckets - 1``), with a trailing 0 (no
+        aspect) for index -1; cached per bucket count."""
+        hit = getattr(self, "_aspect_codes", None)
+        if hit is None or hit[0] != buckets:
+            codes = [1 + zlib.crc32(n.strip().lower().encode()) % (buckets - 1) for n in self.aspect_names]
+            hit = (buckets, np.array([*codes, 0], dtype=np.int64))
+            self._aspect_codes = hit
+        return hit[1]
 
     def community_codes(self, ids: Sequence[str]) -> np.ndarray:
         """Bucket codes of community ids (1 + hash), with a trailing 0 ("no community") for index -1."""
@@ -299,6 +321,9 @@ class GNNPathNet(nn.Module):
         edge_features: bool,
         communities: bool,
         hand_dim: int,
+        base_dim: int = 0,
+        base_init: Sequence[float] = (),
+        aspect_keys: int = 0,
     ) -> None:
         from torch_geometric.nn import GINEConv
 
@@ -325,8 +350,17 @@ class GNNPathNet(nn.Module):
         self.query_in = nn.Sequential(nn.Linear(query_dim, h), nn.ReLU(), nn.Linear(h, h))
         self.attn = nn.Linear(h, h, bias=False)
         self.hand_dim = hand_dim
-        self.trunk = nn.Sequential(nn.Linear(4 * h + hand_dim, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU())
+        self.base_dim = base_dim
+        self.trunk = nn.Sequential(
+            nn.Linear(4 * h + hand_dim + base_dim, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU()
+        )
         self.heads = nn.Linear(h, n_heads)
+        # the residual's skip: a linear read of the non-learned scores, added to every head
+        self.base_skip = nn.Linear(base_dim, 1, bias=False) if base_dim else None
+        self._base_init = tuple(float(w) for w in base_init)
+        # a learned per-head bias for each (predicted intent, aspect-name bucket): which kinds of facts help
+        # which kinds of question (started at 0)
+        self.aspect_bias = nn.Embedding(aspect_keys, n_heads) if aspect_keys else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -336,6 +370,12 @@ class GNNPathNet(nn.Module):
                 reset()
         nn.init.zeros_(self.heads.bias)
         nn.init.normal_(self.heads.weight, std=0.1)
+        if self.base_skip is not None:
+            with torch.no_grad():
+                init = self._base_init or (0.0,) * self.base_dim
+                self.base_skip.weight.copy_(torch.tensor([init], dtype=torch.float32))
+        if self.aspect_bias is not None:
+            nn.init.zeros_(self.aspect_bias.weight)
 
     # -- pieces ---------------------------------------------------------------------------------------
 
@@ -389,9 +429,12 @@ class GNNPathNet(nn.Module):
             mask[owner, pos] = True
         return self.hop_norm(out) * mask.unsqueeze(-1), mask
 
-    def head(self, hops: Tensor, mask: Tensor, query: Tensor, hand: Tensor | None) -> Tensor:
+    def head(
+        self, hops: Tensor, mask: Tensor, query: Tensor, hand: Tensor | None, base: Tensor | None = None
+    ) -> Tensor:
         """``[n, n_heads]`` outputs from hop vectors ``[n, L, H]``, mask ``[n, L]``, per-path query
-        features ``[n, Dq]`` and hand features ``[n, hand_dim]``."""
+        features ``[n, Dq]``, hand features ``[n, hand_dim]`` and the standardised non-learned scores
+        ``[n, base_dim]`` (the residual: they enter the trunk and, through ``base_skip``, every head)."""
         c = self.query_in(query)
         logits = torch.einsum("nlh,nh->nl", hops, self.attn(c)) / math.sqrt(self.hidden)
         logits = logits.masked_fill(~mask, float("-inf"))
@@ -402,6 +445,10 @@ class GNNPathNet(nn.Module):
         if self.hand_dim:
             assert hand is not None
             parts.append(_symlog(hand))
+        if self.base_skip is not None:
+            assert base is not None
+            parts.append(base)
+            return self.heads(self.trunk(torch.cat(parts, dim=1))) + self.base_skip(base)
         return self.heads(self.trunk(torch.cat(parts, dim=1)))
 
 
@@ -421,6 +468,19 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         importance_weighted: weight each example by ``min(1 / pscore, max_importance_weight)``.
         max_importance_weight: the clip of importance weights (>= 1).
         edge_features, communities, time_features, hand_features: ablation switches (see module).
+        base_scores: take the non-learned scorers' standardised scores (prior, PPR, flat:
+            :class:`~signet_rl.scorers.fused.BaseScores`) as inputs and learn a residual over them: they
+            enter the trunk, and a linear skip (started at the ``desire_fused`` weights times
+            ``base_scale``) adds them to every head, so the untrained scorer already ranks like
+            ``desire_fused`` and learning corrects it.
+        base_scale: the skip's starting scale (>= 0).
+        lr_decay_updates: learning-rate schedule: Adam's rate at update ``u`` is
+            ``lr / sqrt(1 + u / lr_decay_updates)`` (0: constant).
+        aspect_buckets: with > 0, learn a bias per head for each (predicted intent, aspect name hashed into
+            this many buckets) pair and add it to the path's score (0: none).
+        refresh_edge_stats: re-read the desire-path statistics (``edge_stats``) into the edge features
+            whenever they changed, at every use (else they are a snapshot taken when the graph's state was
+            built, the behaviour of scorers saved before this switch).
         name_dim: width of the projected entity-name embedding (>= 1).
         type_buckets: entity-type buckets (> the 10 known types).
         edge_type_buckets: dependency-type buckets (> the 5 known types).
@@ -444,7 +504,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         layers: int = 2,
         n_heads: int = 8,
         uncertainty: Literal["bootstrap", "none"] = "bootstrap",
-        lr: float = 3e-3,
+        lr: float = 1e-2,
         weight_decay: float = 0.0,
         steps_per_update: int = 1,
         importance_weighted: bool = False,
@@ -453,6 +513,11 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         communities: bool = True,
         time_features: bool = True,
         hand_features: bool = True,
+        base_scores: bool = True,
+        base_scale: float = 0.2,
+        lr_decay_updates: int = 200,
+        refresh_edge_stats: bool = True,
+        aspect_buckets: int = 64,
         name_dim: int = 16,
         type_buckets: int = 32,
         edge_type_buckets: int = 64,
@@ -468,7 +533,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             ("steps_per_update", steps_per_update, 1), ("name_dim", name_dim, 1),
             ("type_buckets", type_buckets, len(KNOWN_ENTITY_TYPES) + 1),
             ("edge_type_buckets", edge_type_buckets, len(KNOWN_DEPENDENCY_TYPES) + 1),
-            ("community_buckets", community_buckets, 1),
+            ("community_buckets", community_buckets, 1), ("lr_decay_updates", lr_decay_updates, 0),
+            ("aspect_buckets", aspect_buckets, 0),
         ):  # fmt: skip
             check_integer(arg, value, low, owner=who)
         if uncertainty not in ("bootstrap", "none"):
@@ -476,12 +542,16 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         check_range("lr", lr, 0, lo_open=True, owner=who)
         check_range("weight_decay", weight_decay, 0, owner=who)
         check_range("max_importance_weight", max_importance_weight, 1, owner=who)
+        check_range("base_scale", base_scale, 0, owner=who)
         self.config: dict[str, Any] = {
             "hidden": hidden, "layers": layers, "n_heads": n_heads, "uncertainty": uncertainty, "lr": lr,
             "weight_decay": weight_decay, "steps_per_update": steps_per_update,
             "importance_weighted": importance_weighted, "max_importance_weight": max_importance_weight,
             "edge_features": edge_features, "communities": communities, "time_features": time_features,
-            "hand_features": hand_features, "name_dim": name_dim, "type_buckets": type_buckets,
+            "hand_features": hand_features, "base_scores": base_scores, "base_scale": base_scale,
+            "lr_decay_updates": lr_decay_updates, "refresh_edge_stats": refresh_edge_stats,
+            "aspect_buckets": aspect_buckets,
+            "name_dim": name_dim, "type_buckets": type_buckets,
             "edge_type_buckets": edge_type_buckets, "community_buckets": community_buckets,
             "encoder": encoder, "seed": seed,
         }  # fmt: skip
@@ -491,6 +561,14 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         self.max_importance_weight = float(max_importance_weight)
         self.time_features = time_features
         self.hand_features = hand_features
+        self.base_scores = base_scores
+        self.lr = float(lr)
+        self.lr_decay_updates = int(lr_decay_updates)
+        self.refresh_edge_stats = refresh_edge_stats
+        self.base = BaseScores() if base_scores else None
+        if aspect_buckets == 1:
+            raise ValueError(f"{who}: aspect_buckets must be 0 (off) or >= 2, got 1")
+        self.aspect_buckets = aspect_buckets
         self.layers = layers
         self.query_featurizer = QueryFeaturizer(encoder, classifier)
         self._init_graph_states(edge_stats)
@@ -504,6 +582,9 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
                 name_dim=name_dim, type_buckets=type_buckets, edge_type_buckets=edge_type_buckets,
                 community_buckets=community_buckets, edge_features=edge_features, communities=communities,
                 hand_dim=len(PATH_FEATURES) if hand_features else 0,
+                base_dim=len(BASE_SCORES) if base_scores else 0,
+                base_init=[base_scale * DEFAULT_FUSED_WEIGHTS[k] for k in BASE_SCORES] if base_scores else (),
+                aspect_keys=len(INTENTS) * aspect_buckets,
             )  # fmt: skip
         self.optimizer = torch.optim.Adam(
             self.net.parameters(), lr=lr, weight_decay=weight_decay, foreach=True
@@ -525,6 +606,25 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         return _GraphState(
             graph, arrays, featurizer, c["type_buckets"], c["edge_type_buckets"], c["community_buckets"]
         )
+
+    def _graph_state(self, graph: KnowledgeGraph, arrays: GraphArrays) -> _GraphState:
+        """The graph's state (:class:`PerGraphFeaturizers`), its desire-path edge columns re-read from the
+        statistics first with ``refresh_edge_stats`` (the node-state cache is dropped when they changed)."""
+        state = super()._graph_state(graph, arrays)
+        stats = state.featurizer.edge_stats
+        if self.refresh_edge_stats and stats is not None and len(state.edge_numeric):
+            rows = np.arange(len(state.edge_numeric))
+            fresh = np.empty((len(rows), EDGE_STAT_DIM + 1), dtype=np.float32)
+            fresh[:, :EDGE_STAT_DIM] = np.asarray(stats.features(rows), dtype=np.float32).reshape(len(rows), -1)
+            fresh[:, EDGE_STAT_DIM] = np.asarray(stats.weight(rows), dtype=np.float32)
+            cols = slice(2 + len(LADDER), 2 + len(LADDER) + EDGE_STAT_DIM + 1)
+            new = torch.from_numpy(fresh)
+            if not torch.equal(state.edge_numeric[:, cols], new):
+                numeric = state.edge_numeric.clone()
+                numeric[:, cols] = new
+                state.edge_numeric = numeric
+                state.cache = None
+        return state
 
     def graph_state_dict(self, arrays: GraphArrays) -> dict[str, Tensor] | None:
         """What this scorer derived from history for the graph ``arrays`` views: the edge features, whose
@@ -616,23 +716,37 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         state: _GraphState,
         items: Sequence[tuple[Query, Sequence[Path], ScoringContext]],
         train: bool,
+        base_rows: Sequence[np.ndarray] | None = None,
     ) -> _Inputs:
-        """Everything about several queries' paths over one graph that does not depend on the parameters."""
+        """Everything about several queries' paths over one graph that does not depend on the parameters.
+
+        ``base_rows``: the standardised base scores of each item's paths when the caller has them (an update
+        standardises over every candidate of the query, as scoring did, and passes the rated rows); else
+        they are computed over the item's paths."""
         feat = state.featurizer
         a = state.arrays
         batches: list[PathBatch] = []
-        qvecs, hand, owner_q = [], [], []
+        qvecs, hand, base, owner_q, intents = [], [], [], [], []
         for qi, (query, paths, context) in enumerate(items):
             b = feat.index(paths)
             batches.append(b)
             q, intent = self._query_vector(query)
+            intents.append(np.full(len(paths), INTENTS.index(intent)))
             qvecs.append(q)
             owner_q.append(np.full(len(paths), qi))
             if self.hand_features:
                 emb = q[: self.query_featurizer.embedding_dim]
                 hand.append(feat.features(paths, context, emb, intent, batch=b))
+            if self.base is not None:
+                base.append(
+                    self.base.features(query, paths, context) if base_rows is None else base_rows[qi]
+                )
         b = _concat(batches)
         t = torch.from_numpy
+        aspect_key = None
+        if self.aspect_buckets:
+            code = state.aspect_codes(self.aspect_buckets)[b.asp]  # -1 (no aspect) picks the trailing 0
+            aspect_key = t(np.concatenate(intents) * self.aspect_buckets + code)
         # query time per path (attribute ages and staleness)
         t_path = np.concatenate(
             [np.full(len(p), np.nan if c.timestamp is None else float(c.timestamp)) for _, p, c in items]
@@ -655,6 +769,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             shape=(len(b.length), int(b.length.max())),
             query=t(np.stack(qvecs)[np.concatenate(owner_q)]),
             hand=t(np.concatenate(hand)) if self.hand_features else None,
+            base=t(np.concatenate(base)) if self.base is not None else None,
+            aspect_key=aspect_key,
             ent=ents, ent_owner=t(b.ent_owner), ent_pos=t(b.ent_pos),
             dep_type=state.edge_type[dep], dep_numeric=state.edge_numeric[dep], dep_dir=t(b.dep_dir),
             dep_owner=t(b.dep_owner), dep_pos=t(b.dep_pos),
@@ -705,7 +821,10 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             (self.net.attr_in(x.att_x), x.att_owner, x.att_pos),
         ]
         hops, mask = self.net.hop_vectors(kinds, x.shape)
-        return self.net.head(hops, mask, x.query, x.hand)
+        out = self.net.head(hops, mask, x.query, x.hand, x.base)
+        if self.net.aspect_bias is not None and x.aspect_key is not None:
+            out = out + self.net.aspect_bias(x.aspect_key)
+        return out
 
     def _outputs(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> Tensor:
         state = self._graph_state(context.graph, context.arrays)
@@ -749,13 +868,14 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         """
         for fb in feedback:
             check_feedback(fb)
-        by_graph: dict[int, list[tuple[Query, list[Path], ScoringContext, list[float], list[float]]]] = {}
+        by_graph: dict[int, list[tuple[Query, list[Path], ScoringContext, list[float], list[float], Any]]] = {}
         for fb in feedback:
-            paths, ratings, weights = [], [], []
+            paths, ratings, weights, rows = [], [], [], []
             for j, (i, r) in enumerate(zip(fb.shown, fb.ratings, strict=True)):
                 if r is None:
                     continue
                 paths.append(fb.paths[i])
+                rows.append(i)
                 ratings.append(float(r))
                 w = 1.0
                 if self.importance_weighted and fb.pscores:
@@ -763,7 +883,11 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
                 weights.append(w)
             if paths:
                 key = id(fb.context.arrays)
-                by_graph.setdefault(key, []).append((fb.query, paths, fb.context, ratings, weights))
+                # base scores are standardised over every candidate of the query, as when it was scored
+                base = None
+                if self.base is not None:
+                    base = self.base.features(fb.query, fb.paths, fb.context)[np.asarray(rows)]
+                by_graph.setdefault(key, []).append((fb.query, paths, fb.context, ratings, weights, base))
         if not by_graph:
             return
         groups = []
@@ -777,9 +901,16 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
                 mask = torch.poisson(torch.ones(len(target), k), generator=self.generator)
             else:
                 mask = torch.ones(len(target), k)
-            inputs = self._inputs(state, [(q, p, c) for q, p, c, _, _ in items], train=True)
+            inputs = self._inputs(
+                state, [(q, p, c) for q, p, c, *_ in items], train=True,
+                base_rows=[it[5] for it in items] if self.base is not None else None,
+            )  # fmt: skip
             groups.append((state, inputs, target, weight[:, None] * mask))
         self.updates += 1
+        if self.lr_decay_updates:
+            rate = self.lr / math.sqrt(1.0 + (self.updates - 1) / self.lr_decay_updates)
+            for group in self.optimizer.param_groups:
+                group["lr"] = rate
         den = sum(float(g[3].sum()) for g in groups)
         if den <= 0:  # every bootstrap mask drew 0: nothing to learn from this time
             return
@@ -819,7 +950,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             raise ValueError(f"not a GNNPathScorer checkpoint: format {state.get('format')!r}")
         if "config" in state:
             shape_keys = [k for k in self.config if k not in ("lr", "weight_decay", "seed")]
-            diff = [k for k in shape_keys if state["config"].get(k) != self.config[k]]
+            saved = {**ADDED_ARGUMENTS, **state["config"]}
+            diff = [k for k in shape_keys if saved.get(k) != self.config[k]]
             if diff:
                 raise ValueError(f"checkpoint was built with other arguments: {', '.join(sorted(diff))}")
         self.net.load_state_dict(state["net"])
@@ -871,7 +1003,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         blob = torch.load(FsPath(path), map_location="cpu", weights_only=True)
         if not isinstance(blob, dict) or blob.get("format") != _FORMAT:
             raise ValueError(f"{str(path)!r} is not a saved GNNPathScorer")
-        scorer = cls(**blob["config"], classifier=classifier, edge_stats=edge_stats)
+        scorer = cls(**{**ADDED_ARGUMENTS, **blob["config"]}, classifier=classifier, edge_stats=edge_stats)
         scorer.net.load_state_dict(blob["net"])
         if blob.get("traversal") is not None:
             scorer.traversal = TraversalConfig.from_dict(blob["traversal"]).to_dict()

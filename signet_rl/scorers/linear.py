@@ -42,6 +42,7 @@ from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.retrieval.intent import IntentClassifier
 from signet_rl.scorers.base import Feedback, ScoringContext, check_feedback, register
+from signet_rl.scorers.fused import BASE_SCORES, BaseScores
 from signet_rl.scorers.features import (
     INTENTS,
     PATH_FEATURES,
@@ -68,12 +69,15 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         importance_weighted: weight each rated path by ``min(1 / pscore, max_importance_weight)``.
         max_importance_weight: the clip of importance weights (>= 1).
         intent_interactions: add one block of features per predicted intent (else one block only).
+        base_scores: append the non-learned scorers' standardised scores (prior, PPR, flat:
+            :class:`~signet_rl.scorers.fused.BaseScores`) to :math:`z`, the inputs the GNN's residual gets.
         encoder: text encoder name (query similarity features).
         classifier: predicts the query intent (default rule-based).
         edge_stats: learned desire-path statistics per edge (features ``desire_*``).
 
     Attributes:
-        dim: length of :math:`x` (``(1 + 28) * 6`` with intent interactions).
+        dim: length of :math:`x` (``(1 + 28) * 6`` with intent interactions; ``(1 + 28 + 3) * 6`` with
+            ``base_scores``).
         A_inv: :math:`A^{-1}`, ``float64 [dim, dim]``.
         b: ``float64 [dim]``.
         updates: number of rated paths learned from.
@@ -92,6 +96,7 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         importance_weighted: bool = False,
         max_importance_weight: float = 10.0,
         intent_interactions: bool = True,
+        base_scores: bool = True,
         encoder: str = "hashing",
         classifier: IntentClassifier | None = None,
         edge_stats: EdgeStats | None = None,
@@ -112,9 +117,10 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         self.config: dict[str, Any] = {
             "alpha": self.alpha, "lam": self.lam, "sigma": self.sigma,
             "importance_weighted": importance_weighted, "max_importance_weight": self.max_importance_weight,
-            "intent_interactions": intent_interactions, "encoder": encoder,
+            "intent_interactions": intent_interactions, "base_scores": base_scores, "encoder": encoder,
         }  # fmt: skip
-        self.base_dim = 1 + len(PATH_FEATURES)
+        self.base = BaseScores() if base_scores else None
+        self.base_dim = 1 + len(PATH_FEATURES) + (len(BASE_SCORES) if base_scores else 0)
         self.dim = self.base_dim * (1 + len(INTENTS) if intent_interactions else 1)
         self.A_inv = np.eye(self.dim) / self.lam
         self.b = np.zeros(self.dim)
@@ -130,13 +136,21 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         """LinUCB keeps a graph's featurizer and nothing else (:class:`PerGraphFeaturizers`)."""
         return featurizer
 
-    def design(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
-        """The context-path vectors :math:`x` of ``paths``: ``float64 [len(paths), dim]``."""
+    def design(
+        self, query: Query, paths: Sequence[Path], context: ScoringContext, base: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The context-path vectors :math:`x` of ``paths``: ``float64 [len(paths), dim]``. ``base``: the
+        paths' standardised base scores when the caller has them (an update standardises over every
+        candidate of the query, as scoring did); else computed over ``paths``."""
         qf = self.query_featurizer
         intent = qf.intent(query)
         f = self._graph_state(context.graph, context.arrays)
         raw = f.features(paths, context, qf.embed(query.text or ""), intent).astype(np.float64)
-        z = np.concatenate([np.ones((len(paths), 1)), np.sign(raw) * np.log1p(np.abs(raw))], axis=1)
+        parts = [np.ones((len(paths), 1)), np.sign(raw) * np.log1p(np.abs(raw))]
+        if self.base is not None:
+            z_base = self.base.features(query, paths, context) if base is None else base
+            parts.append(np.asarray(z_base, dtype=np.float64))
+        z = np.concatenate(parts, axis=1)
         if not self.intent_interactions:
             return z
         x = np.zeros((len(paths), self.dim))
@@ -209,7 +223,11 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
             ]
             if not rated:
                 continue
-            x = self.design(fb.query, [fb.paths[i] for _, i, _ in rated], fb.context)
+            shown = [i for _, i, _ in rated]
+            base = None
+            if self.base is not None:  # standardised over every candidate, as when the query was scored
+                base = self.base.features(fb.query, fb.paths, fb.context)[np.asarray(shown)]
+            x = self.design(fb.query, [fb.paths[i] for i in shown], fb.context, base)
             for row, (j, _, r) in zip(x, rated, strict=True):
                 w = 1.0
                 if self.importance_weighted and fb.pscores:

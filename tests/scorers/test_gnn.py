@@ -18,12 +18,19 @@ from bandit_task import (  # the shared hand-made task (tests/scorers/bandit_tas
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.scorers import GNNPathScorer, PriorScorer, RandomScorer, make_scorer
 from signet_rl.scorers.base import Feedback, PathScorer, ScoringContext
+from signet_rl.scorers.gnn import ADDED_ARGUMENTS
 from signet_rl.traversal.path import Path
 
 torch.set_num_threads(1)
 
-# Small and quick: online updates of one example each want a larger step than the default.
-SMALL = {"hidden": 16, "n_heads": 4, "lr": 1e-2}
+# Small and quick: online updates of one example each want a larger step than the default. The tests
+# written before issue 25 keep testing the architecture they were written for (ADDED_ARGUMENTS: no base
+# scores, no aspect bias, constant rate, snapshot edge statistics); the tests of those parts opt in.
+SMALL = {"hidden": 16, "n_heads": 4, "lr": 1e-2, **ADDED_ARGUMENTS}
+
+
+def _small(**over):
+    return {**SMALL, **over}
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +152,7 @@ def test_save_and_load_give_identical_scores(tmp_path, ctx):
     resumed.update(fb)
     assert _same(_params(s), _params(resumed)) and resumed.updates == 2
     with pytest.raises(ValueError, match="checkpoint was built with other arguments: communities, hidden"):
-        GNNPathScorer(hidden=8).load_state_dict(s.state_dict())
+        GNNPathScorer(**_small(hidden=8)).load_state_dict(s.state_dict())
     with pytest.raises(ValueError, match="is not a saved GNNPathScorer"):
         torch.save({"weights": 1}, tmp_path / "other.pt")
         GNNPathScorer.load(tmp_path / "other.pt")
@@ -241,3 +248,94 @@ def test_a_saved_policy_carries_its_traversal_and_a_retriever_on_it_walks_that_w
     assert GNNPathScorer.load(loaded.save(tmp_path / "again")).traversal == loaded.traversal
     with pytest.raises(ValueError, match=r"TraversalConfig: unknown keys \['depth'\]"):
         s.save(tmp_path / "bad", traversal={"depth": 2})
+
+
+class _Stats:
+    """Desire-path statistics an update can change: features ``[m, 3]`` and weights ``[m]`` per edge."""
+
+    def __init__(self, n: int) -> None:
+        self.values = np.zeros((n, 3), dtype=np.float32)
+        self.weights = np.ones(n, dtype=np.float32)
+
+    def features(self, edge_idx):
+        return self.values[np.asarray(edge_idx)]
+
+    def weight(self, edge_idx):
+        return self.weights[np.asarray(edge_idx)]
+
+
+def test_refreshed_edge_statistics_reach_the_scores_and_the_snapshot_does_not(arrays, ctx):
+    fresh_stats, old_stats = _Stats(arrays.num_dependencies), _Stats(arrays.num_dependencies)
+    # hand features off: they always read the statistics live; the snapshot was in the edge vectors only
+    kw = _small(seed=0, hand_features=False)
+    fresh = GNNPathScorer(edge_stats=fresh_stats, **{**kw, "refresh_edge_stats": True})
+    snapshot = GNNPathScorer(edge_stats=old_stats, **kw)
+    before = fresh.score(Q, ROUTES, ctx)
+    assert np.array_equal(before, snapshot.score(Q, ROUTES, ctx))
+    for stats in (fresh_stats, old_stats):  # ratings reinforced the edges after the first use
+        stats.values[:] = [2.0, 3.0, 1.0]
+        stats.weights[:] = 3.0
+    assert np.array_equal(snapshot.score(Q, ROUTES, ctx), before)  # the known gap: a stale snapshot
+    after = fresh.score(Q, ROUTES, ctx)
+    assert not np.allclose(after, before)
+    rebuilt = GNNPathScorer(edge_stats=fresh_stats, **kw)  # a first use after the change
+    np.testing.assert_allclose(after, rebuilt.score(Q, ROUTES, ctx), atol=1e-6)
+
+
+def test_base_scores_start_the_residual_at_the_fused_ranking(ctx):
+    from signet_rl.scorers.fused import BaseScores
+
+    s = GNNPathScorer(**_small(seed=0, base_scores=True, base_scale=0.2))
+    z = BaseScores().features(Q, ROUTES, ctx)
+    assert z.shape == (5, 3)
+    skip = s.net.base_skip.weight.detach().numpy().ravel()
+    np.testing.assert_allclose(skip, [0.0, 0.2 * 1.0, 0.0])  # DEFAULT_FUSED_WEIGHTS x 0.2
+    fb = [Feedback(Q, ROUTES, ctx, shown=[4, 0], ratings=[1, -1])]
+    for _ in range(30):
+        s.update(fb)
+    out = s.score(Q, ROUTES, ctx)
+    assert out[4] > out[0]  # the residual learned what the ratings said
+
+
+def test_aspect_bias_learns_per_intent(ctx):
+    assert GNNPathScorer(seed=0, **SMALL).net.aspect_bias is None
+    assert GNNPathScorer(seed=0).net.aspect_bias is not None  # on by default (64 buckets)
+    s = GNNPathScorer(**_small(seed=0, aspect_buckets=16))
+    assert tuple(s.net.aspect_bias.weight.shape) == (5 * 16, 4)
+    assert float(s.net.aspect_bias.weight.detach().abs().sum()) == 0.0  # starts at 0
+    s.update([Feedback(Q, ROUTES, ctx, shown=[4], ratings=[1])])
+    assert float(s.net.aspect_bias.weight.detach().abs().sum()) > 0.0
+    with pytest.raises(ValueError, match="^GNNPathScorer: aspect_buckets must be 0 \\(off\\) or >= 2, got 1$"):
+        GNNPathScorer(aspect_buckets=1)
+
+
+def test_learning_rate_schedule_decays_with_updates(ctx):
+    s = GNNPathScorer(**_small(seed=0, lr=0.01, lr_decay_updates=4))
+    fb = [Feedback(Q, ROUTES, ctx, shown=[4], ratings=[1])]
+    s.update(fb)
+    assert s.optimizer.param_groups[0]["lr"] == pytest.approx(0.01)
+    for _ in range(4):
+        s.update(fb)
+    assert s.optimizer.param_groups[0]["lr"] == pytest.approx(0.01 / np.sqrt(2.0))
+
+
+def test_a_checkpoint_without_the_new_arguments_loads_with_their_old_values(ctx):
+    from signet_rl.scorers.gnn import ADDED_ARGUMENTS
+
+    s = GNNPathScorer(seed=0, **SMALL)
+    state = s.state_dict()
+    for key in ADDED_ARGUMENTS:
+        state["config"].pop(key)  # as written before the arguments existed
+    other = GNNPathScorer(seed=5, **SMALL)
+    other.load_state_dict(state)
+    np.testing.assert_allclose(other.score(Q, ROUTES, ctx), s.score(Q, ROUTES, ctx), atol=1e-6)
+    with pytest.raises(ValueError, match="^checkpoint was built with other arguments: base_scores$"):
+        GNNPathScorer(**_small(seed=0, base_scores=True)).load_state_dict(state)
+
+
+def test_the_residual_started_at_zero_learns_the_route_ppr_ranks_low():
+    """With base scores as inputs but the skip started at 0 the GNN finds the useful route as fast as without
+    them. (Started at 0.2 x the fused weights, as the default base_scale, it does not within 150 steps on this
+    task: the unseen routes start below the noise-rated PPR favourite and only epsilon reaches them.)"""
+    gnn = run_bandit(GNNPathScorer(**_small(seed=0, base_scores=True, base_scale=0.0)), stop_at=0.8)
+    assert gnn[-WINDOW:].mean() >= 0.8 and (reached(gnn) or 999) <= 150

@@ -102,7 +102,7 @@ def test_random_is_reproducible_per_query(graph):
     [
         (
             lambda: make_scorer("oracle"),
-            "unknown scorer 'oracle'; known scorers: gnn, linucb, ppr, prior, random",
+            "unknown scorer 'oracle'; known scorers: fused, gnn, linucb, ppr, prior, random",
         ),
         (lambda: PriorScorer(half_life_days=0), "half_life_days must be a number > 0 or None, got 0"),
         (lambda: PPRScorer(damping=1.0), r"damping must be a number in \(0, 1\), got 1.0"),
