@@ -37,10 +37,19 @@ def _report():
     return module
 
 
+#: Task keys added after the digests were frozen, at the value that changes nothing the runs computed
+#: (``rank_test``: true ranks the test split as every reported run did; false is a probe).
+ADDED_AFTER_FREEZE = {"rank_test": True}
+
+
 def _digest(cfg: DictConfig) -> dict[str, str]:
+    task = OmegaConf.to_container(cfg.task, resolve=True)
+    for key, value in ADDED_AFTER_FREEZE.items():
+        if task.get(key) == value:
+            task.pop(key)
     blob = json.dumps(
         {
-            "task": OmegaConf.to_container(cfg.task, resolve=True),
+            "task": task,
             "dataset": OmegaConf.to_container(cfg.dataset, resolve=True),
             "seed": cfg.seed,
         },
