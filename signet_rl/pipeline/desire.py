@@ -157,7 +157,10 @@ class DesirePathRetriever:
         if self.config.hybrid:
             flat = self.flat_spec
             self.flat = flat_variant(flat) if isinstance(flat, str) else flat
-            self.flat.index(dataset)
+            # One flat retriever may be the floor of several desire retrievers (ablations): index it once.
+            if getattr(self.flat, "_floor_indexed", None) is not dataset:
+                self.flat.index(dataset)
+                self.flat._floor_indexed = dataset  # type: ignore[union-attr]
         for gid, graph in dataset.graphs.items():
             state = _GraphState(graph, self.config, self.encoder, self.relevance)
             self.scorer.prepare(graph, state.arrays)

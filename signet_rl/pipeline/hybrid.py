@@ -6,9 +6,10 @@ that :class:`~signet_rl.traversal.config.TraversalConfig` switches on one by one
 *+ session DAG*, *+ entity walks*, *full*):
 
 1. **floor** (``floor``) — the flat retriever's units (``best_flat``'s, frozen per dataset family) as
-   length-0 paths, in its ranking: a memory hit is the path ``M:<memory>``, an attribute hit (LoCoMo's
+   length-0 paths, in its ranking (skipping, as the budget rule does, a unit that would overflow): a memory hit is the path ``M:<memory>``, an attribute hit (LoCoMo's
    observations are flat documents too) the own-fact path ``E:<owner>>A:<aspect>>T:<attribute>``; both carry
-   ``strategy="floor"``. At most ``max_floor_paths``, while their text fits ``floor_budget_factor`` budgets.
+   ``strategy="floor"``. Every unit flat itself injects at the budget, then more of its ranking while the
+   floor holds at most ``max_floor_paths`` and its text fits ``floor_budget_factor`` budgets.
 2. **session steps** (``session``) — from the floor's first ``session_anchors`` memory hits, the typed
    steps of the session DAG (:class:`~signet_rl.traversal.session.SessionDAG`: neighbouring turns within
    ``session_window``, the same session, the next and previous sessions) as paths ``M:<anchor>>M:<turn>``
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from signet_rl.core.types import Query, Unit
+from signet_rl.core.types import Query, Unit, fit_budget
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.text.encoders import CachedEncoder, Encoder
@@ -109,9 +110,13 @@ class HybridEntry:
         out: list[tuple[Path, Unit, int]] = []
         used = 0
         limit = cfg.floor_budget_factor * budget
+        # what flat itself injects at this budget is always on the floor (so the slate built floor-first
+        # makes the same choices flat does); more of its ranking follows while the floor bounds allow
+        injected = {id(u) for u in fit_budget(list(units), budget)}
         for u in units:
-            if len(out) >= cfg.max_floor_paths:
-                break
+            must = id(u) in injected
+            if not must and len(out) >= cfg.max_floor_paths:
+                continue
             if len(u.items) != 1:
                 continue  # a constraints section or a merged unit: not one row
             item = str(u.items[0])
@@ -130,8 +135,8 @@ class HybridEntry:
                 path, row = Path(hops, strategy="floor"), -1
             else:
                 continue
-            if used + u.chars > limit and out:
-                break
+            if not must and used + u.chars > limit:
+                continue  # as the budget rule does: a later, shorter unit may still fit
             used += u.chars
             out.append((path, u, row))
         return out
