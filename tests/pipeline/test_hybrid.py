@@ -209,3 +209,38 @@ def test_bad_hybrid_bounds_are_refused_with_the_way_out():
     with pytest.raises(ValueError, match=r"TraversalConfig.floor must be true or false, got 'yes'"):
         TraversalConfig.from_dict({"floor": "yes"})
     assert TraversalConfig.from_dict({"max_paths": 60}).max_paths == 60  # no hybrid entry: no 50 cap
+
+
+def test_scorer_features_describe_the_hybrid_candidates():
+    from signet_rl.scorers.features import HYBRID_FEATURES, PathFeaturizer
+
+    ds = conversation()
+    desire = DesirePathRetriever("prior", config=HYBRID, flat=flat())
+    desire.index(ds)
+    q = ds.queries[0]
+    cands = desire.candidates(q, 100)
+    state = desire._state("c")
+    pf = PathFeaturizer(state.graph, state.arrays)
+    qv = state.encoder.encode([q.text])[0]
+    x = pf.features(cands.walk.paths, cands.context, query_vec=qv)
+    col = {n: j for j, n in enumerate(pf.names)}
+    assert set(HYBRID_FEATURES) <= set(pf.names) and np.isfinite(x).all()
+    floor_units = fit_budget(desire.flat.retrieve(q, None), 100)
+    for i, p in enumerate(cands.walk.paths):
+        row = x[i]
+        assert row[col[f"type_{p.kind}"]] == 1 and row[[col["type_floor"], col["type_session"], col["type_walk"]]].sum() == 1
+        assert row[col["path_length"]] == p.length and row[col["n_memories"]] == len(p.memories)
+        if p.kind == "floor":
+            rank = cands.context.path_info[p.id]["floor_rank"]
+            assert row[col["floor_rank_inv"]] == pytest.approx(1 / (1 + rank))
+            assert row[col["session_distance"]] == 0 and row[col["starts_at_entry"]] == 0
+        else:
+            assert row[col["floor_rank_inv"]] == 0 and row[col["flat_fused"]] == 0
+    first = cands.walk.paths[0]
+    assert x[0, col["flat_fused"]] == pytest.approx(floor_units[0].score, rel=1e-6)
+    assert x[0, col["flat_vector"]] == pytest.approx(floor_units[0].meta["vector"], rel=1e-5)
+    assert first.memories == floor_units[0].items
+    # the query names Ann and Rex (the entries): "Ann: Rex and I went hiking" mentions both
+    assert set(cands.entries) == {"person:ann", "name:rex"}
+    hike = next(i for i, p in enumerate(cands.walk.paths) if p.memories[-1:] == ("c:D3:1",))
+    assert x[hike, col["query_overlap"]] == 2
