@@ -305,7 +305,8 @@ class DesirePathRetriever:
 
     def retrieve(self, query: Query, budget_chars: int | None = None) -> list[Unit]:
         query = capped_query(query)  # once: the scorer reads the same text the walk was built for
-        cands = self.candidates(query, budget_chars)
+        # (subclasses that override candidates(query) keep working without the hybrid entry)
+        cands = self.candidates(query, budget_chars) if self.config.hybrid else self.candidates(query)
         if cands is None:
             return []
         paths = cands.walk.paths

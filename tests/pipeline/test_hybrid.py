@@ -244,3 +244,34 @@ def test_scorer_features_describe_the_hybrid_candidates():
     assert set(cands.entries) == {"person:ann", "name:rex"}
     hike = next(i for i, p in enumerate(cands.walk.paths) if p.memories[-1:] == ("c:D3:1",))
     assert x[hike, col["query_overlap"]] == 2
+
+
+# -- the environments ----------------------------------------------------------------------------------
+
+
+def test_envs_expose_the_floor_and_session_steps_and_pass_the_checker():
+    from gymnasium.utils.env_checker import check_env
+
+    from signet_rl.envs.bandit import PathBanditEnv
+    from signet_rl.envs.edgewalk import MEMORY_FEATURES, EdgeWalkEnv
+
+    ds = conversation()
+    cfg = {"floor": True, "session": True, "max_floor_paths": 4, "session_paths": 3, "max_paths": 12}
+    bandit = PathBanditEnv(ds, split="test", traversal=cfg, flat="flat_minmax")
+    check_env(bandit, skip_render_check=True)
+    walk = EdgeWalkEnv(ds, split="test", traversal=cfg, flat="flat_minmax", path_budget=2, order="sequential")
+    check_env(walk, skip_render_check=True)
+    assert walk.action_space.n == walk.config.max_branching + 2 + 7
+    obs, info = walk.reset(seed=0)
+    mem = obs["memories"]
+    assert mem.shape == (7, len(MEMORY_FEATURES))
+    floor = mem[:, 0] == 1
+    # at the default budget flat injects all 12 turns, so the candidates are the floor, in flat's order
+    assert floor.all() and mem[0, 2] == 1.0 and np.all(np.diff(mem[:, 2]) < 0)
+    k = walk.INJECT
+    assert obs["action_mask"][k] == 1
+    obs, reward, terminated, _, info = walk.step(k)  # inject best_flat's top turn
+    assert info["stopped"] and obs["action_mask"][k] == 0 and not terminated
+    assert walk.stopped_paths()[-1].kind == "floor"
+    obs, reward, terminated, _, info = walk.step(k + 1)
+    assert terminated and len(walk.stopped_ratings()) == 2
