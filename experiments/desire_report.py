@@ -200,6 +200,8 @@ def main(argv: list[str] | None = None) -> str:
         ds = ds.learning_split(k=5, fold=0, seed=0, group=group)
     traversal = ds.meta.get("traversal")  # none of the loaders set one today; dataset configs may
     subset = f" --max-queries {args.max_queries}" if args.max_queries else ""
+    subset += f" --split {args.split}" if args.split != "test" else ""
+    subset += f" --ablations --encoder {args.encoder}" if args.ablations else ""
     budgets = " ".join(str(b) for b in args.budgets)
     lines = [
         f"_Written by `python experiments/desire_report.py --dataset {args.dataset} --budgets {budgets}"
