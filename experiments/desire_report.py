@@ -16,6 +16,16 @@ budgets, query subset, bootstrap draws) goes to ``runs/scratch/results.md`` unle
     python experiments/desire_report.py                           # synthetic:medium:0, test split
     python experiments/desire_report.py --dataset locomo --max-queries 300
     python experiments/desire_report.py --dataset musique --budgets 2000 800
+    python experiments/desire_report.py --dataset locomo --split validation --encoder minilm \
+        --ablations --budgets 2000 --scratch                 # the hybrid-entry ablations, dev figures
+
+``--ablations`` adds, for each hybrid-entry ablation of :data:`ABLATIONS` (floor only, + session DAG,
++ entity walks, full), the non-learned desire retriever (``prior``, floor first) and its candidate ceiling,
+plus ``hipporag_ppr`` (:class:`~signet_rl.retrieval.ppr.PPRRetriever`), all in the same run as
+``best_flat``. Every desire row reports ``walk_share`` (the share of its injected characters that came from
+walk or session units) and ``pool`` (candidates per query). ``--split validation`` evaluates the validation
+fold of the dataset's learning split (k=5, fold 0, seed 0, grouped by graph when there are several: the
+fold ``best_flat`` was chosen on); use it for anything that chooses, never the test fold.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ from signet_rl.evaluation.oracle import OracleScorer
 from signet_rl.pipeline.desire import DesirePathRetriever
 from signet_rl.reporting import SCRATCH, Section, publish
 from signet_rl.retrieval.flat import BEST_FLAT, UNCAPPED, flat_variant
+from signet_rl.retrieval.ppr import PPRRetriever
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = ["needed_recall", "precision", "f1", "ndcg@10", "mrr", "tokens", "misleading_items"]
@@ -54,6 +65,31 @@ def table(frame: pd.DataFrame, digits: int = 3) -> str:
     return render_markdown(frame.reset_index(), digits)
 
 
+#: The hybrid-entry ablations: traversal overrides on top of the dataset's traversal block.
+ABLATIONS: dict[str, dict[str, bool]] = {
+    "floor": {"floor": True, "session": False, "entity_walks": False, "graph_walk": False},
+    "session": {"floor": True, "session": True, "entity_walks": False, "graph_walk": False},
+    "walks": {"floor": True, "session": True, "entity_walks": True, "graph_walk": False},
+    "full": {"floor": True, "session": True, "entity_walks": True, "graph_walk": True},
+}
+
+
+def ablation_retrievers(ds, traversal: dict | None, encoder: str) -> dict:
+    """``best_flat``, ``hipporag_ppr`` and per ablation ``desire_prior[<ablation>]`` and
+    ``candidate_ceiling[<ablation>]`` (one best_flat instance is the floor of all of them)."""
+    floor = flat_variant(BEST_FLAT)
+    out: dict = {"best_flat": floor, "hipporag_ppr": PPRRetriever(encoder=encoder)}
+    for name, pieces in ABLATIONS.items():
+        cfg = {**(traversal or {}), **pieces}
+        out[f"desire_prior[{name}]"] = DesirePathRetriever(
+            "prior", config=cfg, encoder=encoder, flat=floor, name=f"desire_prior[{name}]"
+        )
+        out[f"candidate_ceiling[{name}]"] = DesirePathRetriever(
+            OracleScorer(ds), config=cfg, encoder=encoder, flat=floor, name=f"candidate_ceiling[{name}]"
+        )
+    return out
+
+
 def retrievers(ds, traversal: dict | None) -> dict:
     """The budgeted comparison: every retriever here is cut to the same budget."""
     flat = flat_variant("flat_signet", encoder="hashing", **UNCAPPED)
@@ -70,12 +106,12 @@ def retrievers(ds, traversal: dict | None) -> dict:
     }
 
 
-def own_caps(ds, n_boot: int, max_queries: int | None) -> EvaluationResult:
+def own_caps(ds, n_boot: int, max_queries: int | None, split: str = "test") -> EvaluationResult:
     """``flat_signet`` under Signet's own caps and no shared budget: unpaired with the budgeted rows."""
     return evaluate(
         ds,
         {"flat_signet": flat_variant("flat_signet", encoder="hashing")},
-        split="test",
+        split=split,
         budget_chars=None,
         n_boot=n_boot,
         max_queries=max_queries,
@@ -84,13 +120,20 @@ def own_caps(ds, n_boot: int, max_queries: int | None) -> EvaluationResult:
 
 
 def section(
-    ds, budget: int, n_boot: int, max_queries: int | None, traversal: dict | None, own: EvaluationResult
+    ds,
+    budget: int,
+    n_boot: int,
+    max_queries: int | None,
+    traversal: dict | None,
+    own: EvaluationResult,
+    named: dict | None = None,
+    split: str = "test",
 ) -> list[str]:
     t = time.perf_counter()
     shared = evaluate(
         ds,
-        retrievers(ds, traversal),
-        split="test",
+        named if named is not None else retrievers(ds, traversal),
+        split=split,
         budget_chars=budget,
         n_boot=n_boot,
         max_queries=max_queries,
@@ -100,7 +143,7 @@ def section(
     res = EvaluationResult.concat([shared, own])
     rows = res.rows
     lines = [
-        f"#### Budget {budget} characters ({res.num_queries} test queries, {secs:.0f} s)",
+        f"#### Budget {budget} characters ({res.num_queries} {split} queries, {secs:.0f} s)",
         "",
         "```",
         res.table(),
@@ -141,14 +184,24 @@ def main(argv: list[str] | None = None) -> str:
         "--scratch", action="store_true", help=f"an exploratory run: write under {SCRATCH}/, not --output"
     )
     ap.add_argument("--scratch-dir", default=None, help=f"where refused and scratch runs go ({SCRATCH})")
+    ap.add_argument("--split", choices=["test", "validation"], default="test",
+                    help="validation: the learning split's validation fold (k=5, fold 0, seed 0)")
+    ap.add_argument("--encoder", default="hashing", help="encoder of the desire and PPR retrievers")
+    ap.add_argument("--ablations", action="store_true",
+                    help="the hybrid-entry ablations (floor / +session / +entity walks / full) and hipporag_ppr")
     args = ap.parse_args(argv)
     if smoke.enabled():  # SIGNET_RL_SMOKE=1: the tiny preset (or 20 queries), 20 draws; lands in scratch
         args.dataset = smoke.tiny_spec(args.dataset)
         args.n_boot = min(args.n_boot, 20)
         args.max_queries = None if args.dataset.startswith("synthetic:") else 20
     ds = load_dataset(args.dataset)
+    if args.split == "validation":
+        group = "graph" if len(ds.graphs) > 1 else None
+        ds = ds.learning_split(k=5, fold=0, seed=0, group=group)
     traversal = ds.meta.get("traversal")  # none of the loaders set one today; dataset configs may
     subset = f" --max-queries {args.max_queries}" if args.max_queries else ""
+    subset += f" --split {args.split}" if args.split != "test" else ""
+    subset += f" --ablations --encoder {args.encoder}" if args.ablations else ""
     budgets = " ".join(str(b) for b in args.budgets)
     lines = [
         f"_Written by `python experiments/desire_report.py --dataset {args.dataset} --budgets {budgets}"
@@ -164,9 +217,10 @@ def main(argv: list[str] | None = None) -> str:
         "(budget `none`): it is unpaired with the budgeted rows and the same in every table.",
         "",
     ]
-    own = own_caps(ds, args.n_boot, args.max_queries)
+    own = own_caps(ds, args.n_boot, args.max_queries, args.split)
     for budget in args.budgets:
-        lines += section(ds, budget, args.n_boot, args.max_queries, traversal, own)
+        named = ablation_retrievers(ds, traversal, args.encoder) if args.ablations else None
+        lines += section(ds, budget, args.n_boot, args.max_queries, traversal, own, named, args.split)
     body = "\n".join(lines)
     print(body)
     protocol = {
@@ -174,6 +228,8 @@ def main(argv: list[str] | None = None) -> str:
         "budgets": list(args.budgets),
         "max_queries": args.max_queries,
         "n_boot": args.n_boot,
+        **({"split": args.split} if args.split != "test" else {}),
+        **({"ablations": True, "encoder": args.encoder} if args.ablations else {}),
     }
     publish(
         args.output,

@@ -215,6 +215,18 @@ def test_desire_vs_flat_experiment_runs_on_tiny(capsys):
     assert r.config.max_depth == cfg.dataset.traversal.max_depth == 2
 
 
+@pytest.mark.parametrize("ablation", ["floor", "walks"])
+def test_hybrid_entry_ablations_run_with_hipporag_ppr_and_report_the_walk_share(ablation, capsys):
+    cfg = _cfg(*TINY, f"+experiment=hybrid/{ablation}", "mlflow.enabled=false", "ceiling=false")
+    metrics = evaluate_from_config(cfg)
+    out = capsys.readouterr().out
+    assert "retrieval/hipporag_ppr/needed_recall" in metrics and "walk_share" in out and "pool" in out
+    from hydra.utils import instantiate
+
+    r = instantiate(cfg.retrievers.desire_prior)
+    assert r.config.floor and r.config.entity_walks == (ablation == "walks") and not r.config.graph_walk
+
+
 KG_REFUSAL = (
     "dataset 'kg:kinship' is a knowledge-graph reasoning benchmark: it has no memories for evaluate's "
     "retrievers to retrieve, so every score would be 0. Train and evaluate a walker on it with the KG task: "

@@ -71,6 +71,7 @@ from signet_rl.core.checks import check_range
 from signet_rl.core.types import Query
 from signet_rl.envs.common import CandidatePipeline, DatasetLike, QueryEpisodeEnv, action_index
 from signet_rl.scorers.features import PathFeaturizer
+from signet_rl.retrieval.flat import BEST_FLAT
 from signet_rl.traversal.config import TraversalConfig
 
 __all__ = ["FEATURE_BOUND", "REWARDS", "PathBanditEnv"]
@@ -111,6 +112,8 @@ class PathBanditEnv(QueryEpisodeEnv):
         rating_prob: the probability that the rater rates a memory at all.
         encoder: the encoder of entry search, attribute relevance and features.
         seed: seeds the environment when given (as ``reset(seed=...)`` would).
+        flat: the flat variant whose hits are the hybrid entry's floor (traversal ``floor`` / ``session``
+            / ``entity_walks``; default ``best_flat``, frozen per dataset family).
 
     Raises:
         ValueError: a bad argument (naming it and the allowed values), or an unknown dataset spec
@@ -135,12 +138,13 @@ class PathBanditEnv(QueryEpisodeEnv):
         rating_prob: float = 0.8,
         encoder: str = "hashing",
         seed: int | None = None,
+        flat: str = BEST_FLAT,
     ) -> None:
         self._init_args: dict[str, Any] = {k: v for k, v in locals().items() if k != "self"}
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
         check_range("invalid_penalty", invalid_penalty, 0)
-        self.pipeline = CandidatePipeline.shared(dataset, traversal, encoder)
+        self.pipeline = CandidatePipeline.shared(dataset, traversal, encoder, flat=flat)
         self.config = self.pipeline.config
         n = self.config.max_paths
         if isinstance(slate_size, bool) or not isinstance(slate_size, int) or not 1 <= slate_size <= n:

@@ -31,6 +31,7 @@ from signet_rl.core.types import SPLITS, Query
 from signet_rl.datasets.base import Dataset
 from signet_rl.datasets.registry import load_dataset
 from signet_rl.pipeline.desire import DesirePathRetriever
+from signet_rl.retrieval.flat import BEST_FLAT
 from signet_rl.rating.view import RatingView
 from signet_rl.scorers.base import ScoringContext
 from signet_rl.scorers.features import QueryFeaturizer
@@ -135,6 +136,8 @@ class CandidatePipeline:
         encoder: the encoder of entry search, attribute relevance and query features.
         entry_k: most entry entities per query (as the retriever).
         entry_ratio: extra entries must score this share of the best one (as the retriever).
+        flat: the flat variant whose hits are the hybrid entry's floor (``best_flat``: frozen per dataset
+            family); used only when the traversal config switches the hybrid entry on.
 
     Attributes:
         dataset: the dataset.
@@ -153,11 +156,12 @@ class CandidatePipeline:
         encoder: str = "hashing",
         entry_k: int = 2,
         entry_ratio: float = 0.8,
+        flat: str = BEST_FLAT,
     ) -> None:
         self.dataset = resolve_dataset(dataset)
         self.config = traversal_config(traversal)
         self.retriever = DesirePathRetriever(
-            "prior", self.config, encoder=encoder, entry_k=entry_k, entry_ratio=entry_ratio
+            "prior", self.config, encoder=encoder, entry_k=entry_k, entry_ratio=entry_ratio, flat=flat
         )
         self.retriever.index(self.dataset)
         self.query_features = QueryFeaturizer(encoder, classifier=self.retriever.classifier)
@@ -175,15 +179,17 @@ class CandidatePipeline:
         encoder: str = "hashing",
         entry_k: int = 2,
         entry_ratio: float = 0.8,
+        flat: str = BEST_FLAT,
     ) -> CandidatePipeline:
         """The process-wide pipeline for these arguments (built on first use, a few kept)."""
         config = traversal_config(traversal)
-        key = (dataset_key(dataset), tuple(sorted(config.to_dict().items())), encoder, entry_k, entry_ratio)
+        key = (dataset_key(dataset), tuple(sorted(config.to_dict().items())), encoder, entry_k, entry_ratio,
+               flat)  # fmt: skip
         hit = _PIPELINES.get(key)
         if hit is not None and (isinstance(dataset, str) or hit[0] is dataset):
             _PIPELINES.move_to_end(key)
             return hit[1]
-        pipe = cls(dataset, config, encoder, entry_k, entry_ratio)
+        pipe = cls(dataset, config, encoder, entry_k, entry_ratio, flat)
         _PIPELINES[key] = (pipe.dataset, pipe)
         while len(_PIPELINES) > _CACHE_SIZE:
             _PIPELINES.popitem(last=False)
@@ -240,6 +246,31 @@ class CandidatePipeline:
         if hit is not None:
             return hit
         state = self.state(query.graph_id)
+        if state.hybrid is not None:  # the hybrid entry: flat's floor, session steps, entity walks
+            out = self._hybrid(query)
+        else:
+            out = self._walked(query, state)
+        self._cache[query.id] = out
+        while len(self._cache) > self.CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return out
+
+    def _hybrid(self, query: Query) -> Candidates:
+        """The retriever's hybrid-entry candidates (floor first), as :class:`Candidates`."""
+        intent, _, qv = self.entries(query)
+        cands = self.retriever.candidates(query)
+        if cands is None:
+            state = self.state(query.graph_id)
+            ts = None if query.timestamp is None else float(query.timestamp.timestamp())
+            ctx = ScoringContext(state.graph, state.arrays, (), ts)
+            return Candidates(query, intent, (), [], ctx, qv, None)
+        return Candidates(
+            query, intent, tuple(cands.entries), list(cands.walk.paths), cands.context, qv,
+            cands.context.relevance,
+        )  # fmt: skip
+
+    def _walked(self, query: Query, state: Any) -> Candidates:
+        """The intent's strategy walk from the searched entries."""
         intent, entries, qv = self.entries(query)
         rel: Relevance | None = None
         if state.attr_vectors is not None:
@@ -252,11 +283,7 @@ class CandidatePipeline:
         )
         ts = None if query.timestamp is None else float(query.timestamp.timestamp())
         ctx = ScoringContext(state.graph, state.arrays, entries, ts)
-        out = Candidates(query, intent, entries, paths, ctx, qv, rel)
-        self._cache[query.id] = out
-        while len(self._cache) > self.CACHE_SIZE:
-            self._cache.popitem(last=False)
-        return out
+        return Candidates(query, intent, entries, paths, ctx, qv, rel)
 
 
 class QuerySchedule:

@@ -54,6 +54,14 @@ Observation (``Dict``, fixed shapes, ``float32`` unless noted; :data:`NODE_FEATU
 make (the path's confidence × strength product × the aspect's weight × mean attribute importance × recency
 with a 90-day half-life), so a prior policy can act from the observation alone.
 
+**Hybrid entry.** With a traversal config that switches on the floor or session steps
+(:class:`~signet_rl.traversal.config.TraversalConfig`'s ``floor`` / ``session``), the hybrid pool's memory
+candidates — best_flat's floor in its ranking, then the session-DAG steps — become ``K = max_floor_paths +
+session_paths`` more actions: action ``B + 2 + k`` injects candidate ``k`` whole (rated like a stopped path
+and counted toward ``path_budget``; masked once injected). ``obs["memories"]`` (``[K, 6]``,
+:data:`MEMORY_FEATURES`) describes them; ``action_mask`` grows to ``B + 2 + K``. An episode then also serves a
+query with no entry entity when flat found something (only END and the injections are valid).
+
 Queries with no entry entity (non-queries, or nothing found) are skipped by default; with
 ``include_empty=True`` they are served with only END valid (injecting nothing is right for a non-query).
 
@@ -80,11 +88,12 @@ from signet_rl.core.checks import check_integer, check_range
 from signet_rl.core.types import Query, Unit
 from signet_rl.envs.common import CandidatePipeline, DatasetLike, QueryEpisodeEnv, action_index
 from signet_rl.graph.arrays import GraphArrays
+from signet_rl.retrieval.flat import BEST_FLAT
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.path import Path
 from signet_rl.traversal.walk import csr_hops
 
-__all__ = ["EDGE_FEATURES", "NODE_FEATURES", "WALK_FEATURES", "EdgeWalkEnv"]
+__all__ = ["EDGE_FEATURES", "MEMORY_FEATURES", "NODE_FEATURES", "WALK_FEATURES", "EdgeWalkEnv"]
 
 #: Columns of ``obs["node"]``.
 NODE_FEATURES: tuple[str, ...] = (
@@ -121,6 +130,15 @@ EDGE_FEATURES: tuple[str, ...] = (
     "name_similarity",
     "continue_prior",  # PriorScorer's score of the memory made by following this edge, then stopping
     "duplicate",  # 1 when that memory would be a duplicate
+)
+#: Columns of each row of ``obs["memories"]`` (the hybrid entry's floor and session candidates).
+MEMORY_FEATURES: tuple[str, ...] = (
+    "type_floor",  # 1 for one of best_flat's hits
+    "type_session",  # 1 for a session-DAG step
+    "floor_rank_inv",  # 1 / (1 + rank) in best_flat's ranking (0 off the floor)
+    "flat_fused",  # best_flat's fused score (0 off the floor)
+    "session_distance",  # sessions from the nearest floor hit
+    "memory_sim",  # cosine of the memory with the query
 )
 _NODE_STATIC = 7  # NODE_FEATURES before the two dynamic columns
 _EDGE_STATIC = 12  # EDGE_FEATURES before the two dynamic columns
@@ -220,6 +238,10 @@ class _QueryPre:
         self.t = math.inf if query.timestamp is None else float(query.timestamp.timestamp())
         self.endings: dict[int, _Ending] = {}
         self.nodes: dict[int, _Node] = {}
+        #: The hybrid entry's floor and session candidates (empty without it), their features and units.
+        self.mem_paths: list[Path] = []
+        self.mem_feats: FloatArray = np.zeros((0, len(MEMORY_FEATURES)), dtype=np.float32)
+        self.mem_items: list[list[str]] = []
 
 
 #: One stopped path: entities, slots, aspect (-1: none), attributes, rating.
@@ -241,6 +263,9 @@ class _Episode:
     covered: set[int] = field(default_factory=set)
     stops: list[_Stop] = field(default_factory=list)
     done: bool = False
+    injected: list[int] = field(default_factory=list)  # hybrid candidates injected, in order
+    injected_ratings: list[int] = field(default_factory=list)
+    mem_covered: set[str] = field(default_factory=set)  # rated items of the injected candidates
 
 
 class EdgeWalkEnv(QueryEpisodeEnv):
@@ -261,6 +286,8 @@ class EdgeWalkEnv(QueryEpisodeEnv):
         rating_prob: the probability that the rater rates a memory at all.
         encoder: the encoder of entry search and relevance.
         seed: seeds the environment when given.
+        flat: the flat variant whose hits are the hybrid entry's floor (traversal ``floor`` / ``session``
+            / ``entity_walks``; default ``best_flat``, frozen per dataset family).
 
     Raises:
         ValueError: a bad argument (naming it and the allowed values), or an unknown dataset spec.
@@ -283,12 +310,13 @@ class EdgeWalkEnv(QueryEpisodeEnv):
         rating_prob: float = 0.8,
         encoder: str = "hashing",
         seed: int | None = None,
+        flat: str = BEST_FLAT,
     ) -> None:
         self._init_args: dict[str, Any] = {k: v for k, v in locals().items() if k != "self"}
         check_integer("path_budget", path_budget, 1)
         check_range("step_cost", step_cost, 0)
         check_range("invalid_penalty", invalid_penalty, 0)
-        self.pipeline = CandidatePipeline.shared(dataset, traversal, encoder)
+        self.pipeline = CandidatePipeline.shared(dataset, traversal, encoder, flat=flat)
         self.config = self.pipeline.config
         self.path_budget = path_budget
         self.step_cost = float(step_cost)
@@ -304,18 +332,28 @@ class EdgeWalkEnv(QueryEpisodeEnv):
         self.END = b + 1
         self._depth = self.config.max_depth
         self._per_hop = 1.0 / max(1, self._depth)
-        big = np.float32(1e3)
-        self.observation_space = spaces.Dict(
-            {
-                "query": spaces.Box(-1.0, 1.0, (self.pipeline.query_features.dim,), np.float32),
-                "node": spaces.Box(-big, big, (len(NODE_FEATURES),), np.float32),
-                "path": spaces.Box(0.0, 1.0, (len(WALK_FEATURES),), np.float32),
-                "edges": spaces.Box(-big, big, (b, len(EDGE_FEATURES)), np.float32),
-                "action_mask": spaces.MultiBinary(b + 2),
-                "budgets": spaces.Box(0.0, float(max(self._depth, path_budget)), (2,), np.float32),
-            }
+        #: Hybrid-entry candidates offered as injection actions (0 without the floor or session steps).
+        self.n_mem = (
+            min(self.config.max_paths, self.config.max_floor_paths + self.config.session_paths)
+            if self.config.floor or self.config.session
+            else 0
         )
-        self.action_space: spaces.Space[Any] = spaces.Discrete(b + 2)
+        #: The first injection action.
+        self.INJECT = b + 2
+        n_actions = b + 2 + self.n_mem
+        big = np.float32(1e3)
+        obs_spaces: dict[str, spaces.Space[Any]] = {
+            "query": spaces.Box(-1.0, 1.0, (self.pipeline.query_features.dim,), np.float32),
+            "node": spaces.Box(-big, big, (len(NODE_FEATURES),), np.float32),
+            "path": spaces.Box(0.0, 1.0, (len(WALK_FEATURES),), np.float32),
+            "edges": spaces.Box(-big, big, (b, len(EDGE_FEATURES)), np.float32),
+            "action_mask": spaces.MultiBinary(n_actions),
+            "budgets": spaces.Box(0.0, float(max(self._depth, path_budget)), (2,), np.float32),
+        }
+        if self.n_mem:
+            obs_spaces["memories"] = spaces.Box(-big, big, (self.n_mem, len(MEMORY_FEATURES)), np.float32)
+        self.observation_space = spaces.Dict(obs_spaces)
+        self.action_space: spaces.Space[Any] = spaces.Discrete(n_actions)
         self._queries: OrderedDict[str, _QueryPre] = OrderedDict()
         self._ep: _Episode | None = None
         self._qp: _QueryPre | None = None
@@ -354,19 +392,27 @@ class EdgeWalkEnv(QueryEpisodeEnv):
             a = operator.index(action)
         except TypeError:
             a = -1
-        if not 0 <= a <= self.END or isinstance(action, bool):
-            a = action_index(action, self.END + 1, "EdgeWalk")
+        n_actions = self.END + 1 + self.n_mem
+        if not 0 <= a < n_actions or isinstance(action, bool):
+            a = action_index(action, n_actions, "EdgeWalk")
         penalty = 0.0
         if not self._mask[a]:
             if self.strict:
+                inject = f", {self.INJECT}.. inject a floor/session memory" if self.n_mem else ""
                 raise ValueError(
                     f"EdgeWalk (strict): action {a} is masked; action_mask={self._mask.tolist()} "
-                    f"(0..{self.n_branch - 1} follow an edge, {self.STOP} STOP_PATH, {self.END} END)"
+                    f"(0..{self.n_branch - 1} follow an edge, {self.STOP} STOP_PATH, {self.END} END{inject})"
                 )
             penalty = self.invalid_penalty
             a = self.STOP if ep.node >= 0 else self.END
         reward = -penalty
         stopped, rating, rated, duplicate = False, 0, False, False
+        if a >= self.INJECT:
+            stopped = True
+            rating, rated, duplicate = self._inject(ep, a - self.INJECT)
+            reward += rating
+            obs = self._observe()
+            return obs, reward, ep.done, False, self._info(obs, stopped, rating, rated, duplicate, penalty)
         if a < self.STOP:
             node, view = self._node_now, self._view
             assert node is not None and view is not None
@@ -394,7 +440,31 @@ class EdgeWalkEnv(QueryEpisodeEnv):
     # -- episode mechanics -----------------------------------------------------------------------------
 
     def _usable(self, query: Query) -> bool:
-        return self.include_empty or bool(self.pipeline.entries(query)[1])
+        if self.include_empty or self.pipeline.entries(query)[1]:
+            return True
+        return bool(self.n_mem) and bool(self._query(query).mem_paths)
+
+    def _inject(self, ep: _Episode, k: int) -> tuple[int, bool, bool]:
+        """Inject hybrid candidate ``k`` (a floor hit or a session step) whole: rate it, count it toward
+        the path budget. ``(rating, rated, duplicate)``; a memory already injected by a stopped path or an
+        earlier injection is a duplicate (rated 0, not shown)."""
+        qp = self._qp
+        assert qp is not None
+        items = qp.mem_items[k]
+        held = {f"item:{i}" for i in items}
+        duplicate = bool(held) and held <= ep.mem_covered
+        rating, rated = 0, False
+        if not duplicate:
+            r = self.rating.rate(qp.query, items)
+            if r is not None:
+                rating, rated = r, True
+            ep.mem_covered |= held
+        ep.injected.append(k)
+        ep.injected_ratings.append(rating)
+        ep.stopped += 1
+        if ep.stopped >= self.path_budget:
+            ep.done = True
+        return rating, rated, duplicate
 
     def _graph(self, graph_id: str) -> _GraphPre:
         key = ("edgewalk", graph_id)
@@ -413,6 +483,8 @@ class EdgeWalkEnv(QueryEpisodeEnv):
         idx = [index[e] for e in entries if e in index]
         qfeat = np.clip(self.pipeline.query_features.features(query, intent=intent), -1.0, 1.0)
         out = _QueryPre(query, intent, idx, qv, qfeat.astype(np.float32), pre)
+        if self.n_mem:
+            self._memory_candidates(out)
         self._queries[query.id] = out
         while len(self._queries) > CandidatePipeline.CACHE_SIZE:
             self._queries.popitem(last=False)
@@ -564,7 +636,42 @@ class EdgeWalkEnv(QueryEpisodeEnv):
         ep.cs_product, ep.cs_min, ep.backward = 1.0, 1.0, 0
         return rating, rated, duplicate
 
+    def _memory_candidates(self, qp: _QueryPre) -> None:
+        """The hybrid pool's floor and session candidates of ``qp``'s query, their features and items."""
+        cands = self.pipeline.candidates(qp.query)
+        paths = [p for p in cands.paths if p.kind in ("floor", "session")][: self.n_mem]
+        info = cands.context.path_info
+        feats = np.zeros((len(paths), len(MEMORY_FEATURES)), dtype=np.float32)
+        builder = self.pipeline.state(qp.query.graph_id).builder
+        items = []
+        for i, p in enumerate(paths):
+            rec = info.get(p.id, {})
+            rank = rec.get("floor_rank", -1.0)
+            feats[i] = (
+                p.kind == "floor", p.kind == "session", 1.0 / (1.0 + rank) if rank >= 0 else 0.0,
+                rec.get("flat_fused", 0.0), rec.get("session_distance", -1.0), rec.get("memory_sim", 0.0),
+            )  # fmt: skip
+            unit = builder.construct(p, at=qp.query.timestamp)
+            items.append(self.rating.items(qp.query, unit.items, (), text=unit.text))
+        qp.mem_paths, qp.mem_feats, qp.mem_items = paths, np.clip(feats, -1e3, 1e3), items
+
     def _observe(self) -> dict[str, np.ndarray]:
+        obs = self._observe_walk()
+        if self.n_mem:
+            ep, qp = self._ep, self._qp
+            assert ep is not None and qp is not None
+            mem = np.zeros((self.n_mem, len(MEMORY_FEATURES)), dtype=np.float32)
+            mem[: len(qp.mem_feats)] = qp.mem_feats
+            inject = np.zeros(self.n_mem, dtype=np.int8)
+            if not ep.done:
+                inject[: len(qp.mem_paths)] = 1
+                inject[ep.injected] = 0
+            self._mask = np.concatenate([obs["action_mask"], inject])
+            obs["action_mask"] = self._mask.copy()
+            obs["memories"] = mem
+        return obs
+
+    def _observe_walk(self) -> dict[str, np.ndarray]:
         ep, qp = self._ep, self._qp
         assert ep is not None and qp is not None
         hops = len(ep.slots)
@@ -644,11 +751,13 @@ class EdgeWalkEnv(QueryEpisodeEnv):
         out = []
         for nodes, slots, aspect, attrs, _ in ep.stops:
             out.append(Path(tuple(csr_hops(a, nodes, slots, aspect, attrs)), strategy="edgewalk"))
+        out += [qp.mem_paths[k] for k in ep.injected]  # then the injected floor and session candidates
         return out
 
     def stopped_ratings(self) -> list[int]:
-        """The rating each stopped path earned this episode (0 for unrated and duplicates)."""
-        return [] if self._ep is None else [s[4] for s in self._ep.stops]
+        """The rating each stopped path earned this episode (0 for unrated and duplicates), then each
+        injected hybrid candidate's."""
+        return [] if self._ep is None else [s[4] for s in self._ep.stops] + list(self._ep.injected_ratings)
 
     def memories(self) -> list[Unit]:
         """The constructed memories of the paths stopped so far (:meth:`MemoryBuilder.construct`)."""

@@ -203,7 +203,25 @@ def _score(
         misleading_tokens=spent["misleading"] / CHARS_PER_TOKEN,
         zero_injection=M.zero_injection(len(units)),
     )
+    row.update(_desire_stats(units, chars))
     return row
+
+
+#: Path kinds (``Unit.meta["source"]`` of a desire unit) that are not flat's floor.
+WALKED_SOURCES: frozenset[str] = frozenset({"session", "walk"})
+
+
+def _desire_stats(units: Sequence[Unit], chars: int) -> dict[str, float]:
+    """``walk_share``: the share of the injected characters that came from walk or session units (so a
+    desire row cannot quietly become flat); ``pool``: the candidates the hybrid entry offered the scorer.
+    NaN for a retriever whose units are not desire paths (no ``path_id`` in their meta)."""
+    desire = [u for u in units if "path_id" in u.meta]
+    if not desire:
+        return {"walk_share": math.nan, "pool": math.nan}
+    walked = sum(u.chars for u in desire if u.meta.get("source") in WALKED_SOURCES)
+    pool = next((u.meta["pool"] for u in desire if isinstance(u.meta.get("pool"), Mapping)), None)
+    size = float(sum(v for k, v in pool.items() if k not in ("chars", "considered"))) if pool else math.nan
+    return {"walk_share": walked / chars if chars else 0.0, "pool": size}
 
 
 def _retrieve(name: str, retriever: Retriever, query: Query, hint: int | None) -> tuple[list[Unit], float]:
@@ -327,6 +345,10 @@ class EvaluationResult:
         nonq = frame.loc[~real, "zero_injection"]
         out["zero_injection_accuracy"] = float(nonq.mean()) if len(nonq) else math.nan
         out["silenced_real"] = float(frame.loc[real, "zero_injection"].mean()) if real.any() else math.nan
+        for c in ("walk_share", "pool"):
+            values = frame[c].to_numpy(dtype=np.float64) if c in frame else np.zeros(0)
+            values = values[np.isfinite(values)]
+            out[c] = float(values.mean()) if len(values) else math.nan
         out["latency_p50_ms"] = float(np.percentile(frame["latency_s"], 50) * 1000)
         out["latency_p95_ms"] = float(np.percentile(frame["latency_s"], 95) * 1000)
         return out
@@ -463,6 +485,8 @@ class EvaluationResult:
         out["items"] = [_fmt(v, 1) for v in summ["items"]]
         out["noise"] = [_fmt(v, 2) for v in summ["noise_items"]]
         out["mislead"] = [_fmt(v, 2) for v in summ["misleading_items"]]
+        out["walk_share"] = [_fmt(v) for v in summ["walk_share"]]
+        out["pool"] = [_fmt(v, 1) for v in summ["pool"]]
         out["zero_inj_acc"] = [_fmt(v) for v in summ["zero_injection_accuracy"]]
         out["p50_ms"] = [_fmt(v, 2) for v in summ["latency_p50_ms"]]
         out["p95_ms"] = [_fmt(v, 2) for v in summ["latency_p95_ms"]]

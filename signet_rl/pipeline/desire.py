@@ -10,6 +10,7 @@ truth: the intent is predicted, the entries are searched.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,10 @@ from signet_rl.core.types import DEFAULT_BUDGET_CHARS, Query, Unit
 from signet_rl.datasets.base import Dataset
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
+from signet_rl.pipeline.hybrid import HybridEntry, Pool, floor_first
+from signet_rl.retrieval.base import Retriever
 from signet_rl.retrieval.entry import EntrySearch
+from signet_rl.retrieval.flat import BEST_FLAT, flat_variant
 from signet_rl.retrieval.intent import IntentClassifier, RuleIntentClassifier
 from signet_rl.scorers.base import PathScorer, ScoringContext, make_scorer
 from signet_rl.text.encoders import CachedEncoder, make_encoder
@@ -51,6 +55,8 @@ class _GraphState:
             content = graph.attributes.set_index("id")["content"]
             texts = content.reindex(self.arrays.attribute_ids).fillna("").astype(str).tolist()
             self.attr_vectors = CachedEncoder(self.encoder).encode(texts)
+        self.hybrid = HybridEntry(graph, self.arrays, self.builder, self.encoder) if config.hybrid else None
+        self.conf_ok = self.arrays.dep_confidence >= config.min_confidence
 
 
 @dataclass
@@ -61,6 +67,9 @@ class Candidates:
     entries: list[str]
     walk: Walk
     context: ScoringContext
+    #: The hybrid entry's candidate set (floor, session steps, entity walks), when it is on; ``walk.paths``
+    #: then holds the same paths.
+    pool: Pool | None = None
 
 
 #: ``edge_weight_fn(graph_id, intent, timestamp) -> EdgeWeight | None``: learned desire-path edge order.
@@ -83,7 +92,18 @@ class DesirePathRetriever:
         entry_k: most entry entities per query.
         entry_ratio: extra entries must score at least this share of the best entry's score.
         name: the name in result tables.
+        flat: the flat retriever of the hybrid entry (its hits are the floor, the session steps' anchors
+            and the entity walks' sources): a :class:`~signet_rl.retrieval.base.Retriever` or a flat variant
+            name (default ``best_flat``, frozen per dataset family). Used only when the traversal config
+            switches a hybrid piece on (``floor``, ``session``, ``entity_walks``).
+        floor_first: rank the floor first, in flat's order, and every other candidate after it in the
+            scorer's order (:func:`~signet_rl.pipeline.hybrid.floor_first`). ``None``: on for the
+            non-learned scorers (``prior``, ``ppr``, ``random``), off for any other (a learned scorer or the
+            oracle ranks every candidate itself).
     """
+
+    #: Scorers that rank the floor first by default.
+    NON_LEARNED = frozenset({"prior", "ppr", "random"})
 
     def __init__(
         self,
@@ -95,6 +115,8 @@ class DesirePathRetriever:
         entry_k: int = 2,
         entry_ratio: float = 0.8,
         name: str | None = None,
+        flat: Retriever | str = BEST_FLAT,
+        floor_first: bool | None = None,
     ) -> None:
         check_integer("entry_k", entry_k, 1)
         check_probability("entry_ratio", entry_ratio)
@@ -116,6 +138,9 @@ class DesirePathRetriever:
         #: Optional learned edge order (path reinforcement); None: confidence x strength.
         self.edge_weight_fn: EdgeWeightFn | None = None
         self._dataset: Dataset | None = None
+        self.flat_spec = flat
+        self.flat: Retriever | None = None
+        self.floor_first = self.scorer.name in self.NON_LEARNED if floor_first is None else bool(floor_first)
 
     def index(self, dataset: Dataset) -> None:
         """Build the per-graph state (arrays, traverser, entry search) and prepare the scorer.
@@ -129,6 +154,13 @@ class DesirePathRetriever:
             return
         self._dataset = dataset
         self._states = {}
+        if self.config.hybrid:
+            flat = self.flat_spec
+            self.flat = flat_variant(flat) if isinstance(flat, str) else flat
+            # One flat retriever may be the floor of several desire retrievers (ablations): index it once.
+            if getattr(self.flat, "_floor_indexed", None) is not dataset:
+                self.flat.index(dataset)
+                self.flat._floor_indexed = dataset  # type: ignore[union-attr]
         for gid, graph in dataset.graphs.items():
             state = _GraphState(graph, self.config, self.encoder, self.relevance)
             self.scorer.prepare(graph, state.arrays)
@@ -149,10 +181,15 @@ class DesirePathRetriever:
             keep.append(eid)
         return keep[: self.entry_k]
 
-    def candidates(self, query: Query) -> Candidates | None:
+    def candidates(self, query: Query, budget_chars: int | None = None) -> Candidates | None:
         """Everything up to scoring: the predicted intent, the entries, the walk and the scoring context.
 
-        ``None`` for an empty query, a predicted non-query, or a query whose entry search finds nothing.
+        ``None`` for an empty query, a predicted non-query, or a query whose entry search finds nothing
+        (with the hybrid entry: a query for which flat finds nothing either; a predicted non-query is then
+        walked as *what*, since the floor keeps what flat would inject). With the hybrid entry on
+        (:class:`~signet_rl.pipeline.hybrid.HybridEntry`), the candidates are the floor, session steps,
+        entity walks and graph walk within the bounds for ``budget_chars`` (default
+        :data:`~signet_rl.core.types.DEFAULT_BUDGET_CHARS`), and :attr:`Candidates.pool` reports them.
         With :attr:`edge_weight_fn` set (learned desire-path weights), the walk follows edges in the order
         it gives for the query's intent and time. The query's text is read through :func:`capped_query`
         (cut to :data:`~signet_rl.text.terms.MAX_QUERY_CHARS` characters, with a logged warning).
@@ -161,9 +198,11 @@ class DesirePathRetriever:
         if not query.text or not query.text.strip():
             return None
         intent = self.classifier.predict([query.text])[0]
+        state = self._state(query.graph_id)
+        if state.hybrid is not None:
+            return self._hybrid_candidates(query, intent, state, budget_chars)
         if intent == "none":
             return None
-        state = self._state(query.graph_id)
         entries = self.entries(query, intent)
         if not entries:
             return None
@@ -179,6 +218,40 @@ class DesirePathRetriever:
         )
         walk = state.traverser.walk(entries, intent, query.timestamp, relevance=rel)
         return Candidates(intent, entries, walk, self.context(query, entries, rel))
+
+    def _hybrid_candidates(
+        self, query: Query, intent: str, state: _GraphState, budget_chars: int | None
+    ) -> Candidates | None:
+        """:meth:`candidates` with the hybrid entry (see :mod:`signet_rl.pipeline.hybrid`)."""
+        assert state.hybrid is not None and self.flat is not None
+        budget = DEFAULT_BUDGET_CHARS if budget_chars is None else budget_chars
+        walk_intent = "what" if intent == "none" else intent
+        entries = self.entries(query, walk_intent)
+        flat_units = self.flat.retrieve(query, None)
+        qv = state.encoder.encode([query.text[:1000]])[0]
+        rel = None
+        if state.attr_vectors is not None:
+            vectors = state.attr_vectors
+            rel = lambda idx: vectors[idx] @ qv  # noqa: E731
+        state.traverser.edge_weight = (
+            None
+            if self.edge_weight_fn is None
+            else self.edge_weight_fn(query.graph_id, walk_intent, query.timestamp)
+        )
+        if self.config.graph_walk and entries:
+            walk = state.traverser.walk(entries, walk_intent, query.timestamp, relevance=rel)
+        else:
+            walk = Walk()
+        ts = None if query.timestamp is None else float(query.timestamp.timestamp())
+        pool = state.hybrid.pool(
+            query, self.config, budget, flat_units, entries, qv, ts, state.conf_ok, list(walk.paths)
+        )
+        if not pool.paths:
+            return None
+        walk.paths = list(pool.paths)
+        context = self.context(query, entries, rel)
+        context.path_info = pool.info
+        return Candidates(intent, entries, walk, context, pool)
 
     def context(self, query: Query, entries: list[str], relevance: Any = False) -> ScoringContext:
         """The scoring context of ``query`` with these entries (query relevance recomputed unless given)."""
@@ -232,12 +305,18 @@ class DesirePathRetriever:
 
     def retrieve(self, query: Query, budget_chars: int | None = None) -> list[Unit]:
         query = capped_query(query)  # once: the scorer reads the same text the walk was built for
-        cands = self.candidates(query)
+        # (subclasses that override candidates(query) keep working without the hybrid entry)
+        cands = self.candidates(query, budget_chars) if self.config.hybrid else self.candidates(query)
         if cands is None:
             return []
         paths = cands.walk.paths
         scores = self.scorer.score(query, paths, cands.context) if paths else np.zeros(0)
-        return self.slate(query, cands, zip(paths, scores.tolist(), strict=True), budget_chars)
+        if cands.pool is not None and self.floor_first:
+            scores = floor_first(scores, paths, cands.pool.info)
+        units = self.slate(query, cands, zip(paths, scores.tolist(), strict=True), budget_chars)
+        if cands.pool is not None:  # the pool size travels with every unit (reported per query)
+            units = [dataclasses.replace(u, meta={**u.meta, "pool": dict(cands.pool.sizes)}) for u in units]
+        return units
 
     def _state(self, graph_id: str) -> _GraphState:
         try:
@@ -255,4 +334,6 @@ class DesirePathRetriever:
             "relevance": self.relevance,
             "entry_ratio": self.entry_ratio,
             "encoder": self.encoder,
+            "flat": self.flat_spec if isinstance(self.flat_spec, str) else self.flat_spec.name,
+            "floor_first": self.floor_first,
         }

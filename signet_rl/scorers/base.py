@@ -39,6 +39,14 @@ class ScoringContext:
     #: Query relevance of attributes by attribute index (similarity of their text to the query), when the
     #: retriever computed it; scorers may use it to rank an aspect's facts.
     relevance: Callable[[np.ndarray], np.ndarray] | None = None
+    #: Per candidate path id, what the hybrid entry knows of it (never ground truth): ``flat_vector``,
+    #: ``flat_keyword``, ``flat_fused`` (the flat retriever's own scores of the row the path injects, 0 when
+    #: flat did not score it), ``floor_rank`` (position in flat's ranking, -1 off the floor),
+    #: ``session_distance`` (sessions between the injected memory and the nearest floor hit, -1 unknown),
+    #: ``memory_sim`` (cosine of the injected memories with the query, the best one) and
+    #: ``query_overlap`` (entities on the path or mentioned by its memories that entry search found for the
+    #: query). Empty without the hybrid entry.
+    path_info: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass

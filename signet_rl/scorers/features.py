@@ -40,6 +40,7 @@ from signet_rl.traversal.path import HopKind, Path
 
 __all__ = [
     "EDGE_STAT_DIM",
+    "HYBRID_FEATURES",
     "INTENTS",
     "PATH_FEATURES",
     "STRATEGY_NAMES",
@@ -189,6 +190,22 @@ class EdgeStats(Protocol):
 
 
 #: :class:`PathFeaturizer` column names, in order (see its docstring for each one's meaning).
+#: Columns about the hybrid entry (flat's floor, session steps, entity walks); see :class:`PathFeaturizer`.
+HYBRID_FEATURES: tuple[str, ...] = (
+    "flat_vector",
+    "flat_keyword",
+    "flat_fused",
+    "floor_rank_inv",
+    "type_floor",
+    "type_session",
+    "type_walk",
+    "path_length",
+    "session_distance",
+    "query_overlap",
+    "edge_conf_mean",
+    "memory_sim",
+    "n_memories",
+)
 PATH_FEATURES: tuple[str, ...] = (
     "n_dependencies",
     "n_attributes",
@@ -213,6 +230,7 @@ PATH_FEATURES: tuple[str, ...] = (
     "explorer",
     *(f"strategy_{s}" for s in STRATEGY_NAMES),
     "strategy_matches_intent",
+    *HYBRID_FEATURES,
 )
 
 
@@ -235,8 +253,8 @@ class PathBatch:
     )  # fmt: skip
 
     def __init__(self, n: int) -> None:
-        self.start = np.empty(n, dtype=np.int64)
-        self.end = np.empty(n, dtype=np.int64)
+        self.start = np.full(n, -1, dtype=np.int64)  # -1: the path holds no entity (a memory path)
+        self.end = np.full(n, -1, dtype=np.int64)
         self.asp = np.full(n, -1, dtype=np.int64)
         self.asp_pos = np.full(n, -1, dtype=np.int64)
         self.length = np.zeros(n, dtype=np.int64)
@@ -306,6 +324,24 @@ class PathFeaturizer:
     * ``explorer``: ``Path.explorer``.
     * ``strategy_<s>``: 1 when ``Path.strategy`` is ``s`` (what, relate, action, changed).
     * ``strategy_matches_intent``: 1 when ``Path.strategy`` equals the ``intent`` passed in.
+
+    The hybrid entry's columns (:data:`HYBRID_FEATURES`; read from ``ScoringContext.path_info``, 0 without
+    it — never QA category, evidence ids or observation evidence):
+
+    * ``flat_vector``, ``flat_keyword``, ``flat_fused``: the flat retriever's own scores of the row a floor
+      path injects (0 off the floor).
+    * ``floor_rank_inv``: ``1 / (1 + rank)`` in flat's ranking (0 off the floor).
+    * ``type_floor``, ``type_session``, ``type_walk``: the path type (:attr:`Path.kind`).
+    * ``path_length``: :attr:`Path.length` (hops after the start).
+    * ``session_distance``: sessions between the injected memory and the nearest floor hit (-1 unknown).
+    * ``query_overlap``: entities on the path, or mentioned by its memories, that entry search found for
+      the query.
+    * ``edge_conf_mean``: mean confidence of the path's dependencies (0 with none).
+    * ``memory_sim``: the best cosine of the injected memories with the query (0 with none).
+    * ``n_memories``: memory hops.
+
+    Paths that start at a memory (floor and session paths) have no start or end entity: the entity columns
+    (``starts_at_entry``, ``end_log_degree``, ``same_community``, ``end_name_sim``) are 0 for them.
 
     Args:
         graph: the graph (attribute contents and entity names for the similarity columns).
@@ -393,11 +429,13 @@ class PathFeaturizer:
         att: list[int] = []
         dep_dir: list[int] = []
         ent_idx, edg, asp, atr = self.entity_index, self.edge_index, self.aspect_index, self.attr_index
-        E, D, T = HopKind.ENTITY, HopKind.DEPENDENCY, HopKind.ATTRIBUTE
+        E, D, T, M = HopKind.ENTITY, HopKind.DEPENDENCY, HopKind.ATTRIBUTE, HopKind.MEMORY
         try:
             for i, p in enumerate(paths):
                 for j, h in enumerate(p.hops):
                     kind = h.kind
+                    if kind is M:
+                        continue  # memory hops: counted from the path itself (n_memories)
                     if kind is E:
                         ent += (ent_idx[h.id], i, j)
                     elif kind is D:
@@ -497,12 +535,14 @@ class PathFeaturizer:
         entries = np.fromiter(
             (self.entity_index[e] for e in context.entries if e in self.entity_index), dtype=np.int64
         )
-        starts_entry = np.isin(b.start, entries)
+        has_end = b.end >= 0
+        end = np.maximum(b.end, 0)
+        starts_entry = np.isin(b.start, entries) & (b.start >= 0)
         comm = self.slices.community(t)
         entry_comm = comm[entries]
         entry_comm = entry_comm[entry_comm >= 0]
-        end_comm = comm[b.end]
-        same_comm = (end_comm >= 0) & np.isin(end_comm, entry_comm)
+        end_comm = comm[end] if len(comm) else np.full(n, -1)
+        same_comm = has_end & (end_comm >= 0) & np.isin(end_comm, entry_comm)
 
         out[:, col["n_dependencies"]] = n_dep
         out[:, col["n_attributes"]] = n_att
@@ -517,7 +557,7 @@ class PathFeaturizer:
         log_degree = self.slices.cached(
             "log_degree", t, lambda: np.log1p(self.slices.degree(t).astype(np.float64))
         )
-        out[:, col["end_log_degree"]] = log_degree[b.end]
+        out[:, col["end_log_degree"]] = np.where(has_end, log_degree[end] if len(log_degree) else 0.0, 0.0)
         out[:, col["same_community"]] = same_comm
         out[:, col["backward_fraction"]] = backward / safe_dep
         out[:, col["constraint_fraction"]] = (
@@ -534,7 +574,8 @@ class PathFeaturizer:
                 np.maximum.at(smax, b.att_owner, sims)
                 out[:, col["attr_sim_max"]] = np.where(has_att, smax, 0.0)
                 out[:, col["attr_sim_mean"]] = np.bincount(b.att_owner, weights=sims, minlength=n) / safe_att
-            out[:, col["end_name_sim"]] = self.entity_vectors()[b.end] @ q
+            if a.num_entities:
+                out[:, col["end_name_sim"]] = np.where(has_end, self.entity_vectors()[end] @ q, 0.0)
 
         # learned desire-path statistics
         if self.edge_stats is not None and len(b.dep):
@@ -548,6 +589,25 @@ class PathFeaturizer:
                 out[:, first + j] = np.bincount(b.dep_owner, weights=stats[:, j], minlength=n) / safe_dep
             w = np.asarray(self.edge_stats.weight(b.dep), dtype=np.float64).reshape(-1)
             out[:, col["desire_weight_mean"]] = np.bincount(b.dep_owner, weights=w, minlength=n) / safe_dep
+
+        # the hybrid entry: flat's own scores, path type and length, sessions, overlap, edge confidence
+        conf = np.bincount(b.dep_owner, weights=a.edge_confidence[b.dep].astype(np.float64), minlength=n)
+        out[:, col["edge_conf_mean"]] = np.where(has_dep, conf / safe_dep, 0.0)
+        kinds = ("floor", "session", "walk")
+        info_cols = ("flat_vector", "flat_keyword", "flat_fused", "session_distance", "query_overlap",
+                     "memory_sim")  # fmt: skip
+        for i, p in enumerate(paths):
+            out[i, col["path_length"]] = p.length
+            out[i, col["n_memories"]] = len(p.memories)
+            out[i, col[f"type_{p.kind}"] if p.kind in kinds else col["type_walk"]] = 1.0
+            rec = context.path_info.get(p.id)
+            if rec is None:
+                out[i, col["session_distance"]] = -1.0
+                continue
+            for name in info_cols:
+                out[i, col[name]] = rec.get(name, 0.0)
+            rank = rec.get("floor_rank", -1.0)
+            out[i, col["floor_rank_inv"]] = 1.0 / (1.0 + rank) if rank >= 0 else 0.0
 
         # how the path was found
         first = col["strategy_what"]

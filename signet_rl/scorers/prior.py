@@ -11,11 +11,12 @@
   When the retriever supplies query relevance (``ScoringContext.relevance``, the cosine similarity of each
   attribute's text to the query) and ``relevance=True``, the score is also multiplied by the mean relevance
   of the path's attributes (floored at 0.01), so of an aspect's several chunks of facts the one about the
-  query ranks first.
+  query ranks first; a path that ends in memories (the hybrid entry's session steps and walks) is multiplied
+  by its memories' similarity to the query (``ScoringContext.path_info["memory_sim"]``, floored at 0.01).
 * :class:`PPRScorer` — personalized PageRank from the entry entities (HippoRAG-style, igraph's
   ``personalized_pagerank`` with damping 0.5 over dependency edges weighted by confidence × strength,
   undirected, only the edges that existed at the query time); a path scores the rank mass of the entities
-  it reaches (excluding its start).
+  it reaches (excluding its start; a memory path: the entities its memories mention).
 * Nothing here sees the future: the prior reads only the rows of the path, which the walk admits only when
   created at or before the query time, and PPR runs on the time-sliced edge set.
 * :class:`RandomScorer` — a floor: seeded per query, so runs are reproducible.
@@ -93,6 +94,10 @@ class PriorScorer:
                     s *= 0.5 ** (age / self.half_life_days)
                 if self.relevance and context.relevance is not None:
                     s *= max(float(np.mean(context.relevance(idx))), 0.01)
+            if p.memories and self.relevance:  # a memory path: its memories' similarity to the query
+                info = context.path_info.get(p.id)
+                if info is not None:
+                    s *= max(float(info.get("memory_sim", 0.0)), 0.01)
             out[i] = s
         return out
 
@@ -117,6 +122,7 @@ class PPRScorer:
         self.config: dict[str, Any] = {"damping": damping}
         self._slices: dict[int, TimeSlices] = {}
         self._graphs: dict[int, tuple[GraphArrays, ig.Graph]] = {}
+        self._mem_index: dict[int, tuple[GraphArrays, dict[str, int]]] = {}
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         self._slices[id(arrays)] = TimeSlices(arrays)
@@ -167,10 +173,22 @@ class PPRScorer:
             )
         rank = context.cache[key]
         out = np.empty(len(paths), dtype=np.float64)
+        mem_index = self._memory_index(a)
         for i, p in enumerate(paths):
-            reached = [a.entity_index[e] for e in p.entities[1:]] or [a.entity_index[p.start]]
-            out[i] = float(rank[np.asarray(reached)].sum())
+            reached = [a.entity_index[e] for e in p.entities[1:]]
+            if not reached and p.entities:
+                reached = [a.entity_index[p.start]]
+            if not reached:  # a memory path (flat hit, session step): the entities its memories mention
+                rows = [mem_index[m] for m in p.memories if m in mem_index]
+                reached = [int(e) for r in rows for e in a.entities_of(r).tolist()]
+            out[i] = float(rank[np.asarray(reached, dtype=np.int64)].sum()) if reached else 0.0
         return out
+
+    def _memory_index(self, arrays: GraphArrays) -> dict[str, int]:
+        hit = self._mem_index.get(id(arrays))
+        if hit is None or hit[0] is not arrays:
+            hit = self._mem_index[id(arrays)] = (arrays, {str(m): i for i, m in enumerate(arrays.memory_ids)})
+        return hit[1]
 
     def update(self, feedback: Any) -> None:
         return None

@@ -36,6 +36,21 @@ class TraversalConfig:
             1,000); an entry entity's own constraints always surface, whatever their length. >= 0.
         max_aspects: aspects of one entity walked, >= 1.
         max_attributes_per_aspect: latest attributes of one aspect put on a path, >= 1.
+        floor: hybrid entry: the flat retriever's hits (``best_flat`` by default) are candidates as
+            length-0 paths, in its ranking: the floor, so the candidates never hold less than flat.
+        session: hybrid entry: session-DAG steps from the floor's top hits (neighbouring turns, the same
+            session, the next and previous session; :mod:`signet_rl.traversal.session`).
+        entity_walks: hybrid entry: co-mention walks from the entry entities and the hits' entities to the
+            memories that mention them (and one dependency hop further).
+        graph_walk: the intent's strategy walk over aspects and attributes (the original traversal).
+        max_floor_paths: most floor candidates (best_flat's units, in its order).
+        floor_budget_factor: floor candidates are taken while their text fits this many budgets.
+        session_anchors: session steps start from this many of the floor's best hits.
+        session_window: ``turn`` steps reach this many turns either side of an anchor.
+        session_paths: most session candidates (the steps whose turns are most similar to the query).
+        walk_paths: most entity-walk candidates.
+        walk_memories_per_entity: memories one entity contributes to the entity walks.
+        candidate_chars_factor: candidate text is capped at this many budgets (at most 10).
         aspect_chunks: when the walk ranks facts by query relevance, an entry entity's aspect holding more
             than ``max_attributes_per_aspect`` current facts yields up to this many paths, the next most
             relevant facts on each (a speaker's hundreds of observations need more than one path), >= 1.
@@ -51,6 +66,23 @@ class TraversalConfig:
     max_aspects: int = 5
     max_attributes_per_aspect: int = 8
     aspect_chunks: int = 1
+    floor: bool = False
+    session: bool = False
+    entity_walks: bool = False
+    graph_walk: bool = True
+    max_floor_paths: int = 20
+    floor_budget_factor: float = 1.5
+    session_anchors: int = 5
+    session_window: int = 3
+    session_paths: int = 15
+    walk_paths: int = 15
+    walk_memories_per_entity: int = 3
+    candidate_chars_factor: float = 10.0
+
+    @property
+    def hybrid(self) -> bool:
+        """Whether any hybrid-entry piece (floor, session steps, entity walks) is on."""
+        return self.floor or self.session or self.entity_walks
 
     def __post_init__(self) -> None:
         ints = {
@@ -62,10 +94,28 @@ class TraversalConfig:
             "max_aspects": (1, None),
             "max_attributes_per_aspect": (1, None),
             "aspect_chunks": (1, None),
+            "max_floor_paths": (0, None),
+            "session_anchors": (0, None),
+            "session_window": (0, None),
+            "session_paths": (0, None),
+            "walk_paths": (0, None),
+            "walk_memories_per_entity": (1, None),
         }
         for name, (lo, hi) in ints.items():
             check_integer(f"TraversalConfig.{name}", getattr(self, name), lo, hi)
         check_probability("TraversalConfig.min_confidence", self.min_confidence)
+        for name in ("floor", "session", "entity_walks", "graph_walk"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"TraversalConfig.{name} must be true or false, got {getattr(self, name)!r}")
+        for name, hi in (("floor_budget_factor", 10.0), ("candidate_chars_factor", 10.0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= hi:
+                raise ValueError(f"TraversalConfig.{name} must be a number in (0, {hi:g}], got {value!r}")
+        if self.hybrid and self.max_paths > 50:
+            raise ValueError(
+                f"TraversalConfig.max_paths is {self.max_paths}; the hybrid entry (floor, session, "
+                "entity_walks) allows at most 50 candidates per query"
+            )
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any] | None) -> TraversalConfig:
@@ -79,8 +129,9 @@ class TraversalConfig:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"TraversalConfig: unknown keys {unknown}; known: {sorted(known)}")
-        if isinstance(values.get("min_confidence"), int) and not isinstance(values["min_confidence"], bool):
-            values["min_confidence"] = float(values["min_confidence"])
+        for key in ("min_confidence", "floor_budget_factor", "candidate_chars_factor"):
+            if isinstance(values.get(key), int) and not isinstance(values[key], bool):
+                values[key] = float(values[key])
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:

@@ -48,6 +48,7 @@ from signet_rl.traversal.path import HopKind, Path
 
 __all__ = [
     "CONSTRAINTS_BUDGET_CHARS",
+    "injected_memories",
     "CONSTRAINTS_HEADER",
     "SPECULATIVE_MARKER",
     "MemoryBuilder",
@@ -165,6 +166,11 @@ class MemoryBuilder:
             }
             mem = graph.memories
             self._memory_text = dict(zip(mem["id"].astype(str), mem["content"].astype(str), strict=True))
+        mem = graph.memories
+        #: Every memory's text, for paths that end in memories (flat hits, session steps, co-mentions).
+        self._turn_text: dict[str, str] = dict(
+            zip(mem["id"].astype(str), mem["content"].fillna("").astype(str), strict=True)
+        )
         ent = graph.entities
         self._entity_name: dict[str, str] = dict(zip(ent["id"].tolist(), ent["name"].tolist(), strict=True))
         asp = graph.aspects
@@ -247,7 +253,62 @@ class MemoryBuilder:
     def path_keys(self, path: Path) -> frozenset[str]:
         """What a path contributes, for deduplication: its attributes; for a path without attributes its
         dependency edges; for a lone entity the entity."""
+        if path.memories:
+            return frozenset(injected_memories(path))
         return frozenset(path.attributes or path.dependencies or path.entities)
+
+    def memory_text(self, memory_id: str) -> str:
+        """A memory's content, as stored.
+
+        Raises:
+            KeyError: no memory with this id (named).
+        """
+        try:
+            return self._turn_text[memory_id]
+        except KeyError:
+            raise KeyError(f"no memory with id {memory_id!r}") from None
+
+    def _construct_floor_fact(self, path: Path, score: float) -> Unit:
+        """A flat hit on a fact (an attribute as its own document): its content alone, as flat injects
+        it, so the floor costs what flat's unit costs."""
+        aid = path.attributes[0]
+        a = self._attribute(aid)
+        text = a.content
+        meta = {
+            "path_id": path.id,
+            "path": path.serialise(),
+            "strategy": path.strategy,
+            "explorer": path.explorer,
+            "speculative": path.explorer,
+            "tokens": tokens_of(text),
+            "memories": (a.memory,) if a.memory else (),
+            "cut_sources": (),
+            "source": "floor",
+        }
+        return Unit(text=text, items=(aid,), score=score, kind="attribute", meta=meta)
+
+    def _construct_memories(self, path: Path, score: float) -> Unit:
+        """A path that ends in memories: the memories it injects (:func:`injected_memories`), whole, one
+        per line; the hops that led there stay in ``meta`` (provenance), not in the text."""
+        mems = injected_memories(path)
+        text = "\n".join(self.memory_text(m) for m in mems)
+        if path.explorer:
+            text = SPECULATIVE_MARKER + text
+        if self.cite_path:
+            text += f" [{path.id}]"
+        meta = {
+            "path_id": path.id,
+            "path": path.serialise(),
+            "strategy": path.strategy,
+            "explorer": path.explorer,
+            "speculative": path.explorer,
+            "tokens": tokens_of(text),
+            "memories": mems,
+            "cut_sources": (),
+            "source": path.kind,
+        }
+        kind = "memory" if path.kind in ("floor", "session") else "constructed"
+        return Unit(text=text, items=mems, score=score, kind=kind, meta=meta)
 
     # -- construction ---------------------------------------------------------------------------------
 
@@ -271,6 +332,10 @@ class MemoryBuilder:
             ValueError: hops that do not connect (a dependency not joining its neighbours in the stated
                 direction, an aspect of another entity, an attribute of another aspect).
         """
+        if path.memories:
+            return self._construct_memories(path, score)
+        if path.strategy == "floor" and len(path.attributes) == 1:
+            return self._construct_floor_fact(path, score)
         t = _at_epoch(at)
         hops = path.hops
         parts = [self._name(hops[0].id)]
@@ -350,6 +415,7 @@ class MemoryBuilder:
             "tokens": tokens_of(text),
             "memories": memories,
             "cut_sources": tuple(cut),
+            "source": path.kind,
         }
         return Unit(text=text, items=tuple(items), score=score, kind="constructed", meta=meta)
 
@@ -440,6 +506,16 @@ class MemoryBuilder:
             "entities": tuple(dict.fromkeys(e for e, _ in chosen)),
         }
         return Unit(text=text, items=items, score=score, kind="constraints", meta=meta)
+
+
+def injected_memories(path: Path) -> tuple[str, ...]:
+    """The memories a path's unit injects: a flat hit (one memory) injects itself; a session path
+    (memory → memory steps) injects the memories after its anchor (the first one, which is a candidate of
+    its own); a walk that ends in memories injects those."""
+    mems = path.memories
+    if path.hops[0].kind is HopKind.MEMORY and len(mems) > 1:
+        mems = mems[1:]
+    return tuple(dict.fromkeys(mems))
 
 
 def build_slate(

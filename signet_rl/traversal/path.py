@@ -3,10 +3,14 @@
 A path is a sequence of typed hops over graph rows, by their store ids (stable across rebuilds of the
 in-memory view)::
 
-    entity (dependency entity)* [aspect attribute+]
+    entity (dependency entity)* [aspect attribute+ | memory+]
+    memory+
 
 that is, zero or more dependency edges between entities, optionally ending in one aspect of the last entity
-and one or more of its attributes. A dependency hop records the direction it was walked (``+1`` source →
+and one or more of its attributes, or in memories that mention the last entity (a co-mention step). A path
+may also start at a memory: a memory alone is a length-0 path (a flat search hit, the *floor*), and
+memory → memory hops are session-DAG steps (neighbouring turn, same session, next or previous session;
+:mod:`signet_rl.traversal.session`). A dependency hop records the direction it was walked (``+1`` source →
 target, ``-1`` target → source).
 
     >>> p = Path.of(Hop.entity("e1"), Hop.dependency("d7", +1), Hop.entity("e2"), Hop.aspect("a3"),
@@ -39,6 +43,7 @@ class HopKind(StrEnum):
     DEPENDENCY = "D"
     ASPECT = "A"
     ATTRIBUTE = "T"
+    MEMORY = "M"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +72,10 @@ class Hop:
     def attribute(cls, id: str) -> Hop:
         return cls(HopKind.ATTRIBUTE, id)
 
+    @classmethod
+    def memory(cls, id: str) -> Hop:
+        return cls(HopKind.MEMORY, id)
+
     def token(self) -> str:
         """``KIND[+-]:id``, with ``%`` and ``>`` in the id percent-escaped."""
         sign = {1: "+", -1: "-"}.get(self.direction, "") if self.kind is HopKind.DEPENDENCY else ""
@@ -83,11 +92,12 @@ def _unescape(ident: str) -> str:
 
 # Which kinds may follow which (None: the start).
 _NEXT: dict[HopKind | None, frozenset[HopKind]] = {
-    None: frozenset({HopKind.ENTITY}),
-    HopKind.ENTITY: frozenset({HopKind.DEPENDENCY, HopKind.ASPECT}),
+    None: frozenset({HopKind.ENTITY, HopKind.MEMORY}),
+    HopKind.ENTITY: frozenset({HopKind.DEPENDENCY, HopKind.ASPECT, HopKind.MEMORY}),
     HopKind.DEPENDENCY: frozenset({HopKind.ENTITY}),
     HopKind.ASPECT: frozenset({HopKind.ATTRIBUTE}),
     HopKind.ATTRIBUTE: frozenset({HopKind.ATTRIBUTE}),
+    HopKind.MEMORY: frozenset({HopKind.MEMORY}),
 }
 
 
@@ -96,7 +106,7 @@ class Path:
     """An immutable, hashable walk over the graph (see the module docstring for the grammar).
 
     Attributes:
-        hops: the typed hops, starting at an entity.
+        hops: the typed hops, starting at an entity or a memory.
         strategy: the traversal strategy that produced it (``what``, ``relate``, ...); not identity.
         explorer: True for speculative explorer walks; not identity.
     """
@@ -144,8 +154,10 @@ class Path:
         for i, token in enumerate(text.split(">")):
             head, sep, ident = token.partition(":")
             ident = _unescape(ident)
-            if not sep or not head or head[0] not in "EDAT":
-                raise PathError(f"token {i} {token!r}: expected KIND:id with KIND one of E, D+, D-, A, T")
+            if not sep or not head or head[0] not in "EDATM":
+                raise PathError(
+                    f"token {i} {token!r}: expected KIND:id with KIND one of E, D+, D-, A, T, M"
+                )
             kind = HopKind(head[0])
             if kind is HopKind.DEPENDENCY:
                 if head[1:] not in ("+", "-"):
@@ -191,6 +203,20 @@ class Path:
     @property
     def attributes(self) -> tuple[str, ...]:
         return self._ids(HopKind.ATTRIBUTE)
+
+    @property
+    def memories(self) -> tuple[str, ...]:
+        return self._ids(HopKind.MEMORY)
+
+    @property
+    def kind(self) -> str:
+        """How the path was found: ``floor`` (one memory, or a path tagged ``strategy="floor"``: a flat
+        search hit), ``session`` (memory → memory session-DAG steps) or ``walk`` (it starts at an entity)."""
+        if self.strategy == "floor":
+            return "floor"
+        if self.hops[0].kind is HopKind.MEMORY:
+            return "floor" if len(self.hops) == 1 else "session"
+        return "walk"
 
     def __str__(self) -> str:
         return self.serialise()
