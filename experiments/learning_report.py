@@ -117,8 +117,17 @@ def per_retriever(name: str) -> dict[str, dict[str, float]]:
     return out
 
 
+#: The order of a comparison's rows: the flat retrievers, the non-learned scorers, the learned ones, the
+#: ceiling, and last ``flat_signet`` under Signet's own caps (no shared budget: unpaired with the rows above).
+ROW_ORDER = ("best_flat", "flat_signet_uncapped", "desire_prior", "desire_ppr", "desire_random",
+             "trained gnn", "trained linucb", "candidate_ceiling", "flat_signet")  # fmt: skip
+UNPAIRED = {"flat_signet": "flat_signet (own caps, no shared budget: unpaired)"}
+
+
 def comparison(prefix: str, scorers: Sequence[str]) -> tuple[str, list[int]]:
-    """Mean ± sd over seeds of each retriever's test metrics, from the runs ``<prefix>-<scorer>-s<seed>``."""
+    """Mean ± sd over seeds of each retriever's test metrics, from the runs ``<prefix>-<scorer>-s<seed>``:
+    ``best_flat``, ``flat_signet_uncapped``, the non-learned scorers, the learned ones and the ceiling on the
+    same test queries at the same budget, and ``flat_signet`` under its own caps, labelled unpaired."""
     rows: dict[str, dict[str, list[float]]] = {}
     seeds: list[int] = []
     for scorer in scorers:
@@ -135,8 +144,11 @@ def comparison(prefix: str, scorers: Sequence[str]) -> tuple[str, list[int]]:
     if not rows:
         return "_no finished runs yet_", []
     lines = ["| retriever | " + " | ".join(METRICS) + " |", "|---|" + "---:|" * len(METRICS)]
-    for retriever, metrics in rows.items():
-        lines.append(f"| {retriever} | " + " | ".join(_fmt(metrics.get(m, [])) for m in METRICS) + " |")
+    rank = {name: i for i, name in enumerate(ROW_ORDER)}
+    for retriever in sorted(rows, key=lambda r: (rank.get(r, len(rank)), r)):
+        metrics = rows[retriever]
+        label = UNPAIRED.get(retriever, retriever)
+        lines.append(f"| {label} | " + " | ".join(_fmt(metrics.get(m, [])) for m in METRICS) + " |")
     return "\n".join(lines), sorted(set(seeds))
 
 
@@ -155,12 +167,17 @@ def report() -> str:
         "finished runs under `runs/report/` (each a `python -m signet_rl.train` job; mean ± sd over seeds)._",
         "",
     ]
-    for title, prefix in (("synthetic:medium, 2,000 characters", "medium"),
-                          ("synthetic:medium, 400 characters", "tight"),
-                          ("LoCoMo (by conversation), 2,000 characters", "locomo"),
-                          ("MuSiQue (5-fold), 2,000 characters", "musique")):  # fmt: skip
+    for title, prefix in (("synthetic:medium (generator v2), 2,000 characters", "medium"),
+                          ("synthetic:medium (generator v2), 400 characters", "tight"),
+                          ("LoCoMo (by conversation, test fold 0), 2,000 characters", "locomo"),
+                          ("MuSiQue (5-fold, test fold 0), 2,000 characters", "musique")):  # fmt: skip
         table, seeds = comparison(prefix, ("gnn", "linucb"))
         lines += [f"#### {title}: test queries, seeds {seeds}", "", table, ""]
+    missing = [name for name in runs() if _finished(name) is None]
+    if missing:
+        lines += [f"**Not rerun** under the current code (best_flat, the credit rule, time slicing, "
+                  f"generator v2), so absent from every table here: {', '.join(sorted(missing))}.",
+                  ""]  # fmt: skip
     tuned = []
     for scorer, knob, values in TUNING:
         for value in values:
@@ -186,7 +203,7 @@ def report() -> str:
     if transfer.exists():
         figures = json.loads(transfer.read_text())
         table = render_markdown(pd.DataFrame(figures).T.reset_index(names="retriever"), 3)
-        title = "#### Transfer: the seed-0 GNN of `synthetic:medium:0`, tested on `synthetic:medium:1`"
+        title = "#### Transfer: the seed-0 GNN of `synthetic:medium:0`, tested on `synthetic:medium:1` (v2)"
         lines += [title, "", table, ""]
     curves = []
     for name in sorted(runs()):
@@ -225,12 +242,12 @@ def run_transfer() -> None:
     if out.exists() or not policy.exists():
         return
     from signet_rl.datasets import load_dataset
-    from signet_rl.evaluation.harness import evaluate
+    from signet_rl.evaluation.harness import EvaluationResult, evaluate
     from signet_rl.pipeline.desire import DesirePathRetriever
-    from signet_rl.retrieval.flat import UNCAPPED, flat_variant
+    from signet_rl.retrieval.flat import BEST_FLAT, UNCAPPED, flat_variant
     from signet_rl.scorers.gnn import GNNPathScorer
 
-    ds = load_dataset("synthetic:medium:1")
+    ds = load_dataset("synthetic:medium:1", options={"version": 2})
     traversal = {"max_branching": 4, "max_paths": 50, "max_depth": 2, "min_confidence": 0.5}
     flat = flat_variant("flat_signet", encoder="hashing", **UNCAPPED)
     flat.name = "flat_signet_uncapped"
@@ -238,9 +255,14 @@ def run_transfer() -> None:
         "trained gnn (seed-0 graph)": DesirePathRetriever(GNNPathScorer.load(policy), config=traversal),
         "desire_prior": DesirePathRetriever("prior", config=traversal),
         "desire_ppr": DesirePathRetriever("ppr", config=traversal),
+        "best_flat": flat_variant(BEST_FLAT),
         "flat_signet_uncapped": flat,
     }
-    res = evaluate(ds, retrievers, split="test", budget_chars=2000, n_boot=1)
+    res = EvaluationResult.concat([
+        evaluate(ds, retrievers, split="test", budget_chars=2000, n_boot=1),
+        evaluate(ds, {UNPAIRED["flat_signet"]: flat_variant("flat_signet", encoder="hashing")}, split="test",
+                 budget_chars=None, n_boot=1),
+    ])  # fmt: skip
     real = res.rows[res.rows["n_needed"] > 0]
     figures = {
         str(r): {m: float(g[m].mean()) for m in ("needed_recall", "precision", "f1", "ndcg@10")}
@@ -272,6 +294,13 @@ def complete_groups() -> list[str]:
 def main(argv: list[str] | None = None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--groups", nargs="*", default=None, help=" ".join(GROUPS))
+    ap.add_argument(
+        "--seeds",
+        nargs="*",
+        type=int,
+        default=None,
+        help="run only these seeds' runs (a recipe of one seed runs at seed 0); default: all",
+    )
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--output", default=str(ROOT / "docs" / "results.md"))
     ap.add_argument("--replace", action="store_true", help="replace a committed section of another protocol")
@@ -282,6 +311,8 @@ def main(argv: list[str] | None = None) -> str:
     args = ap.parse_args(argv)
     if not args.report_only:
         chosen = [(n, g, o) for n, (g, o) in runs().items() if not args.groups or g in args.groups]
+        if args.seeds is not None:
+            chosen = [(n, g, o) for n, g, o in chosen if int(o[-1].split("=", 1)[1]) in args.seeds]
         if smoke.enabled():  # SIGNET_RL_SMOKE=1: the first run only, tiny, under runs/scratch/
             chosen = chosen[:1]
         for name, _group, overrides in chosen:
