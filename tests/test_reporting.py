@@ -122,16 +122,18 @@ def test_report_scripts_never_touch_committed_results_in_short_runs(repo_copy, t
     done = _run(repo, "desire_report", "--dataset", "synthetic:tiny:0", "--n-boot", "20", capsys=capsys)
     assert (
         "desire_report.py: not replacing the committed section 'desire' of docs/results.md (committed: "
-        "dataset synthetic:medium:0 budgets 2000,400 max_queries None n_boot 1000; this run: dataset "
-        "synthetic:tiny:0 budgets 2000,400 max_queries None n_boot 20); its results go to "
+        "dataset synthetic:medium:0 synthetic_version 1 budgets 2000,400 max_queries None n_boot 1000; this "
+        "run: dataset synthetic:tiny:0 synthetic_version 2 budgets 2000,400 max_queries None n_boot 20); its "
+        "results go to "
         "runs/scratch/results.md instead. Pass --replace to replace it."
     ) in done.err
     done = _run(repo, "flat_baseline_report", "--fast", "--sections", "synthetic", "--synthetic",
                 "synthetic:tiny:0", capsys=capsys)  # fmt: skip
     assert (
         "flat_baseline_report.py: not replacing the committed section 'synthetic' of docs/results.md "
-        "(committed: fast False synthetic synthetic:medium:0; this run: fast True synthetic "
-        "synthetic:tiny:0); its results go to runs/scratch/results.md instead. Pass --replace to replace it."
+        "(committed: fast False synthetic synthetic:medium:0 synthetic_version 1; this run: fast True "
+        "synthetic synthetic:tiny:0 synthetic_version 2 learning_split test fold); its results go to "
+        "runs/scratch/results.md instead. Pass --replace to replace it."
     ) in done.err
     assert tracked_changes(repo) == []
     scratch_md = (repo / "runs" / "scratch" / "results.md").read_text()
