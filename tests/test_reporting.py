@@ -131,8 +131,9 @@ def test_report_scripts_never_touch_committed_results_in_short_runs(repo_copy, t
                 "synthetic:tiny:0", capsys=capsys)  # fmt: skip
     assert (
         "flat_baseline_report.py: not replacing the committed section 'synthetic' of docs/results.md "
-        "(committed: fast False synthetic synthetic:medium:0 synthetic_version 1; this run: fast True "
-        "synthetic synthetic:tiny:0 synthetic_version 2 learning_split test fold); its results go to "
+        "(committed: fast False synthetic synthetic:medium:0 synthetic_version 2 learning_split test fold; "
+        "this run: fast True synthetic synthetic:tiny:0 synthetic_version 2 learning_split test fold); its "
+        "results go to "
         "runs/scratch/results.md instead. Pass --replace to replace it."
     ) in done.err
     assert tracked_changes(repo) == []
