@@ -134,11 +134,12 @@ def comparison(prefix: str, scorers: Sequence[str]) -> tuple[str, list[int]]:
         for seed in SEEDS:
             if _finished(f"{prefix}-{scorer}-s{seed}") is None:
                 continue
+            shared = seed not in seeds  # the shared baselines once per seed, from its first finished run
             seeds.append(seed)
             for name, figures in per_retriever(f"{prefix}-{scorer}-s{seed}").items():
                 retriever = f"trained {scorer}" if name == "learned" else name
-                if retriever != f"trained {scorer}" and scorer != scorers[0]:
-                    continue  # the shared baselines once (from the first scorer's runs)
+                if retriever != f"trained {scorer}" and not shared:
+                    continue
                 for metric, value in figures.items():
                     rows.setdefault(retriever, {}).setdefault(metric, []).append(value)
     if not rows:
@@ -329,7 +330,9 @@ def main(argv: list[str] | None = None) -> str:
     # The committed section holds every group; one built from fewer finished runs (a clean checkout, a
     # subset) would delete its tables or rows of other seeds: publish refuses it and writes scratch instead.
     section = Section(
-        "learning", body, protocol={"complete groups": complete_groups()},
+        "learning", body,
+        protocol={"complete groups": complete_groups(),
+                  "finished runs": sum(_finished(name) is not None for name in runs())},
         heading="## Learned scorers (issue 6)",
     )  # fmt: skip
     publish(
