@@ -5,7 +5,9 @@ frozen choice (:func:`signet_rl.retrieval.flat.best_flat`) and never choose agai
 *validation* queries only — the dataset is cut to them before any retriever sees a query, so no test figure
 can be computed, let alone printed:
 
-* ``synthetic``: the generator's validation split of ``--synthetic`` (default ``synthetic:medium:0``);
+* ``synthetic``: the generator's validation split of ``--synthetic`` (default ``synthetic:medium:0``) built
+  by generator version ``--synthetic-version`` (default 2, the version every report uses; recorded in the
+  frozen entry's ``options``);
 * ``locomo`` and ``musique``: the validation fold of the learning split ``conf/dataset/<family>.yaml`` names
   (``learning_split``: fold f is test, fold f+1 validation), the folds ``python -m signet_rl.train`` uses.
 
@@ -44,12 +46,15 @@ import yaml
 
 from signet_rl.datasets import load_dataset
 from signet_rl.datasets.base import Dataset, GroundTruth
+from signet_rl.datasets.registry import configured_learning_split
 from signet_rl.evaluation.harness import dataset_hash, evaluate, recall_at_k_units
 from signet_rl.retrieval.flat import BEST_FLAT_FILE, best_flat, flat_variant, load_best_flat
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Bumped whenever the search space, the objectives or the validation data change.
-SCRIPT_VERSION = 1
+#: Bumped whenever the search space, the objectives or the validation data change (2: synthetic v2).
+SCRIPT_VERSION = 2
+#: The synthetic generator version chosen on by default: v2, the default of every report script.
+SYNTHETIC_VERSION = 2
 BUDGET = 2000
 ENCODERS = ("hashing", "minilm")
 ALPHAS = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -76,11 +81,7 @@ FAMILIES: dict[str, Family] = {
 # -- the validation data ----------------------------------------------------------------------------------
 def learning_split(family: str) -> dict[str, Any] | None:
     """The ``learning_split`` block of ``conf/dataset/<family>.yaml`` (``None``: the dataset's own splits)."""
-    conf = ROOT / "conf" / "dataset" / f"{family}.yaml"
-    if not conf.is_file():
-        return None
-    block = (yaml.safe_load(conf.read_text()) or {}).get("learning_split")
-    return dict(block) if block else None
+    return configured_learning_split(family, ROOT / "conf" / "dataset")
 
 
 def validation_only(dataset: Dataset, split: dict[str, Any] | None) -> Dataset:
@@ -141,12 +142,17 @@ def figures(dataset: Dataset, retriever: Any, metric: str) -> dict[str, float]:
 
 
 def choose(
-    family: str, spec: str, encoders: Sequence[str], windows: Sequence[int] | None = None
+    family: str,
+    spec: str,
+    encoders: Sequence[str],
+    windows: Sequence[int] | None = None,
+    options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run every trial for ``family`` on validation, print each figure, return the frozen entry."""
+    """Run every trial for ``family`` on validation, print each figure, return the frozen entry.
+    ``options``: the dataset's generator options (synthetic: ``{"version": 2}``), recorded in the entry."""
     fam = FAMILIES[family]
     split = learning_split(family)
-    data = validation_only(load_dataset(spec), split)
+    data = validation_only(load_dataset(spec, options=options), split)
     runs = trials(encoders, fam.windows if windows is None else windows)
     print(f"== {family}: {spec}, validation only: {len(data.queries)} queries on {len(data.graphs)} "
           f"graph(s); {len(runs)} trials; objective {fam.metric}", flush=True)  # fmt: skip
@@ -173,6 +179,7 @@ def choose(
         "variant": variant,
         "params": params,
         "dataset": spec,
+        **({"options": dict(options)} if options else {}),
         "learning_split": split,
         "split": "validation",
         "queries": len(data.queries),
@@ -200,7 +207,9 @@ def check(path: Path, families: Sequence[str] | None = None) -> dict[str, dict[s
             raise ValueError(f"{path}: no frozen choice for family {family!r}; frozen: {', '.join(frozen)}")
         entry = frozen[family]
         split = entry.get("learning_split")
-        ds = validation_only(load_dataset(str(entry["dataset"])), dict(split) if split else None)
+        options = entry.get("options")  # absent: frozen before options were recorded (generator v1)
+        data = load_dataset(str(entry["dataset"]), options=dict(options) if options else None)
+        ds = validation_only(data, dict(split) if split else None)
         got = figures(ds, best_flat(family, path), str(entry["objective"]))
         for name, value in dict(entry["validation"]).items():
             if not math.isclose(got.get(name, math.nan), float(value), abs_tol=10**-DECIMALS / 2):
@@ -238,6 +247,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--families", nargs="*", default=None, choices=list(FAMILIES), help="default: all")
     ap.add_argument("--synthetic", default=FAMILIES["synthetic"].spec, help="the synthetic spec to choose on")
+    ap.add_argument(
+        "--synthetic-version",
+        type=int,
+        default=SYNTHETIC_VERSION,
+        choices=(1, 2),
+        help="the synthetic generator version (default 2)",
+    )
     ap.add_argument("--encoders", nargs="*", default=list(ENCODERS), choices=list(ENCODERS))
     ap.add_argument("--windows", nargs="*", type=int, default=None, help="override the families' windows")
     ap.add_argument("--output", type=Path, default=BEST_FLAT_FILE, help="the choice file")
@@ -255,7 +271,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     chosen = {}
     for family in args.families or list(FAMILIES):
         spec = args.synthetic if family == "synthetic" else FAMILIES[family].spec
-        chosen[family] = choose(family, spec, args.encoders, args.windows)
+        options = {"version": args.synthetic_version} if family == "synthetic" else None
+        chosen[family] = choose(family, spec, args.encoders, args.windows, options)
     body = write(args.output, chosen)
     print(f"wrote {args.output} ({time.perf_counter() - t0:.0f} s in all)")
     return body

@@ -13,7 +13,12 @@ match the committed ones (timings and date aside) changes nothing, and a run of 
 budgets, query subset, bootstrap draws) goes to ``runs/scratch/results.md`` unless ``--replace``;
 ``--scratch`` sends any run there.
 
-    python experiments/desire_report.py                           # synthetic:medium:0, test split
+Only test queries are scored, as ``python -m signet_rl.evaluate`` scores them: the synthetic benchmark's test
+split (generator version ``--synthetic-version``, default 2; v1 with ``--synthetic-version 1``), and for a
+dataset whose config has a ``learning_split`` (LoCoMo, MuSiQue ship every query as test) that split's test
+fold, never the validation fold ``best_flat`` was chosen on.
+
+    python experiments/desire_report.py                           # synthetic:medium:0 (v2), test split
     python experiments/desire_report.py --dataset locomo --max-queries 300
     python experiments/desire_report.py --dataset musique --budgets 2000 800
     python experiments/desire_report.py --dataset locomo --split validation --encoder minilm \
@@ -38,7 +43,7 @@ from pathlib import Path
 import pandas as pd
 
 from signet_rl import smoke
-from signet_rl.datasets import load_dataset
+from signet_rl.datasets.registry import REPORT_SYNTHETIC_VERSION, load_test_data
 from signet_rl.evaluation.harness import EvaluationResult, evaluate, render_markdown
 from signet_rl.evaluation.oracle import OracleScorer
 from signet_rl.pipeline.desire import DesirePathRetriever
@@ -52,6 +57,8 @@ METRICS = ["needed_recall", "precision", "f1", "ndcg@10", "mrr", "tokens", "misl
 START, END = "<!-- desire:start -->", "<!-- desire:end -->"
 # Timings in the budget headings: a rerun with other timings and the same figures changes nothing.
 SECONDS = re.compile(r", \d+ s\)")
+#: The synthetic generator version every report uses by default (v1 stays selectable).
+SYNTHETIC_VERSION = REPORT_SYNTHETIC_VERSION
 
 
 def section_name(dataset: str) -> str:
@@ -170,6 +177,13 @@ def main(argv: list[str] | None = None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", default="synthetic:medium:0")
     ap.add_argument(
+        "--synthetic-version",
+        type=int,
+        default=SYNTHETIC_VERSION,
+        choices=(1, 2),
+        help="the synthetic generator version (default 2)",
+    )
+    ap.add_argument(
         "--budgets",
         type=int,
         nargs="+",
@@ -194,20 +208,27 @@ def main(argv: list[str] | None = None) -> str:
         args.dataset = smoke.tiny_spec(args.dataset)
         args.n_boot = min(args.n_boot, 20)
         args.max_queries = None if args.dataset.startswith("synthetic:") else 20
-    ds = load_dataset(args.dataset)
-    if args.split == "validation":
-        group = "graph" if len(ds.graphs) > 1 else None
-        ds = ds.learning_split(k=5, fold=0, seed=0, group=group)
+    ds = load_test_data(args.dataset, args.synthetic_version)
+    synthetic = args.dataset.startswith("synthetic:")
+    fold = ds.meta.get("learning_split")
     traversal = ds.meta.get("traversal")  # none of the loaders set one today; dataset configs may
     subset = f" --max-queries {args.max_queries}" if args.max_queries else ""
     subset += f" --split {args.split}" if args.split != "test" else ""
     subset += f" --ablations --encoder {args.encoder}" if args.ablations else ""
     budgets = " ".join(str(b) for b in args.budgets)
+    version = f" --synthetic-version {args.synthetic_version}" if synthetic else ""
+    scored = (
+        f"generator v{args.synthetic_version}, {args.split} split"
+        if synthetic
+        else f"{args.split} fold {fold['fold']} of the {fold['k']}-fold learning split"
+        if fold
+        else "test split"
+    )
     lines = [
-        f"_Written by `python experiments/desire_report.py --dataset {args.dataset} --budgets {budgets}"
-        f"{subset}` on {time.strftime('%Y-%m-%d')}; {args.n_boot} bootstrap draws._",
+        f"_Written by `python experiments/desire_report.py --dataset {args.dataset}{version} --budgets "
+        f"{budgets}{subset}` on {time.strftime('%Y-%m-%d')}; {args.n_boot} bootstrap draws._",
         "",
-        f"### Desire paths vs flat retrieval on `{ds.name}`",
+        f"### Desire paths vs flat retrieval on `{ds.name}` ({scored})",
         "",
         "Every retriever answers the same queries under the same budget. The desire-path pipeline "
         "predicts the intent with the rule classifier and lands on entities with entry search; neither "
@@ -223,8 +244,10 @@ def main(argv: list[str] | None = None) -> str:
         lines += section(ds, budget, args.n_boot, args.max_queries, traversal, own, named, args.split)
     body = "\n".join(lines)
     print(body)
-    protocol = {
+    protocol: dict = {
         "dataset": args.dataset,
+        **({"synthetic_version": args.synthetic_version} if synthetic else {}),
+        **({"test_fold": fold} if fold else {}),
         "budgets": list(args.budgets),
         "max_queries": args.max_queries,
         "n_boot": args.n_boot,

@@ -6,12 +6,18 @@ which leaves a section whose figures are unchanged as it is and sends a run of a
 (``--fast``, another ``--synthetic``) to ``runs/scratch/results.md`` unless ``--replace`` (``--scratch``:
 always there):
 
-1. ``synthetic:medium`` test split, budget 2,000 characters: the flat variants per intent, with bootstrap
-   95% intervals; Signet's capped variant beside them, unpaired.
+1. ``synthetic:medium`` test split (generator version ``--synthetic-version``, default 2), budget 2,000
+   characters: ``best_flat`` and the flat variants per intent, with bootstrap 95% intervals; Signet's capped
+   variant beside them, unpaired.
 2. LoCoMo: evidence recall@5/10/25/50 over dialog turns within a budget of k average turns (paired), with
-   the hashing encoder and with MiniLM; the unit-count R@k (exactly k units) beside DRAGON's figures from
-   the LoCoMo paper (Table 3), marked as not paired; an answer-containment proxy per category.
+   the hashing encoder and with MiniLM, and ``best_flat``; the unit-count R@k (exactly k turns) beside
+   DRAGON's figures from the LoCoMo paper (Table 3), marked as not paired, with a retrieval pool of dialog
+   turns only (no observations, no summaries), as DRAGON's; an answer-containment proxy per category.
 3. MuSiQue: passage recall@2 and @5 over the pooled corpus, with bootstrap intervals.
+
+LoCoMo and MuSiQue ship every question as test; here, as in ``python -m signet_rl.evaluate``, only the test
+fold of their learning split (``conf/dataset/<name>.yaml``) is scored, never the validation fold
+``best_flat`` was chosen on.
 4. Entry-entity recall@k per intent on ``synthetic:small`` and ``synthetic:medium``.
 5. Query intent: rule-based vs learned classifier, on held-out generated queries and on hand-written
    prompts; the significance gate's shares on the synthetic test split.
@@ -34,6 +40,8 @@ import pandas as pd
 
 from signet_rl.core.types import fit_budget
 from signet_rl.datasets import load_dataset
+from signet_rl.datasets.base import Dataset
+from signet_rl.datasets.registry import REPORT_SYNTHETIC_VERSION, load_test_data
 from signet_rl.evaluation.audit import entry_recall, gate_report, intent_report, training_examples
 from signet_rl.evaluation.harness import (
     evaluate,
@@ -45,7 +53,7 @@ from signet_rl.evaluation.harness import (
 from signet_rl.evaluation.metrics import bootstrap_ci
 from signet_rl.reporting import SCRATCH, Section, publish
 from signet_rl.retrieval.entry import EntrySearch
-from signet_rl.retrieval.flat import UNCAPPED, flat_variant
+from signet_rl.retrieval.flat import BEST_FLAT, UNCAPPED, flat_variant
 from signet_rl.retrieval.gate import SignificanceGate
 from signet_rl.retrieval.intent import LearnedIntentClassifier, RuleIntentClassifier
 
@@ -63,6 +71,11 @@ class Settings:
     n_boot: int = 1000
     encoders: tuple[str, ...] = ("hashing", "minilm")
     synthetic: str = "synthetic:medium:0"
+    synthetic_version: int = REPORT_SYNTHETIC_VERSION
+
+    def synthetic_data(self, spec: str | None = None) -> Dataset:
+        """``spec`` (default: the benchmark's) built by this run's generator version."""
+        return load_dataset(spec or self.synthetic, options={"version": self.synthetic_version})
 
 
 def md(frame: pd.DataFrame, digits: int = 3) -> str:
@@ -86,7 +99,7 @@ def normalise(text: str) -> str:
 
 # -- 1. synthetic ------------------------------------------------------------------------------------------
 def synthetic_section(s: Settings) -> str:
-    ds = load_dataset(s.synthetic)
+    ds = s.synthetic_data()
     budgeted = {
         n: flat_variant(n, encoder="hashing", **UNCAPPED)
         for n in ("flat_signet", "flat_hybrid_bm25s", "flat_vector", "flat_bm25")
@@ -97,6 +110,7 @@ def synthetic_section(s: Settings) -> str:
     budgeted["flat_vector_nogate"] = flat_variant("flat_vector", encoder="hashing", gate=None, **UNCAPPED)
     for name, r in budgeted.items():
         r.name = name
+    budgeted = {"best_flat": flat_variant(BEST_FLAT), **budgeted}  # frozen on validation, never chosen here
     res = evaluate(ds, budgeted, split="test", budget_chars=2000, n_boot=s.n_boot, seed=s.seed)
     capped = evaluate(
         ds,
@@ -124,11 +138,13 @@ def synthetic_section(s: Settings) -> str:
         .mean()
     )
     out = [
-        f"### Flat baseline on `{ds.name}` (test split, {res.num_queries} queries, budget 2,000 characters)",
+        f"### Flat baseline on `{ds.name}` (generator v{s.synthetic_version}, test split, "
+        f"{res.num_queries} queries, budget 2,000 characters)",
         "",
         "All variants search the same memories under the same budget; 95% bootstrap intervals over "
-        "queries. `flat_signet` (last row) runs under Signet's own per-prompt caps (5 results within 500 "
-        "characters) with no shared budget, so it is not paired with the rows above it.",
+        "queries. `best_flat` is the choice frozen on validation in `conf/best_flat.yaml`. `flat_signet` "
+        "(last row) runs under Signet's own per-prompt caps (5 results within 500 characters) with no "
+        "shared budget, so it is **unpaired** with the rows above it.",
         "",
         "```",
         res.table(),
@@ -144,35 +160,61 @@ def synthetic_section(s: Settings) -> str:
 
 
 # -- 2. LoCoMo ---------------------------------------------------------------------------------------------
-def locomo_section(s: Settings) -> str:
-    ds = load_dataset("locomo")
-    out = [f"### LoCoMo (`{ds.name}`: {len(ds.graphs)} conversations, {len(ds.queries):,} questions)", ""]
-    paired, units = [], []
-    containment: dict[str, pd.Series] = {}
+def turns_only(ds: Dataset) -> Dataset:
+    """``ds`` with a retrieval pool of dialog turns alone (no observations; summaries never are): the pool
+    DRAGON's published R@k searches."""
+    return Dataset(
+        ds.name, ds.graphs, ds.queries, ds.truth, ds.report, {**ds.meta, "pool_attribute_aspects": []}
+    )
+
+
+def flat_retrievers(s: Settings, out: list[str], **knobs) -> dict:
+    """``flat_signet_uncapped`` with each encoder (an encoder that cannot load is noted in ``out``), then
+    ``best_flat``."""
+    found = {}
     for enc in s.encoders:
         try:
-            r = flat_variant("flat_signet", encoder=enc, **UNCAPPED, top_k=max(RECALL_KS))
+            r = flat_variant("flat_signet", encoder=enc, **UNCAPPED, **knobs)
         except ImportError as exc:
             out.append(f"(MiniLM skipped: {exc})")
             continue
-        name = f"flat_signet_uncapped[{enc}]"
-        r.name = name
+        r.name = f"flat_signet_uncapped[{enc}]"
+        found[r.name] = r
+    if "minilm" in s.encoders:  # best_flat is MiniLM on every family: the --fast run goes without it
+        found["best_flat"] = flat_variant(BEST_FLAT, **knobs)
+    return found
+
+
+def locomo_section(s: Settings) -> str:
+    ds = load_test_data("locomo")
+    fold = ds.meta["learning_split"]
+    tests = ds.split("test")
+    n_conv = len({q.graph_id for q in tests})
+    out = [
+        f"### LoCoMo (`{ds.name}`: test fold {fold['fold']} of the {fold['k']}-fold learning split, "
+        f"{n_conv} conversations, {len(tests):,} questions)",
+        "",
+    ]
+    paired, units = [], []
+    containment: dict[str, pd.Series] = {}
+    turns = turns_only(ds)
+    for name, r in flat_retrievers(s, out, top_k=max(RECALL_KS)).items():
         t = time.perf_counter()
         r.index(ds)
         index_s = time.perf_counter() - t
         b = recall_at_k_budget(ds, {name: r}, ks=RECALL_KS, index=False, seed=s.seed)
-        u = recall_at_k_units(ds, {name: r}, ks=RECALL_KS, index=False, seed=s.seed)
         paired.append(b)
-        units.append(u)
-        print(f"locomo {enc}: indexed in {index_s:.1f} s")
+        print(f"locomo {name}: indexed in {index_s:.1f} s")
         # answer containment within a budget of 10 average turns
         budget = int(b.loc[b["k"] == 10, "budget_chars"].iloc[0])
         hits = []
-        for q in ds.queries:
+        for q in tests:
             text = normalise(" ".join(u.text for u in fit_budget(r.retrieve(q), budget)))
             answers = [normalise(a) for a in ds.truth[q.id].answers if normalise(a)]
             hits.append({"category": ds.truth[q.id].category, "hit": float(any(a in text for a in answers))})
         containment[name] = pd.DataFrame(hits).groupby("category")["hit"].mean()
+        # beside DRAGON: the same retriever over a pool of dialog turns only, as DRAGON searched
+        units.append(recall_at_k_units(turns, {name: r}, ks=RECALL_KS, seed=s.seed))
     b = pd.concat(paired)
     u = pd.concat(units)
     summ = recall_summary(b, n_boot=s.n_boot, seed=s.seed)["recall"].unstack("k")
@@ -204,9 +246,10 @@ def locomo_section(s: Settings) -> str:
         index=pd.Index(["DRAGON (LoCoMo paper, Table 3)"], name="retriever"),
     )
     out += [
-        "Unit-count R@k in % (exactly k retrieved units, the count DRAGON's figures use). **Not paired**: "
-        "DRAGON's figures cover all 10 conversations with another encoder; ours cover the conversations "
-        "present here, and our units are turns or observations:",
+        "Turn-count R@k in % over a retrieval pool of **dialog turns only** (no observations, no "
+        "summaries: DRAGON's pool), counting the first k turns retrieved, the count DRAGON's figures use. "
+        "**Not paired**: DRAGON's figures cover all 10 conversations with another encoder; ours cover the "
+        "test fold's conversations:",
         "",
         table(pd.concat([us, dragon]), 1),
         "",
@@ -224,15 +267,10 @@ def locomo_section(s: Settings) -> str:
 
 # -- 3. MuSiQue --------------------------------------------------------------------------------------------
 def musique_section(s: Settings) -> str:
-    ds = load_dataset("musique")
+    ds = load_test_data("musique")
+    fold = ds.meta["learning_split"]
     rows = []
-    for enc in s.encoders:
-        try:
-            r = flat_variant("flat_signet", encoder=enc, **UNCAPPED)
-        except ImportError:
-            continue
-        name = f"flat_signet_uncapped[{enc}]"
-        r.name = name
+    for name, r in flat_retrievers(s, []).items():
         u = recall_at_k_units(ds, {name: r}, ks=(2, 5), seed=s.seed)
         for k in (2, 5):
             vals = u.loc[u["k"] == k, "recall"].to_numpy(dtype=float)
@@ -241,11 +279,11 @@ def musique_section(s: Settings) -> str:
     frame.columns = [f"R@{k}" for k in frame.columns]
     return "\n".join(
         [
-            f"### MuSiQue (`{ds.name}`: {len(ds.queries)} questions, "
-            f"{ds.graph.num_memories:,} pooled passages)",
+            f"### MuSiQue (`{ds.name}`: test fold {fold['fold']} of the {fold['k']}-fold learning split, "
+            f"{len(ds.split('test'))} questions, {ds.graph.num_memories:,} pooled passages)",
             "",
             "Supporting-passage recall over the first k passages retrieved, with bootstrap 95% "
-            "intervals (100 questions: read the intervals):",
+            f"intervals ({len(ds.split('test'))} questions: read the intervals):",
             "",
             table(frame),
             "",
@@ -274,7 +312,7 @@ def entry_intent_section(s: Settings) -> str:
     ]
     names_off = {"exact": 0.0, "kw_name": 0.0, "vec_name": 0.0}
     for spec in ("synthetic:small:0", s.synthetic):
-        ds = load_dataset(spec)
+        ds = s.synthetic_data(spec)
         frames = []
         for label, search in (
             ("all evidence", EntrySearch(encoder="hashing")),
@@ -285,16 +323,21 @@ def entry_intent_section(s: Settings) -> str:
             frames.append(rec[cols].assign(evidence=label).set_index("evidence", append=True))
         out += [f"`{spec}`:", "", table(pd.concat(frames)), ""]
     out += [
-        "Every generated query names its entity, so with all evidence the figure is trivially 1.0; the "
-        "ablation without the name legs (aspects, attributes and mentioning memories only) is the "
-        "informative one.",
+        (
+            "Every generated query names its entity, so with all evidence the figure is trivially 1.0; the "
+            "ablation without the name legs (aspects, attributes and mentioning memories only) is the "
+            "informative one."
+            if s.synthetic_version == 1
+            else f"Generator v{s.synthetic_version}: at least 40% of queries do not name their entity "
+            "(alias, role, attribute or description), so the name legs alone cannot find it."
+        ),
         "",
     ]
-    train = load_dataset("synthetic:small:0")
+    train = s.synthetic_data("synthetic:small:0")
     texts, labels = training_examples(train, "train", paraphrases=200, seed=s.seed)
     learned = LearnedIntentClassifier().fit(texts, labels, seed=s.seed)
     rule = RuleIntentClassifier()
-    held = load_dataset("synthetic:small:1")
+    held = s.synthetic_data("synthetic:small:1")
     ht = [q.text for q in held.split("test")]
     hl = [held.truth[q.id].intent or "none" for q in held.split("test")]
     fresh_t, fresh_l = hand_written("fresh")
@@ -314,7 +357,8 @@ def entry_intent_section(s: Settings) -> str:
     out += [
         "### Query intent and the significance gate",
         "",
-        "Learned classifier trained on the train split of `synthetic:small:0` plus generated paraphrases "
+        f"Learned classifier trained on the train split of `synthetic:small:0` (generator "
+        f"v{s.synthetic_version}) plus generated paraphrases "
         "(filled with the graph's entity and aspect names); evaluated on the test split of another seed and "
         "on hand-written prompts (`data/samples/intent_prompts.tsv`). The templates are few, so generated "
         "held-out accuracy is near-trivial. The *seen* prompts were in view while the rules were written; "
@@ -350,6 +394,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--fast", action="store_true", help="hashing encoder only, 200 bootstrap draws")
     ap.add_argument("--sections", nargs="*", default=["synthetic", "locomo", "musique", "entry"])
     ap.add_argument("--synthetic", default=Settings.synthetic, help="synthetic dataset spec")
+    ap.add_argument(
+        "--synthetic-version",
+        type=int,
+        default=REPORT_SYNTHETIC_VERSION,
+        choices=(1, 2),
+        help="the synthetic generator version (default 2)",
+    )
     ap.add_argument("--output", default=str(RESULTS), help="the Markdown file to write the section into")
     ap.add_argument("--replace", action="store_true", help="replace a committed section of another protocol")
     ap.add_argument(
@@ -357,13 +408,15 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--scratch-dir", default=None, help=f"where refused and scratch runs go ({SCRATCH})")
     args = ap.parse_args(argv)
-    s = Settings(synthetic=args.synthetic)
+    s = Settings(synthetic=args.synthetic, synthetic_version=args.synthetic_version)
     if args.fast:
-        s = Settings(n_boot=200, encoders=("hashing",), synthetic=args.synthetic)
+        s = Settings(n_boot=200, encoders=("hashing",), synthetic=args.synthetic,
+                     synthetic_version=args.synthetic_version)  # fmt: skip
     np.random.seed(s.seed)
     stamp = [
-        f"_Written by `python experiments/flat_baseline_report.py{' --fast' if args.fast else ''} --sections "
-        f"<name>` on {time.strftime('%Y-%m-%d')}; seed {s.seed}, {s.n_boot} bootstrap draws._",
+        f"_Written by `python experiments/flat_baseline_report.py{' --fast' if args.fast else ''} "
+        f"--synthetic-version {s.synthetic_version} --sections <name>` on {time.strftime('%Y-%m-%d')}; "
+        f"seed {s.seed}, {s.n_boot} bootstrap draws._",
         "",
     ]
     sections = {
@@ -372,7 +425,12 @@ def main(argv: list[str] | None = None) -> None:
         "musique": musique_section,
         "entry": entry_intent_section,
     }
-    protocol = {"fast": bool(args.fast), "synthetic": args.synthetic}
+    protocol = {
+        "fast": bool(args.fast),
+        "synthetic": args.synthetic,
+        "synthetic_version": args.synthetic_version,
+        "learning_split": "test fold",
+    }
     out = []
     for name in args.sections:
         t = time.perf_counter()

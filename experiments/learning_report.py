@@ -124,26 +124,39 @@ def per_retriever(name: str) -> dict[str, dict[str, float]]:
     return out
 
 
+#: The order of a comparison's rows: the flat retrievers, the non-learned scorers, the learned ones, the
+#: ceiling, and last ``flat_signet`` under Signet's own caps (no shared budget: unpaired with the rows above).
+ROW_ORDER = ("best_flat", "flat_signet_uncapped", "desire_prior", "desire_ppr", "desire_random",
+             "trained gnn", "trained linucb", "candidate_ceiling", "flat_signet")  # fmt: skip
+UNPAIRED = {"flat_signet": "flat_signet (own caps, no shared budget: unpaired)"}
+
+
 def comparison(prefix: str, scorers: Sequence[str]) -> tuple[str, list[int]]:
-    """Mean ± sd over seeds of each retriever's test metrics, from the runs ``<prefix>-<scorer>-s<seed>``."""
+    """Mean ± sd over seeds of each retriever's test metrics, from the runs ``<prefix>-<scorer>-s<seed>``:
+    ``best_flat``, ``flat_signet_uncapped``, the non-learned scorers, the learned ones and the ceiling on the
+    same test queries at the same budget, and ``flat_signet`` under its own caps, labelled unpaired."""
     rows: dict[str, dict[str, list[float]]] = {}
     seeds: list[int] = []
     for scorer in scorers:
         for seed in SEEDS:
             if _finished(f"{prefix}-{scorer}-s{seed}") is None:
                 continue
+            shared = seed not in seeds  # the shared baselines once per seed, from its first finished run
             seeds.append(seed)
             for name, figures in per_retriever(f"{prefix}-{scorer}-s{seed}").items():
                 retriever = f"trained {scorer}" if name == "learned" else name
-                if retriever != f"trained {scorer}" and scorer != scorers[0]:
-                    continue  # the shared baselines once (from the first scorer's runs)
+                if retriever != f"trained {scorer}" and not shared:
+                    continue
                 for metric, value in figures.items():
                     rows.setdefault(retriever, {}).setdefault(metric, []).append(value)
     if not rows:
         return "_no finished runs yet_", []
     lines = ["| retriever | " + " | ".join(METRICS) + " |", "|---|" + "---:|" * len(METRICS)]
-    for retriever, metrics in rows.items():
-        lines.append(f"| {retriever} | " + " | ".join(_fmt(metrics.get(m, [])) for m in METRICS) + " |")
+    rank = {name: i for i, name in enumerate(ROW_ORDER)}
+    for retriever in sorted(rows, key=lambda r: (rank.get(r, len(rank)), r)):
+        metrics = rows[retriever]
+        label = UNPAIRED.get(retriever, retriever)
+        lines.append(f"| {label} | " + " | ".join(_fmt(metrics.get(m, [])) for m in METRICS) + " |")
     return "\n".join(lines), sorted(set(seeds))
 
 
@@ -162,12 +175,17 @@ def report() -> str:
         "finished runs under `runs/report/` (each a `python -m signet_rl.train` job; mean ± sd over seeds)._",
         "",
     ]
-    for title, prefix in (("synthetic:medium, 2,000 characters", "medium"),
-                          ("synthetic:medium, 400 characters", "tight"),
-                          ("LoCoMo (by conversation), 2,000 characters", "locomo"),
-                          ("MuSiQue (5-fold), 2,000 characters", "musique")):  # fmt: skip
+    for title, prefix in (("synthetic:medium (generator v2), 2,000 characters", "medium"),
+                          ("synthetic:medium (generator v2), 400 characters", "tight"),
+                          ("LoCoMo (by conversation, test fold 0), 2,000 characters", "locomo"),
+                          ("MuSiQue (5-fold, test fold 0), 2,000 characters", "musique")):  # fmt: skip
         table, seeds = comparison(prefix, LEARNED)
         lines += [f"#### {title}: test queries, seeds {seeds}", "", table, ""]
+    missing = [name for name in runs() if _finished(name) is None]
+    if missing:
+        lines += [f"**Not rerun** under the current code (best_flat, the credit rule, time slicing, "
+                  f"generator v2), so absent from every table here: {', '.join(sorted(missing))}.",
+                  ""]  # fmt: skip
     tuned = []
     for scorer, knob, values in TUNING:
         for value in values:
@@ -193,7 +211,7 @@ def report() -> str:
     if transfer.exists():
         figures = json.loads(transfer.read_text())
         table = render_markdown(pd.DataFrame(figures).T.reset_index(names="retriever"), 3)
-        title = "#### Transfer: the seed-0 GNN of `synthetic:medium:0`, tested on `synthetic:medium:1`"
+        title = "#### Transfer: the seed-0 GNN of `synthetic:medium:0`, tested on `synthetic:medium:1` (v2)"
         lines += [title, "", table, ""]
     curves = []
     for name in sorted(runs()):
@@ -232,12 +250,12 @@ def run_transfer() -> None:
     if out.exists() or not policy.exists():
         return
     from signet_rl.datasets import load_dataset
-    from signet_rl.evaluation.harness import evaluate
+    from signet_rl.evaluation.harness import EvaluationResult, evaluate
     from signet_rl.pipeline.desire import DesirePathRetriever
-    from signet_rl.retrieval.flat import UNCAPPED, flat_variant
+    from signet_rl.retrieval.flat import BEST_FLAT, UNCAPPED, flat_variant
     from signet_rl.scorers.gnn import GNNPathScorer
 
-    ds = load_dataset("synthetic:medium:1")
+    ds = load_dataset("synthetic:medium:1", options={"version": 2})
     traversal = {"max_branching": 4, "max_paths": 50, "max_depth": 2, "min_confidence": 0.5}
     flat = flat_variant("flat_signet", encoder="hashing", **UNCAPPED)
     flat.name = "flat_signet_uncapped"
@@ -245,9 +263,14 @@ def run_transfer() -> None:
         "trained gnn (seed-0 graph)": DesirePathRetriever(GNNPathScorer.load(policy), config=traversal),
         "desire_prior": DesirePathRetriever("prior", config=traversal),
         "desire_ppr": DesirePathRetriever("ppr", config=traversal),
+        "best_flat": flat_variant(BEST_FLAT),
         "flat_signet_uncapped": flat,
     }
-    res = evaluate(ds, retrievers, split="test", budget_chars=2000, n_boot=1)
+    res = EvaluationResult.concat([
+        evaluate(ds, retrievers, split="test", budget_chars=2000, n_boot=1),
+        evaluate(ds, {UNPAIRED["flat_signet"]: flat_variant("flat_signet", encoder="hashing")}, split="test",
+                 budget_chars=None, n_boot=1),
+    ])  # fmt: skip
     real = res.rows[res.rows["n_needed"] > 0]
     figures = {
         str(r): {m: float(g[m].mean()) for m in ("needed_recall", "precision", "f1", "ndcg@10")}
@@ -279,6 +302,13 @@ def complete_groups() -> list[str]:
 def main(argv: list[str] | None = None) -> str:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--groups", nargs="*", default=None, help=" ".join(GROUPS))
+    ap.add_argument(
+        "--seeds",
+        nargs="*",
+        type=int,
+        default=None,
+        help="run only these seeds' runs (a recipe of one seed runs at seed 0); default: all",
+    )
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--output", default=str(ROOT / "docs" / "results.md"))
     ap.add_argument("--replace", action="store_true", help="replace a committed section of another protocol")
@@ -289,6 +319,8 @@ def main(argv: list[str] | None = None) -> str:
     args = ap.parse_args(argv)
     if not args.report_only:
         chosen = [(n, g, o) for n, (g, o) in runs().items() if not args.groups or g in args.groups]
+        if args.seeds is not None:
+            chosen = [(n, g, o) for n, g, o in chosen if int(o[-1].split("=", 1)[1]) in args.seeds]
         if smoke.enabled():  # SIGNET_RL_SMOKE=1: the first run only, tiny, under runs/scratch/
             chosen = chosen[:1]
         for name, _group, overrides in chosen:
@@ -305,7 +337,9 @@ def main(argv: list[str] | None = None) -> str:
     # The committed section holds every group; one built from fewer finished runs (a clean checkout, a
     # subset) would delete its tables or rows of other seeds: publish refuses it and writes scratch instead.
     section = Section(
-        "learning", body, protocol={"complete groups": complete_groups()},
+        "learning", body,
+        protocol={"complete groups": complete_groups(),
+                  "finished runs": sum(_finished(name) is not None for name in runs())},
         heading="## Learned scorers (issue 6)",
     )  # fmt: skip
     publish(

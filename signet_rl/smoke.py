@@ -2,8 +2,10 @@
 
 The README test (``tests/test_readme.py``) runs each README command with this variable set. The entry points
 then keep their code path and shrink only the work: ``python -m signet_rl.train`` and
-``python -m signet_rl.evaluate`` take the ``tiny`` preset of a synthetic dataset, a few interactions and test
-queries, a few bootstrap draws, no KGE anchors and a one-second KG budget; the report scripts under
+``python -m signet_rl.evaluate`` take the ``tiny`` preset of a synthetic dataset, the first sessions of
+each LoCoMo conversation (:data:`LOCOMO_SESSIONS`: a flat retriever with MiniLM would embed every turn and
+observation, two minutes of a smoke run), a few interactions and test queries, a few bootstrap draws, no KGE
+anchors and a one-second KG budget; the report scripts under
 ``experiments/`` shrink their runs the same way (their figures are not the committed ones, so they land in
 ``runs/scratch/``, never in ``docs/results.md``). Figures of a smoke run mean nothing.
 
@@ -28,6 +30,10 @@ KG = {"time_budget_s": 1, "anchors": [], "shaping": "none", "init_from_anchor": 
       "beam_width": 8, "eval_every": 10, "progress": False}  # fmt: skip
 
 
+#: LoCoMo sessions kept per conversation in a smoke run (dataset option ``max_sessions``).
+LOCOMO_SESSIONS = 2
+
+
 def enabled() -> bool:
     """Whether ``SIGNET_RL_SMOKE`` is set to ``1``."""
     return os.environ.get(SMOKE_ENV) == "1"
@@ -39,10 +45,19 @@ def tiny_spec(spec: str) -> str:
     return re.sub(r"^synthetic:[^:]+", "synthetic:tiny", spec)
 
 
+def _shrink_data(cfg: DictConfig) -> None:
+    """The smoke run's dataset: the tiny preset of a synthetic spec, LoCoMo's first sessions."""
+    cfg.dataset.spec = tiny_spec(str(cfg.dataset.spec))
+    if str(cfg.dataset.spec).strip() == "locomo":
+        if cfg.dataset.get("options") is None:
+            cfg.dataset.options = {}
+        cfg.dataset.options.max_sessions = LOCOMO_SESSIONS
+
+
 def shrink_train(cfg: DictConfig) -> None:
     """Shrink a ``python -m signet_rl.train`` config in place (see the module docstring)."""
     with open_dict(cfg):
-        cfg.dataset.spec = tiny_spec(str(cfg.dataset.spec))
+        _shrink_data(cfg)
         if str(cfg.task.get("name", "bandit")) == "kg":
             for key, value in KG.items():
                 if key in cfg.task:
@@ -61,6 +76,6 @@ def shrink_train(cfg: DictConfig) -> None:
 def shrink_evaluate(cfg: DictConfig) -> None:
     """Shrink a ``python -m signet_rl.evaluate`` config in place (see the module docstring)."""
     with open_dict(cfg):
-        cfg.dataset.spec = tiny_spec(str(cfg.dataset.spec))
+        _shrink_data(cfg)
         cfg.max_queries = 20
         cfg.bootstrap = 10

@@ -178,6 +178,7 @@ def test_best_flat_chooses_on_validation_freezes_and_checks(tmp_path, capsys):
     entry = body["families"]["synthetic"]
     assert entry["trials"] == 13 and printed.count("needed_recall@2000") >= 13
     assert (entry["split"], entry["queries"], entry["dataset"]) == ("validation", 16, "synthetic:tiny:0")
+    assert entry["options"] == {"version": 2}  # the reports' generator version, reloaded by --check
     assert not any("test" in line.lower() for line in printed.splitlines() if not line.startswith("wrote "))
     assert body["script_version"] == script.SCRIPT_VERSION
     best = entry["validation"]["needed_recall@2000"]
@@ -202,3 +203,34 @@ def test_best_flat_chooses_on_validation_freezes_and_checks(tmp_path, capsys):
     )
     with pytest.raises(ValueError, match=r"no frozen choice for family 'locomo'; frozen: synthetic$"):
         script.check(out, ["locomo"])
+
+
+def test_the_locomo_figures_beside_dragon_search_dialog_turns_only(tmp_path):
+    """DRAGON searched dialog turns: the R@k placed beside it comes from a pool without observations."""
+    from signet_rl.datasets.locomo import load_locomo
+
+    report = _load("flat_baseline_report")
+    turns = [
+        {"speaker": "Ann", "dia_id": "D1:1", "text": "I met Jane Doe at the Louvre."},
+        {"speaker": "Bo", "dia_id": "D1:2", "text": "Nice weather in Oslo today."},
+    ]
+    sample = {
+        "sample_id": "mini-1",
+        "conversation": {"speaker_a": "Ann", "speaker_b": "Bo", "session_1": turns,
+                         "session_1_date_time": "1:56 pm on 8 May, 2023"},
+        "observation": {
+            "session_1_observation": {"Ann": [["Ann met Jane Doe at the Louvre museum.", "D1:1"]]}
+        },
+        "qa": [{"question": "Where did Ann meet Jane Doe?", "answer": "Louvre", "evidence": ["D1:1"],
+                "category": 4}],
+    }  # fmt: skip
+    (tmp_path / "locomo").mkdir()
+    (tmp_path / "locomo" / "mini.json").write_text(json.dumps([sample]))
+    ds = load_locomo(tmp_path)
+    kinds = {}
+    for name, data in (("full", ds), ("turns", report.turns_only(ds))):
+        retriever = report.flat_variant("flat_signet", encoder="hashing", **report.UNCAPPED)
+        retriever.index(data)
+        kinds[name] = {u.kind for u in retriever.retrieve(ds.queries[0])}
+    assert kinds == {"full": {"memory", "attribute"}, "turns": {"memory"}}
+    assert ds.meta["pool_attribute_aspects"] == ["observations"]  # the dataset itself is left as it was

@@ -13,7 +13,9 @@ from repo_copy import tracked_changes
 
 from signet_rl.reporting import Section, publish, read_section, splice
 
-GROUPS = "main,ablation,tight,tuning,drift,transfer,locomo,musique"
+#: The committed learning section's protocol: the groups whose every run finished, and how many runs did.
+GROUPS = "(none)"
+RERUN = 6
 
 
 def test_splice_replaces_only_its_section_and_adds_a_missing_one_in_its_parent():
@@ -113,7 +115,8 @@ def test_report_scripts_never_touch_committed_results_in_short_runs(repo_copy, t
     done = _run(repo, "learning_report", "--report-only", capsys=capsys)
     assert (
         "learning_report.py: not replacing the committed section 'learning' of docs/results.md (committed: "
-        f"complete groups {GROUPS}; this run: complete groups (none)); its results go to "
+        f"complete groups {GROUPS} finished runs {RERUN}; this run: complete groups (none) finished runs 0); "
+        "its results go to "
         "runs/scratch/results.md instead. Pass --replace to replace it."
     ) in done.err
     assert tracked_changes(repo) == []
@@ -122,16 +125,19 @@ def test_report_scripts_never_touch_committed_results_in_short_runs(repo_copy, t
     done = _run(repo, "desire_report", "--dataset", "synthetic:tiny:0", "--n-boot", "20", capsys=capsys)
     assert (
         "desire_report.py: not replacing the committed section 'desire' of docs/results.md (committed: "
-        "dataset synthetic:medium:0 budgets 2000,400 max_queries None n_boot 1000; this run: dataset "
-        "synthetic:tiny:0 budgets 2000,400 max_queries None n_boot 20); its results go to "
+        "dataset synthetic:medium:0 synthetic_version 1 budgets 2000,400 max_queries None n_boot 1000; this "
+        "run: dataset synthetic:tiny:0 synthetic_version 2 budgets 2000,400 max_queries None n_boot 20); its "
+        "results go to "
         "runs/scratch/results.md instead. Pass --replace to replace it."
     ) in done.err
     done = _run(repo, "flat_baseline_report", "--fast", "--sections", "synthetic", "--synthetic",
                 "synthetic:tiny:0", capsys=capsys)  # fmt: skip
     assert (
         "flat_baseline_report.py: not replacing the committed section 'synthetic' of docs/results.md "
-        "(committed: fast False synthetic synthetic:medium:0; this run: fast True synthetic "
-        "synthetic:tiny:0); its results go to runs/scratch/results.md instead. Pass --replace to replace it."
+        "(committed: fast False synthetic synthetic:medium:0 synthetic_version 2 learning_split test fold; "
+        "this run: fast True synthetic synthetic:tiny:0 synthetic_version 2 learning_split test fold); its "
+        "results go to "
+        "runs/scratch/results.md instead. Pass --replace to replace it."
     ) in done.err
     assert tracked_changes(repo) == []
     scratch_md = (repo / "runs" / "scratch" / "results.md").read_text()

@@ -72,7 +72,7 @@ from signet_rl.datasets.base import Dataset, DatasetNotFoundError, GroundTruth, 
 from signet_rl.datasets.extract import ExtractConfig, MemoryText, extract_graph, merge_graphs
 from signet_rl.graph.model import EntityType, KnowledgeGraph
 
-__all__ = ["CATEGORIES", "extract_names", "load_locomo", "parse_evidence", "parse_session_time"]
+__all__ = ["CATEGORIES", "extract_names", "first_sessions", "load_locomo", "parse_evidence", "parse_session_time"]
 
 #: LoCoMo's QA category codes (as in the upstream evaluation code and the paper's Table 5).
 CATEGORIES: dict[int, str] = {
@@ -457,6 +457,33 @@ def _session_number(key: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def first_sessions(sample: dict[str, Any], n: int) -> dict[str, Any]:
+    """``sample`` cut to its sessions 1 to ``n``: their turns and date-times, the observations, event and
+    session summaries of those sessions, and the QA items whose evidence lies in them alone (an item citing
+    no turn is kept). Used by ``max_sessions`` (:func:`load_locomo`); the sample itself is not changed."""
+    conv = sample.get("conversation")
+    out = dict(sample)
+    if isinstance(conv, dict):
+        out["conversation"] = {
+            k: v for k, v in conv.items() if (m := _session_number(k)) is None or m <= n
+        }
+    for key in ("observation", "session_summary", "event_summary"):
+        block = sample.get(key)
+        if isinstance(block, dict):
+            out[key] = {k: v for k, v in block.items() if (m := _session_number(k)) is None or m <= n}
+    qa = sample.get("qa")
+    if isinstance(qa, list):
+        kept = []
+        for item in qa:
+            raw = item.get("evidence") if isinstance(item, dict) else None
+            entries = raw if isinstance(raw, list) else [] if raw is None else [raw]
+            cited = [int(e.split(":")[0][1:]) for entry in entries for e in parse_evidence(entry)[0]]
+            if all(c <= n for c in cited):
+                kept.append(item)
+        out["qa"] = kept
+    return out
+
+
 def _kind(value: object) -> str:
     """``null``, ``a str``, ``a list``, ... for messages about a JSON value of the wrong type."""
     return "null" if value is None else f"a {type(value).__name__}"
@@ -483,7 +510,7 @@ def _read_json(file: Path) -> Any:
 
 
 def load_locomo(root: Path, extract: bool = True, observations: bool = False,
-                extract_encoder: str = "minilm") -> Dataset:
+                extract_encoder: str = "minilm", max_sessions: int | None = None) -> Dataset:
     """Load every LoCoMo JSON file under ``<root>/locomo``: one graph per conversation.
 
     Args:
@@ -495,6 +522,9 @@ def load_locomo(root: Path, extract: bool = True, observations: bool = False,
             attributes (and the conversation entity that owns the summaries); off by default.
         extract_encoder: the encoder the extractor compares names with (``minilm``, falling back to
             ``hashing`` when absent; ``describe`` names the fallback).
+        max_sessions: keep only sessions 1 to ``max_sessions`` of every conversation and the questions
+            whose evidence lies in them (:func:`first_sessions`; dataset option ``max_sessions``, which the
+            README's smoke runs use to stay fast); ``None``: every session.
 
     Returns:
         A :class:`Dataset` named ``locomo`` with graphs keyed by ``sample_id`` and one ``test``
@@ -506,8 +536,15 @@ def load_locomo(root: Path, extract: bool = True, observations: bool = False,
 
     Raises:
         DatasetNotFoundError: no ``locomo`` folder or no JSON file in it.
-        ValueError: a file that is not UTF-8 or not valid JSON (naming it), or no usable conversation at all.
+        ValueError: a file that is not UTF-8 or not valid JSON (naming it), no usable conversation at all, or
+            a ``max_sessions`` that is not a positive integer.
     """
+    if max_sessions is not None and (
+        isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1
+    ):
+        raise ValueError(
+            f"locomo: max_sessions={max_sessions!r} must be a positive integer (or null for every session)"
+        )
     t0 = time.perf_counter()
     folder = Path(root) / "locomo"
     if not folder.is_dir():
@@ -543,6 +580,8 @@ def load_locomo(root: Path, extract: bool = True, observations: bool = False,
                 report.add(file, f"sample[{k}] {sid} qa {_short(qa)}",
                            f"qa is {_kind(qa)}, not a list of QA items", action="kept without queries")
                 sample = {**sample, "qa": []}
+            if max_sessions is not None:
+                sample = first_sessions(sample, max_sessions)
             b = _ConversationBuilder(sample, file, report, heuristic=not extract, observations=observations)
             b.build_turns()
             if observations:
@@ -557,6 +596,7 @@ def load_locomo(root: Path, extract: bool = True, observations: bool = False,
                          f"{'s' if len(files) != 1 else ''}); {problems or 'the files hold no samples'}")
     meta: dict[str, Any] = {
         "dataset": "locomo", "folder": str(folder), "samples_per_file": samples_per_file,
+        **({"max_sessions": max_sessions} if max_sessions is not None else {}),
         "conversations": list(graphs),
         "counts": {"conversations": len(graphs), "queries": len(queries),
                    "memories": sum(g.num_memories for g in graphs.values()),

@@ -21,14 +21,28 @@ from typing import Any
 from signet_rl.core.paths import data_root
 from signet_rl.datasets.base import Dataset
 
-__all__ = ["KINDS", "OPTIONS", "DatasetSpec", "load_dataset", "parse_spec"]
+__all__ = [
+    "KINDS",
+    "OPTIONS",
+    "REPORT_SYNTHETIC_VERSION",
+    "DatasetSpec",
+    "configured_learning_split",
+    "load_dataset",
+    "load_test_data",
+    "parse_spec",
+]
 
 KINDS: tuple[str, ...] = ("synthetic", "kg", "locomo", "musique", "signet")
+#: The synthetic generator version the report scripts under ``experiments/`` use unless told otherwise
+#: (v1 stays selectable and loadable under its config hash; a plain ``load_dataset`` still builds v1).
+REPORT_SYNTHETIC_VERSION = 2
+#: The dataset configs (``conf/dataset/<kind>.yaml``) of a checkout (:func:`configured_learning_split`).
+DATASET_CONF = Path(__file__).resolve().parents[2] / "conf" / "dataset"
 #: The options each kind's loader takes (``dataset.options``); ``synthetic`` takes any
 #: :class:`~signet_rl.datasets.synthetic.SyntheticConfig` field, and kinds not listed take none.
 OPTIONS: dict[str, tuple[str, ...]] = {
     "signet": ("timeout", "extract", "extract_encoder"),
-    "locomo": ("extract", "observations", "extract_encoder"),
+    "locomo": ("extract", "observations", "extract_encoder", "max_sessions"),
     "musique": ("extract", "extract_encoder"),
 }
 
@@ -96,8 +110,9 @@ def load_dataset(
         options: generator overrides for ``synthetic`` specs (``{"drift": True}`` for the drift scenario; any
             :class:`~signet_rl.datasets.synthetic.SyntheticConfig` field); ``{"timeout": seconds}`` for
             ``signet`` specs (how long to wait for a store another process is writing); ``extract``,
-            ``observations`` and ``extract_encoder`` for ``locomo``, ``extract`` and ``extract_encoder`` for
-            ``musique`` and ``signet`` (:mod:`signet_rl.datasets.extract`); see :data:`OPTIONS`.
+            ``observations``, ``extract_encoder`` and ``max_sessions`` (sessions 1 to n of each conversation
+            only) for ``locomo``, ``extract`` and ``extract_encoder`` for ``musique`` and ``signet``
+            (:mod:`signet_rl.datasets.extract`); see :data:`OPTIONS`.
 
     Raises:
         ValueError: an option the kind does not take (naming it, what the kind takes, and the config to
@@ -132,3 +147,44 @@ def load_dataset(
     from signet_rl.datasets.signet import load_signet_dataset
 
     return load_signet_dataset(Path(s.arg or ""), **opts)
+
+
+def configured_learning_split(
+    kind: str, conf_dir: str | os.PathLike[str] | None = None
+) -> dict[str, Any] | None:
+    """The ``learning_split`` block of ``conf/dataset/<kind>.yaml`` (``k``, ``fold``, ``seed``, ``group``):
+    the folds ``python -m signet_rl.train`` learns on and ``python -m signet_rl.evaluate`` tests on, and whose
+    validation fold ``best_flat`` was chosen on. ``None``: the kind has no such block (its queries carry
+    their own splits, as the synthetic benchmark's do) or no config file.
+
+    Raises:
+        ValueError: a block that is not a mapping with an integer ``k`` (naming the file).
+    """
+    import yaml
+
+    file = Path(conf_dir if conf_dir is not None else DATASET_CONF) / f"{kind}.yaml"
+    if not file.is_file():
+        return None
+    block = (yaml.safe_load(file.read_text()) or {}).get("learning_split")
+    if not block:
+        return None
+    if not isinstance(block, Mapping) or not isinstance(block.get("k"), int):
+        raise ValueError(
+            f"{file}: learning_split must be a mapping with an integer k (and fold, seed, group)"
+        )
+    return {"k": int(block["k"]), "fold": int(block.get("fold", 0)), "seed": int(block.get("seed", 0)),
+            "group": block.get("group")}  # fmt: skip
+
+
+def load_test_data(
+    spec: str, synthetic_version: int = REPORT_SYNTHETIC_VERSION, root: str | os.PathLike[str] | None = None
+) -> Dataset:
+    """The dataset ``spec`` names, split as ``python -m signet_rl.evaluate`` scores it: a synthetic spec is
+    built by generator ``synthetic_version`` (its own test split); a dataset whose config has a
+    ``learning_split`` (LoCoMo, MuSiQue ship every query as test) is cut into those folds, so that its
+    ``test`` split is the test fold alone, never the validation fold ``best_flat`` was chosen on."""
+    kind = parse_spec(spec).kind
+    options = {"version": synthetic_version} if kind == "synthetic" else None
+    dataset = load_dataset(spec, root=root, options=options)
+    split = configured_learning_split(kind)
+    return dataset.learning_split(**split) if split is not None else dataset

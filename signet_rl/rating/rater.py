@@ -91,7 +91,8 @@ class SimulatedRater:
 
     def rate(self, query_id: str, item_ids: Iterable[str]) -> Rating | None:
         """The observed rating of one unit: possibly flipped, possibly missing (``None``)."""
-        return observe(self.true_rating(query_id, item_ids), self.rng.random(3), self.noise_rate, self.rating_prob)
+        u = self.rng.random(3).tolist()  # the same three uniforms, as the floats observe() takes
+        return observe(self.true_rating(query_id, item_ids), u, self.noise_rate, self.rating_prob)
 
     def rate_many(self, query_id: str, units: Sequence[Iterable[str]]) -> list[Rating | None]:
         """Ratings of several units shown for one query, in order."""

@@ -46,7 +46,10 @@ Signet's rule that ``min_score`` becomes 0.3 when only ``alpha`` is configured i
 **Pool.** Every non-deleted memory of each graph (``Unit(kind="memory")``), plus, when
 ``dataset.meta["pool_attribute_aspects"]`` names aspects (LoCoMo: ``["observations"]``), the non-deleted
 attributes under aspects of those names as their own documents (``Unit(kind="attribute")``). One set of
-indexes is built per graph; embeddings go through :class:`~signet_rl.text.encoders.CachedEncoder`.
+indexes is built per graph; embeddings go through :class:`~signet_rl.text.encoders.CachedEncoder`. A dataset
+of one graph is indexed by :meth:`~FlatRetriever.index`; one of several (LoCoMo's conversations) graph by
+graph at each graph's first query, so an evaluation of a few conversations' questions embeds those alone (the
+indexes are the same: each graph's are its own).
 
 **Time.** A query sees only documents created at or before ``query.timestamp`` (when set), through the
 indexes' masks. Keyword statistics (IDF) are those of the whole graph.
@@ -372,6 +375,8 @@ class FlatRetriever:
             self.encoder = enc
             self._query_encoder = enc.inner if isinstance(enc, CachedEncoder) else enc
         self._pools: dict[str, _Pool] = {}
+        self._graphs: dict[str, KnowledgeGraph] | None = None  # set by index(); pools built from them
+        self._aspect_names: list[str] = []
         self._recent: dict[str, deque[set[str]]] = {}
 
     # ------------------------------------------------------------------------------------------------
@@ -443,9 +448,20 @@ class FlatRetriever:
         return pd.concat(docs, ignore_index=True)
 
     def index(self, dataset: Dataset) -> None:
-        """Build one set of indexes per graph of ``dataset`` (never reading its ground truth)."""
-        aspect_names = [str(a) for a in (dataset.meta.get("pool_attribute_aspects") or [])]
-        frames = {gid: self._documents(g, aspect_names) for gid, g in dataset.graphs.items()}
+        """Prepare one set of indexes per graph of ``dataset`` (never reading its ground truth): built here
+        for a dataset of one graph, at each graph's first query for a dataset of several (module
+        docstring)."""
+        self._aspect_names = [str(a) for a in (dataset.meta.get("pool_attribute_aspects") or [])]
+        self._graphs = dict(dataset.graphs)
+        self._pools = {}
+        self._recent.clear()
+        if len(self._graphs) == 1:
+            self._pools = self._build(self._graphs)
+
+    def _build(self, graphs: Mapping[str, KnowledgeGraph]) -> dict[str, _Pool]:
+        """The indexes of ``graphs``, one set per graph."""
+        aspect_names = self._aspect_names
+        frames = {gid: self._documents(g, aspect_names) for gid, g in graphs.items()}
         texts = {gid: [clean_text(t) for t in f["text"].tolist()] for gid, f in frames.items()}
         vectors: dict[str, np.ndarray] = {}
         if self.encoder is not None:
@@ -495,14 +511,9 @@ class FlatRetriever:
                 keyword=keyword_index,
                 order=order,
                 order_rank=order_rank,
-                scope=(
-                    _scope(dataset.graphs[gid], items, kinds)
-                    if self.graph_boost or self.constraints
-                    else None
-                ),
+                scope=(_scope(graphs[gid], items, kinds) if self.graph_boost or self.constraints else None),
             )
-        self._pools = pools
-        self._recent.clear()
+        return pools
 
     # ------------------------------------------------------------------------------------------------
     # retrieval
@@ -519,13 +530,15 @@ class FlatRetriever:
         return vec
 
     def _pool(self, graph_id: str) -> _Pool:
-        if not self._pools:
+        if self._graphs is None:
             raise RuntimeError(f"{self.name}: call index(dataset) before retrieve()")
-        try:
-            return self._pools[graph_id]
-        except KeyError:
-            known = ", ".join(sorted(self._pools)[:10])
-            raise ValueError(f"{self.name}: graph {graph_id!r} was not indexed (indexed: {known})") from None
+        pool = self._pools.get(graph_id)
+        if pool is None:
+            if graph_id not in self._graphs:
+                known = ", ".join(sorted(self._graphs)[:10])
+                raise ValueError(f"{self.name}: graph {graph_id!r} was not indexed (indexed: {known})")
+            pool = self._pools[graph_id] = self._build({graph_id: self._graphs[graph_id]})[graph_id]
+        return pool
 
     def _mask(self, pool: _Pool, query: Query) -> np.ndarray:
         """Documents the query may see: eligible, and created at or before its time."""

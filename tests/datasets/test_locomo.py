@@ -334,3 +334,40 @@ def test_no_usable_sample_is_an_error_naming_the_files(tmp_path):
         f"locomo: no usable conversation in {path.parent} (1 file); "
         f"{path}: sample[0] mini-1 conversation None: conversation is null, not an object of sessions"
     )
+
+
+def _two_sessions() -> dict:
+    """``_mini`` with a second session, its observation and summary, and a question citing it."""
+    sample = _mini()
+    sample["conversation"]["session_2_date_time"] = "2:00 pm on 9 May, 2023"
+    sample["conversation"]["session_2"] = [
+        {"speaker": "Bo", "dia_id": "D2:1", "text": "I moved to Oslo."},
+        {"speaker": "Ann", "dia_id": "D2:2", "text": "Cold."},
+    ]
+    sample["observation"] = {
+        "session_1_observation": {"Ann": [["Ann met Jane Doe.", "D1:1"]]},
+        "session_2_observation": {"Bo": [["Bo moved to Oslo.", "D2:1"]]},
+    }
+    sample["session_summary"] = {"session_1_summary": "Ann met Jane.", "session_2_summary": "Bo moved."}
+    sample["qa"] += [
+        {"question": "Where did Bo move?", "answer": "Oslo", "evidence": ["D2:1"], "category": 4},
+        {"question": "Who paints, and where did Bo move?", "answer": "Jane; Oslo",
+         "evidence": ["D1:3", "D2:1"], "category": 1},
+    ]  # fmt: skip
+    return sample
+
+
+def test_max_sessions_keeps_the_first_sessions_and_the_questions_they_answer(tmp_path):
+    root = _write(tmp_path, [_two_sessions()]).parent.parent
+    full = load_locomo(root)
+    cut = load_dataset("locomo", root=root, options={"max_sessions": 1})
+    assert full.graphs["mini-1"].num_memories == 5 and cut.graphs["mini-1"].num_memories == 3
+    assert [q.id for q in full.queries] == ["mini-1:q0", "mini-1:q1", "mini-1:q2"]
+    assert [q.id for q in cut.queries] == ["mini-1:q0"]  # q1 and q2 cite session 2
+    facts = set(cut.graphs["mini-1"].attributes["content"])
+    assert facts == {"Ann met Jane Doe.", "Ann met Jane."}  # session 2's observation and summary are gone
+    assert cut.meta["max_sessions"] == 1 and "max_sessions" not in full.meta
+    assert load_locomo(root, max_sessions=2).graphs["mini-1"].num_memories == 5
+    with pytest.raises(ValueError) as err:
+        load_locomo(root, max_sessions=0)
+    assert str(err.value) == "locomo: max_sessions=0 must be a positive integer (or null for every session)"

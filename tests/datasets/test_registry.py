@@ -5,7 +5,14 @@ import re
 import pytest
 
 from signet_rl.datasets.__main__ import main
-from signet_rl.datasets.registry import DatasetSpec, load_dataset, parse_spec
+from signet_rl.datasets.registry import (
+    REPORT_SYNTHETIC_VERSION,
+    DatasetSpec,
+    configured_learning_split,
+    load_dataset,
+    load_test_data,
+    parse_spec,
+)
 
 
 @pytest.mark.parametrize(("spec", "expected"), [
@@ -95,8 +102,8 @@ def test_describe_a_signet_store(tmp_path, capsys):
         ),
         (
             "locomo", {"drift": True, "n_queries": 5},
-            "dataset 'locomo' takes the options ['extract', 'extract_encoder', 'observations'], not "
-            "['drift', 'n_queries']; those come from another "
+            "dataset 'locomo' takes the options ['extract', 'extract_encoder', 'max_sessions', 'observations'], "
+            "not ['drift', 'n_queries']; those come from another "
             "dataset's config: on the command line pass the dataset's own config with its spec, "
             "dataset=locomo dataset.spec=locomo",
         ),
@@ -116,3 +123,44 @@ def test_describe_cli_asks_for_v2_by_option_and_prints_the_version(capsys):
     assert "error: unknown synthetic generator version 7; expected one of [1, 2]" in capsys.readouterr().err
     assert main(["describe", "synthetic:tiny", "--option", "version"]) == 2
     assert "error: --option 'version' is not KEY=VALUE (e.g. --option version=2)" in capsys.readouterr().err
+
+
+def test_the_learning_split_comes_from_the_dataset_config(tmp_path):
+    assert configured_learning_split("locomo") == {"k": 5, "fold": 0, "seed": 0, "group": "graph"}
+    assert configured_learning_split("musique") == {"k": 5, "fold": 0, "seed": 0, "group": None}
+    assert configured_learning_split("synthetic") is None  # its queries carry their own splits
+    assert configured_learning_split("nowhere") is None
+    (tmp_path / "odd.yaml").write_text("learning_split: [5, 0]\n")
+    with pytest.raises(ValueError) as err:
+        configured_learning_split("odd", tmp_path)
+    assert str(err.value) == (
+        f"{tmp_path / 'odd.yaml'}: learning_split must be a mapping with an integer k (and fold, seed, group)"
+    )
+
+
+def test_reports_load_synthetic_v2_by_default_and_v1_on_request():
+    assert REPORT_SYNTHETIC_VERSION == 2
+    v2, v1 = load_test_data("synthetic:tiny:0"), load_test_data("synthetic:tiny:0", synthetic_version=1)
+    assert v2.meta["generator_version"] == 2 and "generator_version" not in v1.meta  # v1 predates the key
+    # v1 stays loadable under its config hash: the same dataset a plain load builds
+    assert v1.meta["config_hash"] == load_dataset("synthetic:tiny:0").meta["config_hash"]
+    assert v2.meta["config_hash"] != v1.meta["config_hash"]
+    assert [q.split for q in v2.queries] == [
+        q.split for q in load_dataset("synthetic:tiny:0", options={"version": 2}).queries
+    ]
+
+
+@pytest.mark.data
+def test_reports_score_the_test_fold_never_best_flats_validation_fold(require_data):
+    """LoCoMo and MuSiQue ship every question as test: the reports cut them into the learning split, so the
+    test split is the test fold, disjoint from the validation fold best_flat was chosen on."""
+    from signet_rl.retrieval.flat import best_flat_choice
+
+    require_data("hipporag")
+    ds = load_test_data("musique")
+    test = {q.id for q in ds.split("test")}
+    validation = {q.id for q in ds.split("validation")}
+    assert len(test) == 20 and len(validation) == 20 and not test & validation
+    assert best_flat_choice("musique")["queries"] == len(validation)
+    assert ds.meta["learning_split"] == configured_learning_split("musique")
+    assert len(load_dataset("musique").split("test")) == 100  # without the cut every question is test

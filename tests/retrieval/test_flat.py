@@ -177,6 +177,26 @@ def test_unknown_graph_and_unindexed_retriever(tiny, signet):
         flat_variant("flat_bm25").retrieve(tiny.queries[0])
 
 
+def test_a_dataset_of_several_graphs_is_indexed_graph_by_graph_at_first_query(tiny, cache_dir):
+    """Only the graphs asked are indexed (LoCoMo's test fold: a few of its conversations), and each graph's
+    indexes, hence its results, are what indexing it alone gives."""
+    queries = [dataclasses.replace(q, graph_id=g) for q, g in zip(tiny.queries[:2], "ab", strict=True)]
+    two = Dataset("pair", {"a": tiny.graph, "b": tiny.graph}, queries, tiny.truth, tiny.report, tiny.meta)
+    lazy = flat_variant("flat_signet", cache_dir=cache_dir, **UNCAPPED)
+    lazy.index(two)
+    assert lazy._pools == {}
+    query = tiny.queries[0]
+    got = lazy.retrieve(dataclasses.replace(query, graph_id="b"))
+    assert set(lazy._pools) == {"b"}
+    alone = flat_variant("flat_signet", cache_dir=cache_dir, **UNCAPPED)
+    alone.index(tiny)  # one graph: indexed at once
+    assert set(alone._pools) == {tiny.queries[0].graph_id}
+    assert [(u.items, u.score) for u in got] == [(u.items, u.score) for u in alone.retrieve(query)]
+    with pytest.raises(ValueError, match=r"graph 'nope' was not indexed \(indexed: a, b\)"):
+        lazy.retrieve(dataclasses.replace(query, graph_id="nope"))
+    assert set(lazy._pools) == {"b"}
+
+
 def test_variants_by_name(tiny, cache_dir):
     for name in FLAT_VARIANTS:
         retriever = flat_variant(name, cache_dir=cache_dir)
