@@ -128,6 +128,13 @@ def _export_gnn(run: RunContents, out: Path, dataset: Any) -> dict[str, Any]:
     if not run.policy_file.exists():
         raise ExportError(f"cannot export {run.path}: missing {run.policy_file} (the saved GNN policy)")
     scorer = GNNPathScorer.load(run.policy_file)
+    unsupported = [f"{k}={scorer.config[k]}" for k in ("base_scores", "aspect_buckets") if scorer.config.get(k)]
+    if unsupported:  # the residual over non-learned scores and the intent x aspect bias have no ONNX form yet
+        raise ExportError(
+            f"cannot export {run.path} yet: its GNN uses {', '.join(unsupported)}, which the ONNX export does not "
+            "carry (train with scorer.base_scores=false scorer.aspect_buckets=0 to get an exportable GNN, or "
+            "export a LinUCB, prior or PPR run)"
+        )
     files = export_gnn_onnx(scorer, out)
     import pandas as pd
 

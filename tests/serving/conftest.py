@@ -27,7 +27,8 @@ def train_run(folder: Path, *overrides: str) -> Path:
 
 @pytest.fixture(scope="session")
 def gnn_run(tmp_path_factory) -> Path:
-    return train_run(tmp_path_factory.mktemp("runs") / "gnn")
+    # the architecture the ONNX export carries (no base-score residual, no aspect bias: see signet_rl.export)
+    return train_run(tmp_path_factory.mktemp("runs") / "gnn", "scorer.base_scores=false", "scorer.aspect_buckets=0")
 
 
 @pytest.fixture(scope="session")
