@@ -30,6 +30,7 @@ TINY = [
     "dataset.spec=synthetic:tiny:0", "scorer=linucb", "task.max_interactions=12", "task.eval_every=6",
     "task.checkpoint_every=3", "task.max_val_queries=5", "task.max_test_queries=8", "baselines=[]",
     "ceiling=false", "bootstrap=10", "progress=false", "mlflow.enabled=false",
+    "dataset.options.version=1",  # the figures below were read on generator v1 (run folders, not the benchmark)
 ]  # fmt: skip
 
 

@@ -122,6 +122,9 @@ _FORMAT = "signet_rl.GNNPathScorer/1"
 ADDED_ARGUMENTS: dict[str, Any] = {
     "base_scores": False, "base_scale": 0.2, "lr_decay_updates": 0, "refresh_edge_stats": False,
     "aspect_buckets": 0,
+    # the hand-made path features a scorer was built with: PATH_FEATURES grows at its end (the hybrid entry
+    # added 13), and a scorer reads only its first ``hand_feature_count`` columns
+    "hand_feature_count": 28,
 }  # fmt: skip
 
 
@@ -518,6 +521,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         lr_decay_updates: int = 200,
         refresh_edge_stats: bool = True,
         aspect_buckets: int = 64,
+        hand_feature_count: int | None = None,
         name_dim: int = 16,
         type_buckets: int = 32,
         edge_type_buckets: int = 64,
@@ -543,6 +547,10 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         check_range("weight_decay", weight_decay, 0, owner=who)
         check_range("max_importance_weight", max_importance_weight, 1, owner=who)
         check_range("base_scale", base_scale, 0, owner=who)
+        if hand_feature_count is None:
+            hand_feature_count = len(PATH_FEATURES)
+        check_integer("hand_feature_count", hand_feature_count, 1, len(PATH_FEATURES), owner=who)
+        self.hand_feature_count = hand_feature_count
         self.config: dict[str, Any] = {
             "hidden": hidden, "layers": layers, "n_heads": n_heads, "uncertainty": uncertainty, "lr": lr,
             "weight_decay": weight_decay, "steps_per_update": steps_per_update,
@@ -550,7 +558,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             "edge_features": edge_features, "communities": communities, "time_features": time_features,
             "hand_features": hand_features, "base_scores": base_scores, "base_scale": base_scale,
             "lr_decay_updates": lr_decay_updates, "refresh_edge_stats": refresh_edge_stats,
-            "aspect_buckets": aspect_buckets,
+            "aspect_buckets": aspect_buckets, "hand_feature_count": hand_feature_count,
             "name_dim": name_dim, "type_buckets": type_buckets,
             "edge_type_buckets": edge_type_buckets, "community_buckets": community_buckets,
             "encoder": encoder, "seed": seed,
@@ -581,7 +589,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
                 text_dim=text_dim, query_dim=query_dim, hidden=hidden, layers=layers, n_heads=n_heads,
                 name_dim=name_dim, type_buckets=type_buckets, edge_type_buckets=edge_type_buckets,
                 community_buckets=community_buckets, edge_features=edge_features, communities=communities,
-                hand_dim=len(PATH_FEATURES) if hand_features else 0,
+                hand_dim=hand_feature_count if hand_features else 0,
                 base_dim=len(BASE_SCORES) if base_scores else 0,
                 base_init=[base_scale * DEFAULT_FUSED_WEIGHTS[k] for k in BASE_SCORES] if base_scores else (),
                 aspect_keys=len(INTENTS) * aspect_buckets,
@@ -736,7 +744,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             owner_q.append(np.full(len(paths), qi))
             if self.hand_features:
                 emb = q[: self.query_featurizer.embedding_dim]
-                hand.append(feat.features(paths, context, emb, intent, batch=b))
+                hand.append(feat.features(paths, context, emb, intent, batch=b)[:, : self.hand_feature_count])
             if self.base is not None:
                 base.append(
                     self.base.features(query, paths, context) if base_rows is None else base_rows[qi]
