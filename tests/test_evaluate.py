@@ -60,7 +60,9 @@ def test_hydra_entry_point_logs_one_mlflow_run_anchored_at_the_project(tmp_path)
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-m", "signet_rl.evaluate", *TINY, "max_queries=8", "mlflow.experiment=test-eval",
+        # generator v1: its 8 test queries include non-queries, so zero_injection_accuracy is logged
+        [sys.executable, "-m", "signet_rl.evaluate", *TINY, "dataset.options.version=1", "max_queries=8",
+         "mlflow.experiment=test-eval",
          "mlflow.tracking_uri=sqlite:///mlflow.db", "hydra.job.chdir=true", "hydra.run.dir=outputs/run"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
@@ -263,7 +265,7 @@ def test_a_signet_spec_without_its_config_says_so(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 1
     assert (
-        f"dataset 'signet:{db}' takes the options ['timeout'], not ['drift']; those come from another "
+        f"dataset 'signet:{db}' takes the options ['extract', 'extract_encoder', 'timeout'], not ['drift', 'version']; those come from another "
         "dataset's config: on the command line pass the dataset's own config with its spec, "
         f"dataset=signet dataset.spec=signet:{db}"
     ) in proc.stderr

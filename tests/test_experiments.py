@@ -226,7 +226,7 @@ def test_the_locomo_figures_beside_dragon_search_dialog_turns_only(tmp_path):
     }  # fmt: skip
     (tmp_path / "locomo").mkdir()
     (tmp_path / "locomo" / "mini.json").write_text(json.dumps([sample]))
-    ds = load_locomo(tmp_path)
+    ds = load_locomo(tmp_path, observations=True)  # the full pool: turns and observations
     kinds = {}
     for name, data in (("full", ds), ("turns", report.turns_only(ds))):
         retriever = report.flat_variant("flat_signet", encoder="hashing", **report.UNCAPPED)

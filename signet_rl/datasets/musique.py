@@ -261,7 +261,10 @@ def load_musique(root: Path, extract: bool = True, extract_encoder: str = "minil
     if extract:
         texts = [MemoryText(id=m["id"], text=m["content"].replace("\n", ". ", 1), content=m["content"])
                  for m in memories]
+        source_of = dict(zip(graph.dependencies["id"].astype(str), dep_memory, strict=True))
         graph = merge_graphs(graph, extract_graph(texts, ExtractConfig(encoder=extract_encoder)))
+        # an OpenIE triple keeps its source passage; an extracted co-mention edge has none of its own
+        graph.meta["dependency_memory"] = [source_of.get(d) for d in graph.dependencies["id"].astype(str)]
         meta = graph.meta
     ds_meta = {k: v for k, v in meta.items() if k != "dependency_memory"}
     ds_meta["counts"] = {"memories": len(memories), "entities": graph.num_entities,

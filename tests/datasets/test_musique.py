@@ -68,7 +68,8 @@ def test_triples_become_pattern_matched_dependencies_with_provenance(require_dat
     assert (openie_entities["name"] == openie_entities["name"].map(normalise_entity)).all()
     # Provenance: the passage each dependency came from mentions both of its entities.
     source = g.meta["dependency_memory"]
-    assert len(source) == len(deps)
+    assert len(source) == len(g.dependencies)  # one entry per dependency, None for extracted co-mentions
+    source = [dict(zip(g.dependencies["id"], source, strict=True))[d] for d in deps["id"]]
     mentioned = set(zip(g.mentions["memory_id"], g.mentions["entity_id"], strict=True))
     for mid, a, b in zip(source, deps["source_entity_id"], deps["target_entity_id"], strict=True):
         assert (mid, a) in mentioned and (mid, b) in mentioned

@@ -91,7 +91,7 @@ def test_locomo_summaries_never_count_toward_turn_recall(require_data):
     require_data("locomo")
     from signet_rl.datasets.registry import load_dataset
 
-    ds = load_dataset("locomo")
+    ds = load_dataset("locomo", options={"observations": True})  # the summaries are an option now
     q = ds.queries[0]
     g = ds.graphs[q.graph_id]
     aspect = g.attributes["aspect_id"].map(g.aspects.set_index("id")["name"])
