@@ -69,7 +69,8 @@ def test_triples_become_pattern_matched_dependencies_with_provenance(require_dat
     # Provenance: the passage each dependency came from mentions both of its entities.
     source = g.meta["dependency_memory"]
     assert len(source) == len(g.dependencies)  # one entry per dependency, None for extracted co-mentions
-    source = [dict(zip(g.dependencies["id"], source, strict=True))[d] for d in deps["id"]]
+    source_of = dict(zip(g.dependencies["id"], source, strict=True))
+    source = [source_of[d] for d in deps["id"]]
     mentioned = set(zip(g.mentions["memory_id"], g.mentions["entity_id"], strict=True))
     for mid, a, b in zip(source, deps["source_entity_id"], deps["target_entity_id"], strict=True):
         assert (mid, a) in mentioned and (mid, b) in mentioned
