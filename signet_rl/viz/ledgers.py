@@ -36,7 +36,7 @@ __all__ = [
 
 _SECTION = re.compile(r"<!-- ([\w-]+):start -->(.*?)<!-- \1:end -->", re.S)
 _CI = re.compile(r"^(-?[\d.]+|nan|-) \[(-?[\d.]+|nan), (-?[\d.]+|nan)\]$")
-_PM = re.compile(r"^(-?[\d.]+) ± ([\d.]+)$")
+_PM = re.compile(r"^(-?[\d.]+)(?: ± ([\d.]+))?$")  # one seed: a plain number (sd 0)
 _BUDGET = re.compile(r"^#### Budget (\d+) characters")
 _BOOT_HEAD = re.compile(r"^(\S+) \[(\w+)\] (\d+) queries, 95% bootstrap CI")
 _LEARN_HEAD = re.compile(r"^#### (.+?), ([\d,]+) characters: (\w+) queries")
@@ -160,7 +160,7 @@ def learning_rows(body: str, source: str = "learning") -> pd.DataFrame:
                 pm = _PM.match(cell)
                 if pm is None:
                     continue
-                mean, sd = float(pm.group(1)), float(pm.group(2))
+                mean, sd = float(pm.group(1)), float(pm.group(2) or 0.0)
                 records.append({
                     "source": source, "dataset": dataset, "split": split, "budget": budget,
                     "retriever": cells[0], "metric": metric, "mean": mean, "low": mean - sd,
