@@ -260,7 +260,10 @@ def test_every_readme_command_and_snippet_runs_in_a_fresh_copy(tmp_path):
             repo = copy_repository(tmp_path / f"repo-{i}")
             shutil.copy2(store, repo / "mlflow.db")
             paths = path_literals(step.text) if step.kind == "python" else path_args(words)
-            carry(paths, copies, repo)
+            # a Hydra override naming a path an earlier command wrote (policy=data/policies/gnn) is carried too
+            values = [w.split("=", 1)[1] for w in words if step.kind != "python" and "=" in w
+                      and re.fullmatch(r"[\w.-]+(/[\w.-]+)+/?", w.split("=", 1)[1])]  # fmt: skip
+            carry(paths + values, copies, repo)
             if step.kind == "python":
                 rc, out = runner.run(repo, "code", step.text, [])
             else:

@@ -149,7 +149,9 @@ def test_a_store_other_than_the_training_graph_is_logged_not_refused(
         "other than its training graphs; edges it never saw start neutral"
     )
     caplog.clear()
-    tiny = write_graph(next(iter(load_dataset("synthetic:tiny:0").graphs.values())), tmp_path / "tiny.db")
+    # the policy's own training graph: synthetic:tiny:0 as training built it (generator v2, the default)
+    tiny_ds = load_dataset("synthetic:tiny:0", options={"version": 2})
+    tiny = write_graph(next(iter(tiny_ds.graphs.values())), tmp_path / "tiny.db")
     with caplog.at_level("WARNING", logger="signet_rl.serving.policy"):
         side = Sidecar(tiny, gnn_artifact)
     assert caplog.records == []
