@@ -385,6 +385,26 @@ def _trigram_matrix(keys: Sequence[str]) -> Any:
     return sparse.diags(1.0 / norms) @ m
 
 
+def _pair_index(a: Sequence[str], b: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The sorted unique :func:`normalise_name` keys of ``a`` and ``b``, and each pair's two rows in it."""
+    ka, kb = [normalise_name(x) for x in a], [normalise_name(x) for x in b]
+    uniq = sorted(set(ka) | set(kb))
+    pos = {k: i for i, k in enumerate(uniq)}
+    return uniq, np.array([pos[k] for k in ka], dtype=np.int64), np.array([pos[k] for k in kb], dtype=np.int64)
+
+
+def string_score(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+    """The character 3-gram cosine of name pairs ``(a[i], b[i])`` on :func:`normalise_name` keys (the
+    string half of :func:`alias_score`). ``float64 [n]``."""
+    if len(a) != len(b):
+        raise ValueError(f"string_score: {len(a)} names against {len(b)}")
+    if not len(a):
+        return np.zeros(0)
+    uniq, ia, ib = _pair_index(a, b)
+    tri = _trigram_matrix(uniq)
+    return np.asarray(tri[ia].multiply(tri[ib]).sum(axis=1)).ravel()
+
+
 def alias_score(a: Sequence[str], b: Sequence[str], encoder: Encoder) -> np.ndarray:
     """Alias scores of name pairs ``(a[i], b[i])``: the mean of their character 3-gram cosine and their
     encoder cosine, both on :func:`normalise_name` keys. ``float64 [n]`` in [0, 1] (negative cosines count
@@ -393,12 +413,7 @@ def alias_score(a: Sequence[str], b: Sequence[str], encoder: Encoder) -> np.ndar
         raise ValueError(f"alias_score: {len(a)} names against {len(b)}")
     if not len(a):
         return np.zeros(0)
-    ka, kb = [normalise_name(x) for x in a], [normalise_name(x) for x in b]
-    uniq = sorted(set(ka) | set(kb))
-    pos = {k: i for i, k in enumerate(uniq)}
-    ia, ib = np.array([pos[k] for k in ka]), np.array([pos[k] for k in kb])
-    tri = _trigram_matrix(uniq)
-    string = np.asarray(tri[ia].multiply(tri[ib]).sum(axis=1)).ravel()
+    string, (uniq, ia, ib) = string_score(a, b), _pair_index(a, b)
     emb = np.asarray(encoder.encode(uniq), dtype=np.float64)
     vec = np.einsum("ij,ij->i", emb[ia], emb[ib])
     return np.clip(0.5 * (np.clip(string, 0, 1) + np.clip(vec, 0, 1)), 0.0, 1.0)
@@ -822,6 +837,12 @@ class _Extractor:
                         pairs.add((members[x], members[y]))
         person = [self._is_person(kinds[k]) for k in named]
         cand = sorted((i, j) for i, j in pairs if person[i] == person[j])
+        # The alias score is the mean of the string and the (clipped) encoder cosine, so a pair whose string
+        # cosine is below 2 * threshold - 1 can never merge: dropping it first saves encoding its names.
+        if cand:
+            string = string_score([named[i] for i, _ in cand], [named[j] for _, j in cand])
+            floor = 2.0 * self.threshold - 1.0 - 1e-9
+            cand = [pair for pair, s in zip(cand, string, strict=True) if s >= floor]
         if not cand:
             return []
         scores = alias_score([named[i] for i, _ in cand], [named[j] for _, j in cand], self.encoder)

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import numpy as np
 import pytest
 
 from signet_rl.datasets.extract import (
@@ -304,6 +305,30 @@ def test_merge_threshold_is_the_one_the_script_chooses():
     assert script.choose(table) == MERGE_THRESHOLDS["hashing-384"] == 0.6
     row = table.set_index("threshold").loc[0.6]
     assert (round(row["precision"], 3), round(row["recall"], 3)) == (0.683, 0.848)
+
+
+def test_the_string_prefilter_drops_only_pairs_that_cannot_merge():
+    """``_merge_aliases`` skips pairs whose 3-gram cosine is under 2 * threshold - 1 before encoding: on the
+    committed sample every skipped pair scores under the threshold, and the string half is alias_score's."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    try:
+        import choose_merge_threshold as script
+    finally:
+        sys.path.pop(0)
+    from signet_rl.datasets.extract import alias_score, string_score
+    from signet_rl.text.encoders import HashingEncoder
+
+    sample = script.read_sample()
+    a, b = sample["a"].tolist(), sample["b"].tolist()
+    string, full = string_score(a, b), alias_score(a, b, HashingEncoder())
+    threshold = MERGE_THRESHOLDS["hashing-384"]
+    skipped = string < 2 * threshold - 1
+    assert 0 < skipped.sum() < len(a)  # the filter bites on real pairs, and not on all of them
+    assert (full[skipped] < threshold).all()
+    encoder_half = 2 * full - np.clip(string, 0, 1)
+    assert ((encoder_half > -1e-9) & (encoder_half < 1 + 1e-9)).all()
+    with pytest.raises(ValueError, match=re.escape("string_score: 2 names against 1")):
+        string_score(["a", "b"], ["a"])
 
 
 def test_minilm_absent_falls_back_to_hashing_and_describe_names_it(nlp, monkeypatch):
