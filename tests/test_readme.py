@@ -10,7 +10,8 @@ not ignored) and every path it names must exist. A few are only checked, not run
 (``pip install``), the MLflow UI (a server for a browser), commands needing an optional extra
 (``encoder=minilm`` needs ``.[embed]``; the joblib and Ray launchers and ``ray=true``, where ``.[sweep]`` or
 ``.[distributed]`` is not installed) and ``export`` lines with a placeholder path (the test sets the data
-root itself); ``python -m pytest`` is collected, not run (this test is part of it). Commands naming a real
+root itself); ``python -m pytest`` is collected, not run (this test is part of it). The lines that start a local Ray
+cluster run in their own slow test (:func:`on_ray`). Commands naming a real
 dataset are skipped when the data root lacks it, unless ``SIGNET_RL_REQUIRE_DATA=1``.
 """
 
@@ -29,6 +30,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from mlflow.tracking import MlflowClient
 from repo_copy import copy_repository, tracked_changes
 
@@ -225,7 +227,27 @@ def test_readme_parsing_finds_commands_snippets_and_continuations():
     assert check_only(ray) == (None if _installed("ray") else "needs the .[distributed] extra")
 
 
+def on_ray(words: list[str]) -> bool:
+    """Whether a shell command starts a local Ray cluster (``hydra/launcher=local_ray``, ``ray=true``): each
+    costs tens of seconds of cluster start on two cores, so the default run leaves these lines to
+    :func:`test_readme_ray_commands_run_in_a_fresh_copy` (slow) and keeps Ray itself covered by
+    ``tests/test_launchers.py`` and ``tests/test_evaluate_ray.py``."""
+    return "hydra/launcher=local_ray" in words or "ray=true" in words
+
+
 def test_every_readme_command_and_snippet_runs_in_a_fresh_copy(tmp_path):
+    run_readme(tmp_path, ray=False)
+
+
+@pytest.mark.slow
+def test_readme_ray_commands_run_in_a_fresh_copy(tmp_path):
+    pytest.importorskip("ray", reason="the Ray lines need the .[distributed] extra")
+    assert run_readme(tmp_path, ray=True) >= 2
+
+
+def run_readme(tmp_path: Path, ray: bool) -> int:
+    """Run the README's steps in order, each in a fresh copy: with ``ray`` only the Ray lines (the others
+    are not run), without it every line but those. Returns how many steps ran."""
     env = {**os.environ, "SIGNET_RL_SMOKE": "1", "PYTHONUNBUFFERED": "1", "SIGNET_RL_DATA": str(data_root())}
     require = os.environ.get(REQUIRE_DATA_ENV) == "1"
     steps = readme_steps(README.read_text())
@@ -245,6 +267,10 @@ def test_every_readme_command_and_snippet_runs_in_a_fresh_copy(tmp_path):
             t = time.perf_counter()
             words = shlex.split(step.text) if step.kind == "shell" else []
             why = check_only(words) if words else None
+            if why is None and ray != (bool(words) and on_ray(words)):
+                if not ray:
+                    report.append(f"left to the slow Ray test: {step}")
+                continue
             if why is not None:
                 syntax = subprocess.run(["bash", "-n", "-c", step.text], capture_output=True, text=True)
                 if syntax.returncode != 0:
@@ -282,6 +308,7 @@ def test_every_readme_command_and_snippet_runs_in_a_fresh_copy(tmp_path):
         runner.close()
     print("\n".join(report))
     assert not failures, "\n\n".join(failures)
+    return sum(line.startswith("ran in") for line in report)
 
 
 # -- Layout ------------------------------------------------------------------------------------------------
