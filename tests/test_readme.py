@@ -4,7 +4,8 @@ repository, in README order; and the Layout section matches the tree.
 Each command runs with ``SIGNET_RL_SMOKE=1`` (``signet_rl/smoke.py``: the same code path, shrunk to
 seconds) in its own fresh copy, into which only the paths it names that an earlier command made are carried
 (the quickstart's policy for the policy snippet, a KG run's folder for ``signet_rl.kg.evaluate``): nothing
-else an earlier command left behind (a cache folder, say) can hide a failure in a fresh clone. After each
+else an earlier command left behind can hide a failure in a fresh clone (the content-keyed embedding and
+extraction caches are the checkout's, shared: a hit is what a miss would build). After each
 one, ``git status --porcelain`` in its copy must be clean (no tracked file changed, no untracked file that is
 not ignored) and every path it names must exist. A few are only checked, not run: installs
 (``pip install``), the MLflow UI (a server for a browser), commands needing an optional extra
@@ -35,6 +36,7 @@ from mlflow.tracking import MlflowClient
 from repo_copy import copy_repository, tracked_changes
 
 from signet_rl.core.paths import REQUIRE_DATA_ENV, data_root
+from signet_rl.text.encoders import CACHE_ENV, default_cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -249,6 +251,10 @@ def run_readme(tmp_path: Path, ray: bool) -> int:
     """Run the README's steps in order, each in a fresh copy: with ``ray`` only the Ray lines (the others
     are not run), without it every line but those. Returns how many steps ran."""
     env = {**os.environ, "SIGNET_RL_SMOKE": "1", "PYTHONUNBUFFERED": "1", "SIGNET_RL_DATA": str(data_root())}
+    # The embedding and extraction caches are content-keyed (a hit is the graph a miss would build), so the
+    # copies share the checkout's instead of re-extracting LoCoMo in each one; extraction itself is tested
+    # cold in tests/datasets.
+    env.setdefault(CACHE_ENV, str(default_cache_dir().parent))
     require = os.environ.get(REQUIRE_DATA_ENV) == "1"
     steps = readme_steps(README.read_text())
     assert len(steps) >= 20, [str(s) for s in steps]
