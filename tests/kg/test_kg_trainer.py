@@ -337,12 +337,27 @@ def test_a_probe_run_never_ranks_the_test_split(tiny_root, tmp_path, monkeypatch
     monkeypatch.setattr(trainer, "evaluate_policy", spy(trainer.evaluate_policy))
     monkeypatch.setattr(trainer, "evaluate_scores", spy(trainer.evaluate_scores))
     monkeypatch.setattr(kge, "evaluate_scores", spy(kge.evaluate_scores))
+    # and the one function every rank comes from, wherever it is called from (batch: its second argument)
+    import signet_rl.kg.ranking as ranking
+
+    filtered: list[str] = []
+
+    def ranks_spy(fn):
+        def wrapped(scores, batch):
+            filtered.extend(batch.ids)
+            return fn(scores, batch)
+        return wrapped
+
+    monkeypatch.setattr(ranking, "filtered_ranks", ranks_spy(ranking.filtered_ranks))
+    monkeypatch.setattr(trainer, "filtered_ranks", ranks_spy(trainer.filtered_ranks))
     extra = ["task.max_batches=6", "task.anchors=[distmult]", "+task.anchor.epochs=3", "+task.anchor.dim=4",
              "task.eval_every=3"]
     results = run_kg(tiny_cfg(tiny_root, tmp_path / "probe", *extra, "task.rank_test=false"))
     assert results["test"] == {} and results["validation"]["kg_walk/n"] == 1
     assert "anchor_distmult/mrr" in results["validation"]
     assert ranked and {i.split(":")[0] for i in ranked} == {"validation"}
+    assert filtered and {i.split(":")[0] for i in filtered} == {"validation"}
     ranked.clear()
+    filtered.clear()
     full = run_kg(tiny_cfg(tiny_root, tmp_path / "full", *extra))  # the counter does see test rankings
-    assert full["test"]["kg_walk/n"] == 1 and "test:0" in ranked
+    assert full["test"]["kg_walk/n"] == 1 and "test:0" in ranked and "test:0" in filtered
