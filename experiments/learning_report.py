@@ -309,6 +309,12 @@ def main(argv: list[str] | None = None) -> str:
         default=None,
         help="run only these seeds' runs (a recipe of one seed runs at seed 0); default: all",
     )
+    ap.add_argument(
+        "--runs",
+        nargs="*",
+        default=None,
+        help="run only these runs, by name (e.g. medium-linucb-s1 tune-prior-half_life_days-30), in this order",
+    )
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--output", default=str(ROOT / "docs" / "results.md"))
     ap.add_argument("--replace", action="store_true", help="replace a committed section of another protocol")
@@ -321,6 +327,12 @@ def main(argv: list[str] | None = None) -> str:
         chosen = [(n, g, o) for n, (g, o) in runs().items() if not args.groups or g in args.groups]
         if args.seeds is not None:
             chosen = [(n, g, o) for n, g, o in chosen if int(o[-1].split("=", 1)[1]) in args.seeds]
+        if args.runs is not None:
+            unknown = sorted(set(args.runs) - set(runs()))
+            if unknown:
+                ap.error(f"unknown runs {unknown}; the runs are: {', '.join(sorted(runs()))}")
+            order = {name: i for i, name in enumerate(args.runs)}
+            chosen = sorted([c for c in chosen if c[0] in order], key=lambda c: order[c[0]])
         if smoke.enabled():  # SIGNET_RL_SMOKE=1: the first run only, tiny, under runs/scratch/
             chosen = chosen[:1]
         for name, _group, overrides in chosen:

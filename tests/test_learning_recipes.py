@@ -164,3 +164,10 @@ def test_every_run_in_the_results_learning_section_has_a_recipe():
     for prefix in ("medium", "tight", "locomo", "musique"):
         for scorer in ("gnn", "linucb"):
             assert len(report.RECIPES[f"{prefix}-{scorer}"][1]) == 3
+
+
+def test_an_unknown_run_name_is_refused_naming_it(capsys):
+    with pytest.raises(SystemExit):
+        report.main(["--runs", "medium-linucb-s1", "medium-linucb-s9"])
+    err = capsys.readouterr().err
+    assert "unknown runs ['medium-linucb-s9']; the runs are: " in err and "medium-linucb-s1," in err
