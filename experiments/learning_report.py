@@ -77,18 +77,55 @@ def runs() -> dict[str, tuple[str, list[str]]]:
     return out
 
 
-def run_one(name: str, overrides: Sequence[str]) -> dict[str, Any]:
+#: Runs that are the same job as another: the tuning run at LinUCB's default alpha is ``tight-linucb-s0``
+#: (same recipe settings, seed and budget). Once that one has finished, the copy is its folder, copied, so
+#: the job runs once; :func:`run_one` checks that both compose to the same config first.
+SAME_JOB: dict[str, str] = {"tune-linucb-alpha-1.0": "tight-linucb-s0"}
+
+
+def _compose(overrides: Sequence[str], folder: Path | str) -> Any:
     from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
+        return compose(
+            "train", overrides=[*overrides, f"run_dir={folder}", "progress=false", "bootstrap=200"]
+        )
+
+
+def same_job(name: str) -> str | None:
+    """The finished run ``name`` is the same job as (:data:`SAME_JOB`), if both compose to the same config
+    (their run folders aside); ``None`` otherwise."""
+    from omegaconf import OmegaConf
+
+    source = SAME_JOB.get(name)
+    if source is None:
+        return None
+    every = runs()
+    configs = [OmegaConf.to_container(_compose(every[n][1], "x"), resolve=True) for n in (name, source)]
+    return source if configs[0] == configs[1] else None
+
+
+def run_one(name: str, overrides: Sequence[str]) -> dict[str, Any]:
+    import shutil
 
     from signet_rl.train import train
 
     # SIGNET_RL_SMOKE=1 shrinks the run (signet_rl.smoke, inside train) and keeps it out of runs/report/
-    folder = ROOT / (SCRATCH / "report" if smoke.enabled() else Path("runs") / "report") / name
+    base = ROOT / (SCRATCH / "report" if smoke.enabled() else Path("runs") / "report")
+    folder = base / name
     done = folder / "artifacts" / "final_metrics.json"
     if done.exists():
         return json.loads(done.read_text())
-    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose("train", overrides=[*overrides, f"run_dir={folder}", "progress=false", "bootstrap=200"])
+    source = same_job(name)
+    if (
+        source is not None
+        and (base / source / "artifacts" / "final_metrics.json").exists()
+        and not folder.exists()
+    ):
+        shutil.copytree(base / source, folder)
+        print(f"[{name}] the same job as {source}: its finished folder copied", flush=True)
+        return json.loads(done.read_text())
+    cfg = _compose(overrides, folder)
     t = time.perf_counter()
     train(cfg)
     print(f"[{name}] finished in {time.perf_counter() - t:.0f} s", flush=True)
@@ -313,7 +350,7 @@ def main(argv: list[str] | None = None) -> str:
         "--runs",
         nargs="*",
         default=None,
-        help="run only these runs, by name (e.g. medium-linucb-s1 tune-prior-half_life_days-30), in this order",
+        help="run only these runs, by name (e.g. medium-linucb-s1 tune-prior-half_life_days-30), in order",
     )
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--output", default=str(ROOT / "docs" / "results.md"))

@@ -171,3 +171,12 @@ def test_an_unknown_run_name_is_refused_naming_it(capsys):
         report.main(["--runs", "medium-linucb-s1", "medium-linucb-s9"])
     err = capsys.readouterr().err
     assert "unknown runs ['medium-linucb-s9']; the runs are: " in err and "medium-linucb-s1," in err
+
+
+def test_a_run_copied_as_the_same_job_composes_to_the_same_config(monkeypatch, tmp_path):
+    monkeypatch.setenv("SIGNET_RL_DATA", str(tmp_path))
+    assert report.SAME_JOB == {"tune-linucb-alpha-1.0": "tight-linucb-s0"}
+    assert report.same_job("tune-linucb-alpha-1.0") == "tight-linucb-s0"
+    assert report.same_job("tune-linucb-alpha-4.0") is None  # not declared the same job
+    monkeypatch.setitem(report.SAME_JOB, "tune-linucb-alpha-4.0", "tight-linucb-s0")
+    assert report.same_job("tune-linucb-alpha-4.0") is None  # declared, but alpha differs: run on its own
