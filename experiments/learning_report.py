@@ -53,6 +53,7 @@ RECIPES: dict[str, tuple[str, tuple[int, ...]]] = {
     "tight-linucb": ("tight", SEEDS),
     **{f"tune-{scorer}-{knob}-{v}": ("tuning", (0,)) for scorer, knob, values in TUNING for v in values},
     "drift-gnn": ("drift", (0,)),
+    "drift-linucb": ("drift", (0,)),
     "locomo-gnn": ("locomo", SEEDS),
     "locomo-linucb": ("locomo", SEEDS),
     "musique-gnn": ("musique", SEEDS),

@@ -77,6 +77,7 @@ def _reported_overrides() -> dict[str, list[str]]:
                 *medium, "seed=0", "task.budget_chars=400", f"scorer={scorer}", f"++scorer.{knob}={value}"
             ]  # fmt: skip
     out["drift-gnn"] = [*medium, "scorer=gnn", "seed=0", "dataset.options.drift=true"]
+    out["drift-linucb"] = [*medium, "scorer=linucb", "seed=0", "dataset.options.drift=true"]
     for scorer in ("gnn", "linucb"):
         for seed in seeds:
             out[f"locomo-{scorer}-s{seed}"] = [
