@@ -165,7 +165,8 @@ def per_retriever(name: str) -> dict[str, dict[str, float]]:
 #: The order of a comparison's rows: the flat retrievers, the non-learned scorers, the learned ones, the
 #: ceiling, and last ``flat_signet`` under Signet's own caps (no shared budget: unpaired with the rows above).
 ROW_ORDER = ("best_flat", "flat_signet_uncapped", "desire_prior", "desire_ppr", "desire_random",
-             "trained gnn", "trained linucb", "candidate_ceiling", "flat_signet")  # fmt: skip
+             "desire_fused", "trained gnn", "trained linucb", "trained signet_predictor", "candidate_ceiling",
+             "flat_signet")  # fmt: skip
 UNPAIRED = {"flat_signet": "flat_signet (own caps, no shared budget: unpaired)"}
 
 
