@@ -53,6 +53,7 @@ RECIPES: dict[str, tuple[str, tuple[int, ...]]] = {
     "tight-linucb": ("tight", SEEDS),
     **{f"tune-{scorer}-{knob}-{v}": ("tuning", (0,)) for scorer, knob, values in TUNING for v in values},
     "drift-gnn": ("drift", (0,)),
+    "drift-linucb": ("drift", (0,)),
     "locomo-gnn": ("locomo", SEEDS),
     "locomo-linucb": ("locomo", SEEDS),
     "musique-gnn": ("musique", SEEDS),
@@ -77,18 +78,55 @@ def runs() -> dict[str, tuple[str, list[str]]]:
     return out
 
 
-def run_one(name: str, overrides: Sequence[str]) -> dict[str, Any]:
+#: Runs that are the same job as another: the tuning run at LinUCB's default alpha is ``tight-linucb-s0``
+#: (same recipe settings, seed and budget). Once that one has finished, the copy is its folder, copied, so
+#: the job runs once; :func:`run_one` checks that both compose to the same config first.
+SAME_JOB: dict[str, str] = {"tune-linucb-alpha-1.0": "tight-linucb-s0"}
+
+
+def _compose(overrides: Sequence[str], folder: Path | str) -> Any:
     from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
+        return compose(
+            "train", overrides=[*overrides, f"run_dir={folder}", "progress=false", "bootstrap=200"]
+        )
+
+
+def same_job(name: str) -> str | None:
+    """The finished run ``name`` is the same job as (:data:`SAME_JOB`), if both compose to the same config
+    (their run folders aside); ``None`` otherwise."""
+    from omegaconf import OmegaConf
+
+    source = SAME_JOB.get(name)
+    if source is None:
+        return None
+    every = runs()
+    configs = [OmegaConf.to_container(_compose(every[n][1], "x"), resolve=True) for n in (name, source)]
+    return source if configs[0] == configs[1] else None
+
+
+def run_one(name: str, overrides: Sequence[str]) -> dict[str, Any]:
+    import shutil
 
     from signet_rl.train import train
 
     # SIGNET_RL_SMOKE=1 shrinks the run (signet_rl.smoke, inside train) and keeps it out of runs/report/
-    folder = ROOT / (SCRATCH / "report" if smoke.enabled() else Path("runs") / "report") / name
+    base = ROOT / (SCRATCH / "report" if smoke.enabled() else Path("runs") / "report")
+    folder = base / name
     done = folder / "artifacts" / "final_metrics.json"
     if done.exists():
         return json.loads(done.read_text())
-    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose("train", overrides=[*overrides, f"run_dir={folder}", "progress=false", "bootstrap=200"])
+    source = same_job(name)
+    if (
+        source is not None
+        and (base / source / "artifacts" / "final_metrics.json").exists()
+        and not folder.exists()
+    ):
+        shutil.copytree(base / source, folder)
+        print(f"[{name}] the same job as {source}: its finished folder copied", flush=True)
+        return json.loads(done.read_text())
+    cfg = _compose(overrides, folder)
     t = time.perf_counter()
     train(cfg)
     print(f"[{name}] finished in {time.perf_counter() - t:.0f} s", flush=True)
@@ -127,7 +165,8 @@ def per_retriever(name: str) -> dict[str, dict[str, float]]:
 #: The order of a comparison's rows: the flat retrievers, the non-learned scorers, the learned ones, the
 #: ceiling, and last ``flat_signet`` under Signet's own caps (no shared budget: unpaired with the rows above).
 ROW_ORDER = ("best_flat", "flat_signet_uncapped", "desire_prior", "desire_ppr", "desire_random",
-             "trained gnn", "trained linucb", "candidate_ceiling", "flat_signet")  # fmt: skip
+             "desire_fused", "trained gnn", "trained linucb", "trained signet_predictor", "candidate_ceiling",
+             "flat_signet")  # fmt: skip
 UNPAIRED = {"flat_signet": "flat_signet (own caps, no shared budget: unpaired)"}
 
 
@@ -169,10 +208,51 @@ def to_90(curve: pd.DataFrame, metric: str = "val/ndcg@10") -> float:
     return float(hit["interactions"].iloc[0]) if len(hit) else math.nan
 
 
+#: The rows beside the tuned scorers' test figures: the flat baselines (``best_flat`` frozen on validation,
+#: ``flat_signet`` unpaired) and the knob-free scorers, from a tuning run's test queries (the same in each).
+TUNING_BESIDE = ("best_flat", "flat_signet_uncapped", "desire_ppr", "candidate_ceiling", "flat_signet")
+
+
+def tuning_tables(frame: pd.DataFrame) -> list[str]:
+    """The equal-tuning-budget tables: every setting's *validation* figures, from which each scorer's
+    setting is chosen (highest validation needed-recall; no test figure is shown beside the choice), then
+    the chosen settings' test figures beside ``best_flat``, ``flat_signet`` and the knob-free scorers on the
+    same test queries at the same 400-character budget."""
+    best = frame.loc[frame.groupby("scorer")["val needed_recall"].idxmax()]
+    chosen = best[["scorer", "setting", "test needed_recall", "test ndcg@10"]].rename(
+        columns={"scorer": "retriever"}
+    )
+    chosen["retriever"] = "tuned " + chosen["retriever"]
+    source = next(
+        (f"tune-{s}-{k}-{v}" for s, k, vs in TUNING for v in vs if _finished(f"tune-{s}-{k}-{v}")), None
+    )
+    beside = []
+    figures = per_retriever(source) if source is not None else {}
+    for name in TUNING_BESIDE:
+        if name in figures:
+            setting = "frozen on validation" if name == "best_flat" else "–"
+            beside.append({"retriever": UNPAIRED.get(name, name), "setting": setting,
+                           "test needed_recall": figures[name]["needed_recall"],
+                           "test ndcg@10": figures[name]["ndcg@10"]})  # fmt: skip
+    table = pd.concat([chosen, pd.DataFrame(beside)], ignore_index=True) if beside else chosen
+    return [
+        "#### Equal tuning budget (3 settings each, 400 characters, seed 0; chosen on validation)", "",
+        "Every setting, validation only (the choice: highest validation needed-recall):", "",
+        render_markdown(frame[["scorer", "setting", "val needed_recall", "val ndcg@10"]], 3), "",
+        "The chosen settings on the test queries, beside `best_flat` (frozen on validation, "
+        "`conf/best_flat.yaml`), `flat_signet` and the knob-free scorers on the same queries and budget:", "",
+        render_markdown(table, 3), "",
+    ]  # fmt: skip
+
+
 def report() -> str:
     lines = [
         f"_Written by `python experiments/learning_report.py` on {time.strftime('%Y-%m-%d')} from the "
         "finished runs under `runs/report/` (each a `python -m signet_rl.train` job; mean ± sd over seeds)._",
+        "",
+        "Every comparison shows `best_flat`, the flat retriever frozen per dataset family on validation "
+        "(`conf/best_flat.yaml`; no run chooses again), beside `flat_signet` under Signet's own caps (no "
+        "shared budget, so unpaired with the budgeted rows), on the same test queries.",
         "",
     ]
     for title, prefix in (("synthetic:medium (generator v2), 2,000 characters", "medium"),
@@ -201,12 +281,7 @@ def report() -> str:
                 "test ndcg@10": final.get("test/learned/ndcg@10", math.nan),
             })  # fmt: skip
     if tuned:
-        frame = pd.DataFrame(tuned)
-        best = frame.loc[frame.groupby("scorer")["val needed_recall"].idxmax()]
-        title = "#### Equal tuning budget (3 settings each, 400 characters, seed 0; chosen on validation)"
-        lines += [title, "",
-                  render_markdown(frame, 3), "", "Chosen by validation needed-recall:", "",
-                  render_markdown(best, 3), ""]  # fmt: skip
+        lines += tuning_tables(pd.DataFrame(tuned))
     transfer = ROOT / "runs" / "report" / "transfer" / "figures.json"
     if transfer.exists():
         figures = json.loads(transfer.read_text())
@@ -309,6 +384,12 @@ def main(argv: list[str] | None = None) -> str:
         default=None,
         help="run only these seeds' runs (a recipe of one seed runs at seed 0); default: all",
     )
+    ap.add_argument(
+        "--runs",
+        nargs="*",
+        default=None,
+        help="run only these runs, by name (e.g. medium-linucb-s1 tune-prior-half_life_days-30), in order",
+    )
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--output", default=str(ROOT / "docs" / "results.md"))
     ap.add_argument("--replace", action="store_true", help="replace a committed section of another protocol")
@@ -321,6 +402,12 @@ def main(argv: list[str] | None = None) -> str:
         chosen = [(n, g, o) for n, (g, o) in runs().items() if not args.groups or g in args.groups]
         if args.seeds is not None:
             chosen = [(n, g, o) for n, g, o in chosen if int(o[-1].split("=", 1)[1]) in args.seeds]
+        if args.runs is not None:
+            unknown = sorted(set(args.runs) - set(runs()))
+            if unknown:
+                ap.error(f"unknown runs {unknown}; the runs are: {', '.join(sorted(runs()))}")
+            order = {name: i for i, name in enumerate(args.runs)}
+            chosen = sorted([c for c in chosen if c[0] in order], key=lambda c: order[c[0]])
         if smoke.enabled():  # SIGNET_RL_SMOKE=1: the first run only, tiny, under runs/scratch/
             chosen = chosen[:1]
         for name, _group, overrides in chosen:

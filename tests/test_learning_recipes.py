@@ -77,6 +77,7 @@ def _reported_overrides() -> dict[str, list[str]]:
                 *medium, "seed=0", "task.budget_chars=400", f"scorer={scorer}", f"++scorer.{knob}={value}"
             ]  # fmt: skip
     out["drift-gnn"] = [*medium, "scorer=gnn", "seed=0", "dataset.options.drift=true"]
+    out["drift-linucb"] = [*medium, "scorer=linucb", "seed=0", "dataset.options.drift=true"]
     for scorer in ("gnn", "linucb"):
         for seed in seeds:
             out[f"locomo-{scorer}-s{seed}"] = [
@@ -164,3 +165,52 @@ def test_every_run_in_the_results_learning_section_has_a_recipe():
     for prefix in ("medium", "tight", "locomo", "musique"):
         for scorer in ("gnn", "linucb"):
             assert len(report.RECIPES[f"{prefix}-{scorer}"][1]) == 3
+
+
+def test_an_unknown_run_name_is_refused_naming_it(capsys):
+    with pytest.raises(SystemExit):
+        report.main(["--runs", "medium-linucb-s1", "medium-linucb-s9"])
+    err = capsys.readouterr().err
+    assert "unknown runs ['medium-linucb-s9']; the runs are: " in err and "medium-linucb-s1," in err
+
+
+def test_a_run_copied_as_the_same_job_composes_to_the_same_config(monkeypatch, tmp_path):
+    monkeypatch.setenv("SIGNET_RL_DATA", str(tmp_path))
+    assert report.SAME_JOB == {"tune-linucb-alpha-1.0": "tight-linucb-s0"}
+    assert report.same_job("tune-linucb-alpha-1.0") == "tight-linucb-s0"
+    assert report.same_job("tune-linucb-alpha-4.0") is None  # not declared the same job
+    monkeypatch.setitem(report.SAME_JOB, "tune-linucb-alpha-4.0", "tight-linucb-s0")
+    assert report.same_job("tune-linucb-alpha-4.0") is None  # declared, but alpha differs: run on its own
+
+
+def _fake_run(root: Path, name: str, val: float, test: float, flat: float) -> None:
+    """A finished run's artifacts as train writes them: final metrics, learning curve, per-query rows."""
+    import json
+
+    art = root / "runs" / "report" / name / "artifacts"
+    art.mkdir(parents=True)
+    (art / "final_metrics.json").write_text(
+        json.dumps({"test/learned/needed_recall": test, "test/learned/ndcg@10": test / 2})
+    )
+    (art / "learning_curve.csv").write_text(
+        f"interactions,val/needed_recall,val/ndcg@10\n150,{val - 0.1},0.1\n900,{val},{val / 2}\n"
+    )
+    rows = ["retriever,n_needed,needed_recall,precision,f1,ndcg@10,recall@5,recall@10,zero_injection"]
+    for retriever, recall in (("learned", test), ("best_flat", flat), ("flat_signet", flat / 2)):
+        rows += [f"{retriever},2,{recall},0.1,0.1,{recall / 2},{recall},{recall},0",
+                 f"{retriever},0,0,0,0,0,0,0,1"]  # fmt: skip
+    (art / "per_query.csv").write_text("\n".join(rows) + "\n")
+
+
+def test_tuning_is_chosen_on_validation_and_shown_beside_best_flat_and_flat_signet(monkeypatch, tmp_path):
+    monkeypatch.setattr(report, "ROOT", tmp_path)
+    # alpha=0.25 has the best validation figure and the worst test figure: it is chosen all the same
+    for value, val, test in (("0.25", 0.40, 0.20), ("1.0", 0.30, 0.35), ("4.0", 0.35, 0.30)):
+        _fake_run(tmp_path, f"tune-linucb-alpha-{value}", val, test, flat=0.18)
+    text = "\n".join(report.report().split("#### Equal tuning budget", 1)[1].split("#### Every run")[0:1])
+    every, chosen = text.split("The chosen settings on the test queries", 1)
+    assert "test" not in every.split("Every setting, validation only", 1)[1]  # the choice sees no test figure
+    assert "| linucb | alpha=0.25 | 0.400 | 0.200 |" in every
+    assert "| tuned linucb | alpha=0.25 | 0.200 | 0.100 |" in chosen
+    assert "| best_flat | frozen on validation | 0.180 | 0.090 |" in chosen
+    assert "| flat_signet (own caps, no shared budget: unpaired) | – | 0.090 | 0.045 |" in chosen

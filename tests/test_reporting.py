@@ -125,7 +125,7 @@ def test_report_scripts_never_touch_committed_results_in_short_runs(repo_copy, t
     done = _run(repo, "desire_report", "--dataset", "synthetic:tiny:0", "--n-boot", "20", capsys=capsys)
     assert (
         "desire_report.py: not replacing the committed section 'desire' of docs/results.md (committed: "
-        "dataset synthetic:medium:0 synthetic_version 1 budgets 2000,400 max_queries None n_boot 1000; this "
+        "dataset synthetic:medium:0 synthetic_version 2 budgets 2000,400 max_queries None n_boot 1000; this "
         "run: dataset synthetic:tiny:0 synthetic_version 2 budgets 2000,400 max_queries None n_boot 20); its "
         "results go to "
         "runs/scratch/results.md instead. Pass --replace to replace it."

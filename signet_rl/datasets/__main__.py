@@ -1,7 +1,9 @@
 """``python -m signet_rl.datasets describe NAME [--json]`` — look at any dataset.
 
 NAME is a dataset spec: ``synthetic:<preset>[:seed]``, ``kg:<folder>``, ``locomo``, ``musique`` or
-``signet:<path to .db>``. Real data is read from ``--data-root`` or ``$SIGNET_RL_DATA``.
+``signet:<path to .db>``. Real data is read from ``--data-root`` or ``$SIGNET_RL_DATA``. A synthetic spec is
+built by generator v2, the version every report uses (:data:`REPORT_SYNTHETIC_VERSION`), unless
+``--option version=1`` asks for v1, which stays loadable under its config hash.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import argparse
 import json
 import sys
 
-from signet_rl.datasets.registry import load_dataset
+from signet_rl.datasets.registry import REPORT_SYNTHETIC_VERSION, load_dataset, parse_spec
 from signet_rl.evaluation.describe import describe, format_description
 
 
@@ -36,11 +38,14 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a generator option (repeatable; VALUE is JSON, else a string), e.g. --option version=2",
+        help="a generator option (repeatable; VALUE is JSON, else a string), e.g. --option version=1 "
+        f"(a synthetic spec is built by generator v{REPORT_SYNTHETIC_VERSION} unless told otherwise)",
     )
     args = parser.parse_args(argv)
     try:
         options = dict(_option(o) for o in args.option)
+        if parse_spec(args.name).kind == "synthetic":  # the reports' version, not load_dataset's v1
+            options.setdefault("version", REPORT_SYNTHETIC_VERSION)
         dataset = load_dataset(args.name, root=args.data_root, options=options or None)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -50,11 +50,11 @@ def test_unknown_preset_is_named():
 def test_describe_cli_prints_counts_and_hash(capsys):
     assert main(["describe", "synthetic:tiny", "--no-signals"]) == 0
     out = capsys.readouterr().out
-    ds = load_dataset("synthetic:tiny")
-    assert f"generator synthetic v1, config hash {ds.meta['config_hash']}" in out
+    ds = load_dataset("synthetic:tiny", options={"version": 2})  # describe builds v2, as the reports do
+    assert f"generator synthetic v2, config hash {ds.meta['config_hash']}" in out
     lines = {line.rsplit(None, 1)[0].strip(): line.rsplit(None, 1)[1] for line in out.splitlines()
              if line and not line.startswith(" ") and len(line.split()) >= 2}
-    assert lines["entities"] == "60"
+    assert lines["entities"] == f"{ds.graph.num_entities:,}"
     assert lines["attributes"] == f"{len(ds.graph.attributes):,}"
     assert lines["superseded attributes"] == f"{(ds.graph.attributes['status'] == 'superseded').sum():,}"
     assert lines["queries"] == f"{len(ds.queries):,}"
@@ -65,8 +65,9 @@ def test_describe_cli_json_and_errors(capsys):
 
     assert main(["describe", "synthetic:tiny", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    ds = load_dataset("synthetic:tiny")
-    assert d["entities"] == 60 and d["attributes"] == len(ds.graph.attributes)
+    ds = load_dataset("synthetic:tiny", options={"version": 2})
+    assert d["generator_version"] == 2
+    assert d["entities"] == ds.graph.num_entities and d["attributes"] == len(ds.graph.attributes)
     assert sum(d["queries_by_split"].values()) == len(ds.queries)
     assert set(d["signal_auc"]) >= {"attribute_importance", "recency", "dependency_confidence"}
     assert main(["describe", "synthetic:nope"]) == 2
@@ -114,11 +115,25 @@ def test_options_of_another_datasets_config_are_named_with_the_way_out(spec, opt
         load_dataset(spec, options=options)
 
 
-def test_describe_cli_asks_for_v2_by_option_and_prints_the_version(capsys):
+def test_describe_cli_builds_v2_by_default_v1_on_request_and_prints_the_version(capsys):
     assert main(["describe", "synthetic:tiny", "--no-signals", "--option", "version=2"]) == 0
     out = capsys.readouterr().out
     ds = load_dataset("synthetic:tiny", options={"version": 2})
     assert f"generator synthetic v2, config hash {ds.meta['config_hash']}" in out
+    assert main(["describe", "synthetic:tiny", "--no-signals"]) == 0  # no option: v2, the reports' version
+    assert f"generator synthetic v2, config hash {ds.meta['config_hash']}" in capsys.readouterr().out
+    # v1 stays loadable by option, under the config hash a plain load_dataset gives it
+    assert main(["describe", "synthetic:tiny", "--no-signals", "--option", "version=1"]) == 0
+    out = capsys.readouterr().out
+    v1 = load_dataset("synthetic:tiny")
+    assert v1.meta["config_hash"] != ds.meta["config_hash"]
+    assert f"generator synthetic v1, config hash {v1.meta['config_hash']}" in out
+    lines = {line.rsplit(None, 1)[0].strip(): line.rsplit(None, 1)[1] for line in out.splitlines()
+             if line and not line.startswith(" ") and len(line.split()) >= 2}
+    assert lines["entities"] == "60"
+    # a spec of another kind gets no synthetic version added
+    assert main(["describe", "kg:nowhere-at-all", "--data-root", "/nonexistent-root"]) == 2
+    assert "version" not in capsys.readouterr().err
     assert main(["describe", "synthetic:tiny", "--no-signals", "--option", "version=7"]) == 2
     assert "error: unknown synthetic generator version 7; expected one of [1, 2]" in capsys.readouterr().err
     assert main(["describe", "synthetic:tiny", "--option", "version"]) == 2
