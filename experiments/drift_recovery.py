@@ -1,0 +1,207 @@
+"""Issue 29 §1: how many rated interactions recall takes to come back after a drift, with a regulated
+explorer quota, a fixed quota, and no explorers.
+
+The drift scenario is ``synthetic`` v2 with ``drift=True``: at mid-timeline the needs of some domains turn
+round (:mod:`signet_rl.datasets.synthetic_v2`). Every condition runs the bandit loop (the GNN of
+``conf/scorer/gnn.yaml``, whose intent × aspect bias can learn the needs that drift; the task's defaults)
+over the same training timeline with the same seed; only the explorer quota differs:
+
+- ``none``: ``explorer_per_session=0``;
+- ``fixed``: the seed's 1 slot per session;
+- ``regulated``: 1 slot per session, raised by the staleness regulator
+  (:func:`signet_rl.emergence.staleness.regulated_slots`) up to 30% of the session's slate slots.
+
+**Recall** is prequential: before it learns from an interaction, the policy's greedy slate (top
+``slate_size`` of its own scores over the walk, no exploration) is read against the query's needed items;
+the measure is the mean over a trailing window of ``SMOOTH`` rated interactions. **Pre-drift** is the mean
+over the last ``PRE`` rated interactions before the drift; **recovery** is the number of rated post-drift
+interactions until the trailing mean is back at ``RECOVER`` (90%) of it. The ``frozen`` row is the
+``fixed`` policy frozen at the drift (scorer and edge statistics), answering the same post-drift queries:
+what a policy fixed before the drift loses.
+
+Thresholds (the regulator's ``drop_at``, ``window``) are chosen on the validation seed, the default here;
+figures are reported on a seed given on the command line (docs/results.md names it; this code does not):
+
+    python experiments/drift_recovery.py --tune                  # validation seed: the drop_at grid
+    python experiments/drift_recovery.py --seed S --drop-at X    # figures
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path as FsPath
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from signet_rl.datasets.base import Dataset
+from signet_rl.datasets.synthetic import generate
+from signet_rl.emergence.staleness import regulated_slots
+from signet_rl.learning.trainer import BanditConfig, BanditTrainer
+from signet_rl.pipeline.desire import DesirePathRetriever
+from signet_rl.rating.items import ItemResolver
+from signet_rl.scorers import make_scorer
+
+VALIDATION_SEED = 11
+PRESET = "medium"
+TRAVERSAL = {"max_branching": 4, "max_paths": 50, "max_depth": 2, "min_confidence": 0.5}
+PRE = 100
+SMOOTH = 50
+RECOVER = 0.9
+DROP_GRID = (0.1, 0.2, 0.3)
+
+
+def greedy_recall(ret: DesirePathRetriever, resolver: ItemResolver, dataset: Dataset, query: Any,
+                  paths: list[Any], scores: np.ndarray, k: int) -> float:
+    """Needed-recall of the top ``k`` of ``scores`` (the policy's greedy slate) for ``query``."""
+    needed = set(dataset.truth.get(query.id).needed) if dataset.truth.get(query.id) else set()
+    if not needed:
+        return math.nan
+    builder = ret.builder(query.graph_id)
+    items: set[str] = set()
+    for j in np.argsort(-scores, kind="stable")[:k].tolist():
+        items |= set(resolver.unit_items(query, builder.construct(paths[j], at=query.timestamp)))
+    return len(items & needed) / len(needed)
+
+
+def scorer_from_conf(name: str) -> Any:
+    """The scorer ``conf/scorer/<name>.yaml`` configures (as ``scorer=<name>`` of the train entry)."""
+    from omegaconf import OmegaConf
+
+    conf = FsPath(__file__).resolve().parents[1] / "conf" / "scorer" / f"{name}.yaml"
+    node = OmegaConf.to_container(OmegaConf.load(conf))
+    assert isinstance(node, dict)
+    node.pop("name")
+    return make_scorer(name, **node)
+
+
+def run(dataset: Dataset, seed: int, condition: str, drop_at: float | None, window: int,
+        log: Any, scorer: str = "gnn") -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """One condition's prequential recall per interaction (and, for ``fixed``, the frozen policy's)."""
+    per = {"none": 0, "fixed": 1, "regulated": 1}[condition]
+    cfg = BanditConfig(explorer_per_session=per, explorer_regulation=condition == "regulated",
+                       regulator={"window": window, "drop_at": drop_at}, epochs=1, eval_every=0,
+                       checkpoint_every=0, max_val_queries=None)
+    trainer = BanditTrainer(dataset, scorer_from_conf(scorer), cfg, traversal=TRAVERSAL, seed=seed,
+                            progress=False)
+    if cfg.explorer_regulation:
+        trainer.explorer_regulator = regulated_slots(**(cfg.regulator or {}))
+    after = dataset.truth.labels["queries"].set_index("query_id")["after_drift"]
+    rows = []
+    frozen = None
+    frozen_rows: list[dict[str, Any]] | None = [] if condition == "fixed" else None
+    t0 = time.perf_counter()
+    for query, position in trainer.schedule():
+        if frozen_rows is not None and frozen is None and bool(after[query.id]):
+            frozen = trainer.frozen("frozen")
+        if frozen is not None and frozen_rows is not None:
+            cands = frozen.candidates(query)
+            if cands is not None and cands.walk.paths:
+                paths = list(cands.walk.paths)
+                s = np.asarray(frozen.scorer.score(query, paths, cands.context), dtype=np.float64)
+                frozen_rows.append({"query_id": query.id, "recall": greedy_recall(
+                    frozen, trainer.resolver, dataset, query, paths, s, cfg.slate_size)})
+        n_log = len(trainer.log)
+        inter = trainer.interact(query, position)
+        trainer.step += 1
+        if inter is None:
+            continue
+        trainer.history.append(inter)
+        rec = trainer.log.records[n_log]
+        paths = trainer._ope_feedback[-1].paths
+        n_walk = inter.candidates
+        scores = np.asarray(rec.candidate_scores[:n_walk], dtype=np.float64)
+        rated = any(r is not None for r in rec.ratings)
+        rows.append({"step": trainer.step, "query_id": query.id, "after": bool(after[query.id]),
+                     "rated": rated, "explorers": inter.explorer_shown,
+                     "slots": trainer.quota.per_session,
+                     "recall": greedy_recall(trainer.retriever, trainer.resolver, dataset, query,
+                                             paths[:n_walk], scores, cfg.slate_size)})
+        if trainer.step % 100 == 0:
+            print(f"{condition} seed={seed} step={trainer.step} {time.perf_counter() - t0:.0f}s",
+                  file=log, flush=True)
+    trainer._flush()
+    return pd.DataFrame(rows), (pd.DataFrame(frozen_rows) if frozen_rows is not None else None)
+
+
+def recovery(frame: pd.DataFrame) -> dict[str, float]:
+    """Pre-drift recall, the post-drift low, and rated interactions until recall is back for good.
+
+    ``recovered_after``: the number of rated post-drift interactions after which the trailing mean stays at
+    or above ``RECOVER`` × pre-drift to the end of the timeline (``SMOOTH`` when it never fell below; NaN
+    when it is below at the end)."""
+    f = frame[frame["rated"] & frame["recall"].notna()].reset_index(drop=True)
+    pre = float(f.loc[~f["after"], "recall"].tail(PRE).mean())
+    post = f[f["after"]].reset_index(drop=True)
+    trail = post["recall"].rolling(SMOOTH, min_periods=SMOOTH).mean()
+    below = np.flatnonzero((trail < RECOVER * pre).to_numpy() & trail.notna().to_numpy())
+    if not len(below):
+        back = float(SMOOTH)
+    elif below[-1] == len(trail) - 1:
+        back = math.nan
+    else:
+        back = float(below[-1] + 2)
+    return {"pre_drift": round(pre, 4), "post_drift_mean": round(float(post["recall"].mean()), 4),
+            "post_drift_low": round(float(trail.min()), 4) if trail.notna().any() else math.nan,
+            "recovered_after": back, "post_drift_rated": float(len(post)),
+            "final": round(float(trail.iloc[-1]), 4) if len(trail) else math.nan,
+            "explorers_after": float(frame.loc[frame["after"], "explorers"].sum()),
+            "explorers_before": float(frame.loc[~frame["after"], "explorers"].sum())}
+
+
+def summarize(folder: FsPath) -> dict[str, dict[str, float]]:
+    """:func:`recovery` of every condition's saved frame in ``folder`` (no rerun)."""
+    return {p.stem: recovery(pd.read_parquet(p)) for p in sorted(folder.glob("*.parquet"))
+            if p.stem != "frozen"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=VALIDATION_SEED)
+    ap.add_argument("--preset", default=PRESET)
+    ap.add_argument("--scorer", default="gnn", help="conf/scorer/<name>.yaml")
+    ap.add_argument("--drop-at", type=float, default=None, help="the regulator's drop_at (None: off)")
+    ap.add_argument("--window", type=int, default=3)
+    ap.add_argument("--tune", action="store_true", help=f"regulated runs over drop_at in {DROP_GRID}")
+    ap.add_argument("--out", default="data/experiments/drift_recovery")
+    ap.add_argument("--log", default=None, help="progress log file (default: stderr)")
+    ap.add_argument("--summarize", action="store_true", help="recompute the summary from saved frames")
+    args = ap.parse_args(argv)
+    if args.summarize:
+        folder = FsPath(args.out) / f"{args.preset}-{args.scorer}-seed{args.seed}"
+        print(json.dumps(summarize(folder), indent=2))
+        return 0
+    log = open(args.log, "a") if args.log else sys.stderr  # noqa: SIM115
+    dataset = generate(args.preset, seed=args.seed, version=2, drift=True)
+    out = FsPath(args.out) / f"{args.preset}-{args.scorer}-seed{args.seed}"
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, dict[str, float]] = {}
+    runs = ([("regulated", d) for d in DROP_GRID] if args.tune else
+            [("none", None), ("fixed", None), ("regulated", args.drop_at)])
+    for condition, drop in runs:
+        name = condition if not args.tune else f"regulated-drop{drop}"
+        frame, frozen = run(dataset, args.seed, condition, drop, args.window, log, args.scorer)
+        frame.to_parquet(out / f"{name}.parquet")
+        results[name] = recovery(frame)
+        if frozen is not None:
+            frozen.to_parquet(out / "frozen.parquet")
+            fixed_after = frame.loc[frame["after"] & frame["rated"], ["query_id", "recall"]]
+            both = fixed_after.merge(frozen, on="query_id", suffixes=("_learning", "_frozen")).dropna()
+            results["frozen"] = {"post_drift_mean": round(float(both["recall_frozen"].mean()), 4),
+                                 "learning_post_drift_mean": round(float(both["recall_learning"].mean()), 4),
+                                 "loss_vs_own_pre_drift": round(results[name]["pre_drift"]
+                                                                - float(both["recall_frozen"].mean()), 4),
+                                 "queries": float(len(both))}
+        print(name, json.dumps(results[name]), file=log, flush=True)
+    (out / "summary.json").write_text(json.dumps(results, indent=2))
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
