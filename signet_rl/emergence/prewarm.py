@@ -138,6 +138,18 @@ class TemporalPrewarm:
     def __len__(self) -> int:
         return len(self._paths)
 
+    def add(self, path: str, at: Any, rating: float) -> None:
+        """Add one rating of the walk ``path`` (its serialisation) given at ``at`` (a time or epoch seconds).
+
+        Raises:
+            ValueError: ``path`` is not a walk's serialisation, or ``at`` no time.
+        """
+        Path.parse(path)
+        ts = pd.Timestamp(float(at), unit="s", tz="UTC") if isinstance(at, int | float) else _utc(at)
+        self._paths.append(path)
+        self._ns.append(int(ts.value))
+        self._ratings.append(float(rating))
+
     def observe(self, records: Iterable[FeedbackRecord]) -> int:
         """Add every rated shown path of ``records`` (dated ones; a candidate logged by id only, which cannot
         be walked again, is left out). Returns how many ratings were added."""

@@ -29,7 +29,8 @@ NEVER = "E:bad>D+:d4>E:worse"
 def rated(at: pd.Timestamp, paths: list[str], rating: float = 1, step: int = 0) -> FeedbackRecord:
     n = len(paths)
     return FeedbackRecord(
-        run_id="r", step=step, query_id=f"q{step}", timestamp=at, session=at.date().isoformat(), intent="what",
+        run_id="r", step=step, query_id=f"q{step}", timestamp=at, session=at.date().isoformat(),
+        intent="what",
         context={"entries": ["e"], "graph_id": "g"}, candidates=paths, candidate_scores=[0.0] * n,
         shown=list(range(n)), positions=list(range(n)), pscores=[1.0] * n, ratings=[rating] * n,
         explorer=[False] * n, policy_version="v")  # fmt: skip
@@ -118,7 +119,8 @@ def test_signets_session_start_candidates():
 def test_bad_settings_are_named():
     with pytest.raises(ValueError, match=r"^prewarm.hour_width must be a finite number > 0, got 0$"):
         PrewarmConfig(hour_width=0)
-    with pytest.raises(ValueError, match=r"^prewarm.strategy must be greedy, epsilon or softmax, got 'thompson'$"):
+    bad_strategy = r"^prewarm.strategy must be greedy, epsilon or softmax, got 'thompson'$"
+    with pytest.raises(ValueError, match=bad_strategy):
         PrewarmConfig(strategy="thompson")
     with pytest.raises(ValueError, match=r"^prewarm: unknown key 'budget'; known: hour_width"):
         PrewarmConfig.from_mapping({"budget": 600})
