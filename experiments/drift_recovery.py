@@ -46,11 +46,11 @@ import pandas as pd
 
 from signet_rl.datasets.base import Dataset
 from signet_rl.datasets.synthetic import generate
-from signet_rl.emergence.staleness import regulated_slots
 from signet_rl.learning.trainer import BanditConfig, BanditTrainer, _timeline
 from signet_rl.pipeline.desire import DesirePathRetriever
 from signet_rl.rating.items import ItemResolver
 from signet_rl.scorers import make_scorer
+from signet_rl.train import explorer_regulator
 
 VALIDATION_SEED = 11
 PRESET = "medium"
@@ -96,8 +96,7 @@ def run(dataset: Dataset, seed: int, condition: str, drop_at: float | None, wind
                        checkpoint_every=0, max_val_queries=None)
     trainer = BanditTrainer(dataset, scorer_from_conf(scorer), cfg, traversal=TRAVERSAL, seed=seed,
                             progress=False)
-    if cfg.explorer_regulation:
-        trainer.explorer_regulator = regulated_slots(**(cfg.regulator or {}))
+    trainer.explorer_regulator = explorer_regulator(cfg)  # as signet_rl.train sets it
     if stream == "all":  # the whole timeline is one online stream (see the module docstring)
         trainer.train_queries = _timeline(dataset.queries)
     after = dataset.truth.labels["queries"].set_index("query_id")["after_drift"]

@@ -286,7 +286,8 @@ def train_bandit(cfg: DictConfig) -> float:
 
 def explorer_regulator(config: BanditConfig) -> Any:
     """``task.explorer_regulation``: the staleness regulator that sets each session's explorer slots
-    (:func:`signet_rl.emergence.staleness.regulated_slots` with ``task.regulator``), else None.
+    (:func:`signet_rl.emergence.staleness.regulated_slots` with ``task.regulator``; its base quota
+    ``min_slots`` is ``task.explorer_per_session`` unless ``task.regulator`` sets it), else None.
 
     Raises:
         ValueError: a ``task.regulator`` setting the regulator refuses (before any data loads).
@@ -295,7 +296,7 @@ def explorer_regulator(config: BanditConfig) -> Any:
         return None
     from signet_rl.emergence.staleness import regulated_slots
 
-    return regulated_slots(**(config.regulator or {}))
+    return regulated_slots(**{"min_slots": config.explorer_per_session, **(config.regulator or {})})
 
 
 def _train_bandit(

@@ -65,3 +65,10 @@ def test_the_entry_layer_builds_the_staleness_regulator(tiny):
     assert t.session_slots and set(t.session_slots.values()) <= {1, 2}
     with pytest.raises(ValueError, match=r"^task.regulator: unknown key 'windw'"):
         explorer_regulator(BanditConfig(explorer_regulation=True, regulator={"windw": 2}))
+
+
+def test_the_base_quota_is_the_tasks_explorer_per_session():
+    silent = explorer_regulator(BanditConfig(explorer_per_session=0, explorer_regulation=True))
+    assert silent([], 3) == 0
+    assert explorer_regulator(BanditConfig(explorer_regulation=True))([], 3) == 1
+    assert explorer_regulator(BanditConfig(explorer_regulation=True, regulator={"min_slots": 2}))([], 3) == 2
