@@ -189,10 +189,33 @@ def recovery(frame: pd.DataFrame) -> dict[str, float]:
     return out
 
 
+def frozen_loss(fixed: pd.DataFrame, frozen: pd.DataFrame, dataset: Dataset) -> dict[str, float]:
+    """What the ``fixed`` policy frozen at the drift loses on the post-drift queries: against its own
+    pre-drift recall (all queries, and the drifted domains' queries) and against the same policy learning on
+    (same queries)."""
+    f = annotate(fixed, dataset)
+    f = f[f["rated"] & f["recall"].notna()]
+    after = f[f["after"]][["query_id", "recall", "drifted"]]
+    both = after.merge(frozen, on="query_id", suffixes=("_learning", "_frozen")).dropna()
+    dr = both[both["drifted"]]
+    pre = float(f.loc[~f["after"], "recall"].tail(PRE).mean())
+    pre_d = float(f.loc[~f["after"] & f["drifted"], "recall"].tail(PRE).mean())
+    return {"queries": float(len(both)), "frozen_post_drift": round(float(both["recall_frozen"].mean()), 4),
+            "learning_post_drift": round(float(both["recall_learning"].mean()), 4),
+            "loss_vs_own_pre_drift": round(pre - float(both["recall_frozen"].mean()), 4),
+            "drifted_queries": float(len(dr)),
+            "frozen_post_drift_drifted": round(float(dr["recall_frozen"].mean()), 4),
+            "loss_vs_own_pre_drift_drifted": round(pre_d - float(dr["recall_frozen"].mean()), 4)}
+
+
 def summarize(folder: FsPath, dataset: Dataset) -> dict[str, dict[str, float]]:
-    """:func:`recovery` of every condition's saved frame in ``folder`` (no rerun)."""
-    return {p.stem: recovery(annotate(pd.read_parquet(p), dataset)) for p in sorted(folder.glob("*.parquet"))
-            if p.stem != "frozen"}
+    """:func:`recovery` of every condition's saved frame in ``folder``, and :func:`frozen_loss` (no rerun)."""
+    out = {p.stem: recovery(annotate(pd.read_parquet(p), dataset)) for p in sorted(folder.glob("*.parquet"))
+           if p.stem != "frozen"}
+    if (folder / "frozen.parquet").exists() and (folder / "fixed.parquet").exists():
+        out["frozen"] = frozen_loss(pd.read_parquet(folder / "fixed.parquet"),
+                                    pd.read_parquet(folder / "frozen.parquet"), dataset)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -228,13 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = recovery(annotate(frame, dataset))
         if frozen is not None:
             frozen.to_parquet(out / "frozen.parquet")
-            fixed_after = frame.loc[frame["after"] & frame["rated"], ["query_id", "recall"]]
-            both = fixed_after.merge(frozen, on="query_id", suffixes=("_learning", "_frozen")).dropna()
-            results["frozen"] = {"post_drift_mean": round(float(both["recall_frozen"].mean()), 4),
-                                 "learning_post_drift_mean": round(float(both["recall_learning"].mean()), 4),
-                                 "loss_vs_own_pre_drift": round(results[name]["pre_drift"]
-                                                                - float(both["recall_frozen"].mean()), 4),
-                                 "queries": float(len(both))}
+            results["frozen"] = frozen_loss(frame, frozen, dataset)
         print(name, json.dumps(results[name]), file=log, flush=True)
     (out / "summary.json").write_text(json.dumps(results, indent=2))
     print(json.dumps(results, indent=2))
