@@ -162,9 +162,9 @@ def recovery(frame: pd.DataFrame) -> dict[str, float]:
     or above ``RECOVER`` × pre-drift to the end of the timeline (``SMOOTH`` when it never fell below; NaN
     when it is below at the end). Later queries are also harder (more facts to choose from), which this
     literal measure charges to the drift; so ``adjusted_recovered_after`` counts the post-drift interactions
-    until the drifted domains' trailing recall (over their queries) stays at or above ``RECOVER`` × their
-    pre-drift value scaled by the undrifted domains' trend (their trailing recall over their own pre-drift
-    value, at the same point of the timeline)."""
+    until the drifted domains' trailing recall (the mean of their last ``SMOOTH`` queries) stays at or above
+    ``RECOVER`` × their pre-drift value scaled by the undrifted domains' trend (the mean of their last
+    ``SMOOTH`` queries over their own pre-drift value, at the same point of the timeline)."""
     f = frame[frame["rated"] & frame["recall"].notna()].reset_index(drop=True)
     pre = float(f.loc[~f["after"], "recall"].tail(PRE).mean())
     post = f[f["after"]].reset_index(drop=True)
@@ -178,9 +178,11 @@ def recovery(frame: pd.DataFrame) -> dict[str, float]:
     if "drifted" in f:
         pre_d = float(f.loc[~f["after"] & f["drifted"], "recall"].tail(PRE).mean())
         pre_n = float(f.loc[~f["after"] & ~f["drifted"], "recall"].tail(PRE).mean())
-        half = SMOOTH // 2
-        d = post["recall"].where(post["drifted"]).rolling(SMOOTH, min_periods=half).mean()
-        n = post["recall"].where(~post["drifted"]).rolling(SMOOTH, min_periods=half).mean()
+        def own_trail(mask: pd.Series) -> pd.Series:  # each group's trailing mean over its own queries
+            own = post.loc[mask, "recall"].rolling(SMOOTH, min_periods=SMOOTH).mean()
+            return own.reindex(post.index).ffill()
+
+        d, n = own_trail(post["drifted"]), own_trail(~post["drifted"])
         target = RECOVER * pre_d * (n / pre_n)
         out.update({"pre_drift_drifted": round(pre_d, 4), "pre_drift_undrifted": round(pre_n, 4),
                     "post_drift_drifted": round(float(post.loc[post["drifted"], "recall"].mean()), 4),
