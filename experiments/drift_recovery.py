@@ -22,7 +22,9 @@ the measure is the mean over a trailing window of ``SMOOTH`` rated interactions.
 over the last ``PRE`` rated interactions before the drift; **recovery** is the number of rated post-drift
 interactions until the trailing mean is back at ``RECOVER`` (90%) of it. The ``frozen`` row is the
 ``fixed`` policy frozen at the drift (scorer and edge statistics), answering the same post-drift queries:
-what a policy fixed before the drift loses.
+what a policy fixed before the drift loses. The ``oracle`` row is
+:func:`~signet_rl.evaluation.audit.drift_loss`: the scorer told the pre-drift needs, frozen, against the one
+told the post-drift needs (gold focus and intent), on the same post-drift queries.
 
 Thresholds (the regulator's ``drop_at``, ``window``) are chosen on the validation seed, the default here;
 figures are reported on a seed given on the command line (docs/results.md names it; this code does not):
@@ -46,6 +48,7 @@ import pandas as pd
 
 from signet_rl.datasets.base import Dataset
 from signet_rl.datasets.synthetic import generate
+from signet_rl.evaluation.audit import drift_loss
 from signet_rl.learning.trainer import BanditConfig, BanditTrainer, _timeline
 from signet_rl.pipeline.desire import DesirePathRetriever
 from signet_rl.rating.items import ItemResolver
@@ -59,6 +62,8 @@ PRE = 100
 SMOOTH = 50
 RECOVER = 0.9
 DROP_GRID = (0.1, 0.2, 0.3)
+#: Queries :func:`~signet_rl.evaluation.audit.drift_loss` reads (the ``oracle`` row).
+ORACLE_QUERIES = 300
 #: ``drop_at`` chosen on the validation seed (``--tune --stream train``): the highest post-drift recall.
 DROP_AT = 0.1
 
@@ -237,7 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     dataset = generate(args.preset, seed=args.seed, version=2, drift=True)
     if args.summarize:
         folder = FsPath(args.out) / f"{args.preset}-{args.scorer}-{args.stream}-seed{args.seed}"
-        print(json.dumps(summarize(folder, dataset), indent=2))
+        result = summarize(folder, dataset)
+        result["oracle"] = drift_loss(dataset, max_queries=ORACLE_QUERIES)
+        print(json.dumps(result, indent=2))
         return 0
     log = open(args.log, "a") if args.log else sys.stderr  # noqa: SIM115
     out = FsPath(args.out) / f"{args.preset}-{args.scorer}-{args.stream}-seed{args.seed}"
@@ -255,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
             frozen.to_parquet(out / "frozen.parquet")
             results["frozen"] = frozen_loss(frame, frozen, dataset)
         print(name, json.dumps(results[name]), file=log, flush=True)
+    results["oracle"] = drift_loss(dataset, max_queries=ORACLE_QUERIES)
     (out / "summary.json").write_text(json.dumps(results, indent=2))
     print(json.dumps(results, indent=2))
     return 0

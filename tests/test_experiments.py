@@ -241,7 +241,7 @@ def test_drift_recovery_and_prewarm_compare_run_tiny(tmp_path, capsys):
     drift = _load("drift_recovery")
     assert drift.main(["--preset", "tiny", "--scorer", "linucb", "--out", str(tmp_path / "drift")]) == 0
     summary = json.loads((tmp_path / "drift" / "tiny-linucb-all-seed11" / "summary.json").read_text())
-    assert set(summary) == {"none", "fixed", "regulated", "frozen"}
+    assert set(summary) == {"none", "fixed", "regulated", "frozen", "oracle"}
     assert summary["none"]["explorers_after"] == 0 and summary["fixed"]["explorers_after"] > 0
     assert summary["frozen"]["queries"] == summary["fixed"]["post_drift_rated"]
     prewarm = _load("prewarm_compare")
