@@ -72,3 +72,23 @@ def test_the_base_quota_is_the_tasks_explorer_per_session():
     assert silent([], 3) == 0
     assert explorer_regulator(BanditConfig(explorer_regulation=True))([], 3) == 1
     assert explorer_regulator(BanditConfig(explorer_regulation=True, regulator={"min_slots": 2}))([], 3) == 2
+
+
+def test_a_regulated_run_resumes_to_the_same_slots_and_log(tiny, tmp_path):
+    over = {"explorer_regulation": True, "regulator": {"window": 2, "history": 4, "drop_at": 0.1},
+            "checkpoint_every": 6}
+
+    def trainer(run_dir):
+        t = BanditTrainer(tiny, make_scorer("prior"), BanditConfig(**{**CFG, **over}),
+                          traversal={"max_depth": 2}, seed=3, run_dir=run_dir, progress=False)  # fmt: skip
+        t.explorer_regulator = explorer_regulator(t.config)
+        return t
+
+    whole = trainer(tmp_path / "whole")
+    whole.run()
+    trainer(tmp_path / "cut").run(stop_after=15)  # killed after 15: the checkpoint holds 12
+    again = trainer(tmp_path / "cut")
+    again.run()
+    assert again.resumed_from == 12 and set(whole.session_slots.values()) == {1, 2}  # the regulator acted
+    assert again.session_slots == whole.session_slots
+    assert [(r.shown, r.explorer) for r in again.log] == [(r.shown, r.explorer) for r in whole.log]
