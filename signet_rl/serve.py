@@ -28,6 +28,15 @@ import sys
 __all__ = ["main"]
 
 
+def _prewarm(args: argparse.Namespace) -> object:
+    """``--prewarm``: the pre-warm settings (defaults), else None (off)."""
+    if not args.prewarm:
+        return None
+    from signet_rl.emergence.prewarm import PrewarmConfig
+
+    return PrewarmConfig()
+
+
 def _http(argv: list[str]) -> int:
     import os
 
@@ -41,6 +50,8 @@ def _http(argv: list[str]) -> int:
                         help="bearer token (required when --host is not loopback)")
     parser.add_argument("--k", type=int, default=5, help="results per recall")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prewarm", action="store_true",
+                        help="temporal pre-warm at POST /api/session/start (off by default; issue 29)")
     args = parser.parse_args(argv)
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.token:
         print(f"error: binding {args.host} exposes the memory store beyond this machine; give a bearer token "
@@ -51,7 +62,7 @@ def _http(argv: list[str]) -> int:
     from signet_rl.serving.app import Service, create_app
 
     try:
-        service = Service(args.db, args.policy, args.state, k=args.k, seed=args.seed)
+        service = Service(args.db, args.policy, args.state, k=args.k, seed=args.seed, prewarm=_prewarm(args))
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

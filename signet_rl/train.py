@@ -261,6 +261,7 @@ def train_bandit(cfg: DictConfig) -> float:
     task = {str(k): v for k, v in dict(OmegaConf.to_container(cfg.task, resolve=True)).items()}  # type: ignore[arg-type]
     task.pop("name", None)
     config = BanditConfig.from_dict(task)
+    regulator = explorer_regulator(config)
     seed_everything(seed)
     scorer = build_scorer(cfg)
     seed_everything(seed)  # the dataset loads from a freshly seeded state, as it always has
@@ -271,7 +272,7 @@ def train_bandit(cfg: DictConfig) -> float:
         overrides=_hydra_overrides() or [], command=resume_command(cfg, out),
     )  # fmt: skip
     try:
-        return _train_bandit(cfg, t0, seed, traversal, config, scorer, folder)
+        return _train_bandit(cfg, t0, seed, traversal, config, scorer, folder, regulator)
     except TrainingInterrupted:
         raise
     except KeyboardInterrupt:  # while the dataset loads, or during the final evaluation
@@ -283,6 +284,21 @@ def train_bandit(cfg: DictConfig) -> float:
         folder.close()
 
 
+def explorer_regulator(config: BanditConfig) -> Any:
+    """``task.explorer_regulation``: the staleness regulator that sets each session's explorer slots
+    (:func:`signet_rl.emergence.staleness.regulated_slots` with ``task.regulator``; its base quota
+    ``min_slots`` is ``task.explorer_per_session`` unless ``task.regulator`` sets it), else None.
+
+    Raises:
+        ValueError: a ``task.regulator`` setting the regulator refuses (before any data loads).
+    """
+    if not config.explorer_regulation:
+        return None
+    from signet_rl.emergence.staleness import regulated_slots
+
+    return regulated_slots(**{"min_slots": config.explorer_per_session, **(config.regulator or {})})
+
+
 def _train_bandit(
     cfg: DictConfig,
     t0: float,
@@ -291,6 +307,7 @@ def _train_bandit(
     config: BanditConfig,
     scorer: Any,
     folder: RunFolder,
+    regulator: Any = None,
 ) -> float:
     out = folder.path
     options = cfg.dataset.get("options")
@@ -333,6 +350,7 @@ def _train_bandit(
         validate=validation_callback(dataset, config.budget_chars, config.max_val_queries, seed),
         on_eval=on_eval, progress=bool(cfg.get("progress", True)),
     )  # fmt: skip
+    trainer.explorer_regulator = regulator
     stop_after = cfg.get("stop_after")
     resume = resume_command(cfg, out)
     try:

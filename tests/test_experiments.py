@@ -234,3 +234,18 @@ def test_the_locomo_figures_beside_dragon_search_dialog_turns_only(tmp_path):
         kinds[name] = {u.kind for u in retriever.retrieve(ds.queries[0])}
     assert kinds == {"full": {"memory", "attribute"}, "turns": {"memory"}}
     assert ds.meta["pool_attribute_aspects"] == ["observations"]  # the dataset itself is left as it was
+
+
+@pytest.mark.slow
+def test_drift_recovery_and_prewarm_compare_run_tiny(tmp_path, capsys):
+    drift = _load("drift_recovery")
+    assert drift.main(["--preset", "tiny", "--scorer", "linucb", "--out", str(tmp_path / "drift")]) == 0
+    summary = json.loads((tmp_path / "drift" / "tiny-linucb-all-seed11" / "summary.json").read_text())
+    assert set(summary) == {"none", "fixed", "regulated", "frozen", "oracle"}
+    assert summary["none"]["explorers_after"] == 0 and summary["fixed"]["explorers_after"] > 0
+    assert summary["frozen"]["queries"] == summary["fixed"]["post_drift_rated"]
+    prewarm = _load("prewarm_compare")
+    assert prewarm.main(["--preset", "tiny", "--out", str(tmp_path / "prewarm")]) == 0
+    shares = json.loads((tmp_path / "prewarm" / "tiny-seed11" / "summary.json").read_text())
+    assert set(shares) == {"prewarm", "prewarm_timeless", "signet"}
+    assert all(0 <= v["share_mean"] <= 1 and v["mean_chars"] <= 600 for v in shares.values())

@@ -11,18 +11,25 @@ first record) and measures three things the seed calls staleness:
   whether it fell against the ``window`` sessions before (falling explorer hit rate).
 
 ``staleness`` is the share of the three signs present, in [0, 1] (the first session is never stale).
-:class:`ExplorerRegulator` turns it into the next session's explorer slots: the base quota normally
-(``min_slots``, 1), up to ``stale_share`` of the slate when stale (never fewer than ``max_slots``, 2), and
-back to the base when exploration stops paying (enough rated explorer items, hit rate below ``hit_floor``).
-:meth:`ExplorerRegulator.quota` gives it as an :class:`~signet_rl.learning.exploration.ExplorerQuota`.
-Off by default: the trainer's fixed quota is used unless configured otherwise.
+A fourth reading, ``routine_drop``, is how far the mean rating of the routine (non-explorer) items fell over
+the last ``window`` sessions against the ``window`` before: the paths the policy knows stopped paying, which
+is what a drift in the user's needs looks like from the feedback alone.
+
+:class:`ExplorerRegulator` turns them into the next session's explorer slots: the base quota normally
+(``min_slots``, 1); when stale (``staleness >= stale_at``, or ``routine_drop >= drop_at``) up to
+``stale_share`` of the session's slate slots (never fewer than ``max_slots``, 2); and back to the base when
+exploration stops paying (enough rated explorer items, hit rate below ``hit_floor``).
+:meth:`ExplorerRegulator.quota` gives it as an :class:`~signet_rl.learning.exploration.ExplorerQuota`;
+:func:`regulated_slots` is the bandit trainer's hook (``task.explorer_regulation``). Off by default: the
+trainer's fixed quota is used unless configured otherwise.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,7 +38,7 @@ from signet_rl.learning.exploration import ExplorerQuota
 from signet_rl.learning.feedback_log import FeedbackRecord
 from signet_rl.traversal.path import HopKind, Path, PathError
 
-__all__ = ["ExplorerRegulator", "session_signals"]
+__all__ = ["ExplorerRegulator", "regulated_slots", "session_signals"]
 
 
 def _items(text: str) -> set[str]:
@@ -56,7 +63,9 @@ def session_signals(records: Iterable[FeedbackRecord], *, window: int = 3,
     Returns:
         One row per session: ``session``, ``shown``, ``repeat_share``, ``new_items``, ``explorer_rated``,
         ``explorer_hits``, ``explorer_hit_rate`` (trailing window, NaN before any rated explorer item),
-        ``hit_rate_falling``, ``staleness``.
+        ``hit_rate_falling``, ``staleness``, ``slots`` (slate slots the session showed), ``routine_rating``
+        (mean rating of rated routine items over the trailing window, NaN when none) and ``routine_drop``
+        (the window before's ``routine_rating`` minus this one; NaN until both exist).
     """
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise ValueError(f"window must be an integer >= 1, got {window!r}")
@@ -75,11 +84,15 @@ def session_signals(records: Iterable[FeedbackRecord], *, window: int = 3,
     seen: set[str] = set()
     rated_hist: list[int] = []
     hits_hist: list[int] = []
+    routine_n: list[int] = []
+    routine_sum: list[float] = []
     for s in sessions:
         shown: set[str] = set()
         items: set[str] = set()
-        rated = hits = 0
+        rated = hits = slots = r_n = 0
+        r_sum = 0.0
         for rec in sorted(by_session[s], key=lambda r: r.step):
+            slots += len(rec.shown)
             for item, rating, explorer in zip(rec.shown, rec.ratings, rec.explorer, strict=True):
                 text = rec.candidates[item]
                 shown.add(text)
@@ -87,6 +100,9 @@ def session_signals(records: Iterable[FeedbackRecord], *, window: int = 3,
                 if explorer and rating is not None:
                     rated += 1
                     hits += rating > 0
+                elif rating is not None:
+                    r_n += 1
+                    r_sum += float(rating)
         recent = set().union(*shown_hist[-window:]) if shown_hist else set()
         repeat = len(shown & recent) / len(shown) if shown and shown_hist else 0.0
         new = len(items - seen) if shown_hist else len(items)
@@ -99,15 +115,21 @@ def session_signals(records: Iterable[FeedbackRecord], *, window: int = 3,
         before = before_hits / before_rated if before_rated else math.nan
         falling = bool(now_rated and before_rated and rate < before)
         signs = [repeat >= repeat_threshold, new == 0, falling]
+        routine_n.append(r_n)
+        routine_sum.append(r_sum)
+        now_n, before_n = sum(routine_n[-window:]), sum(routine_n[-2 * window:-window])
+        routine = sum(routine_sum[-window:]) / now_n if now_n else math.nan
+        routine_before = sum(routine_sum[-2 * window:-window]) / before_n if before_n else math.nan
         rows.append({"session": s, "shown": len(shown), "repeat_share": repeat, "new_items": new,
                      "explorer_rated": now_rated, "explorer_hits": now_hits, "explorer_hit_rate": rate,
                      "hit_rate_falling": falling,
-                     "staleness": float(np.mean(signs)) if shown_hist else 0.0})
+                     "staleness": float(np.mean(signs)) if shown_hist else 0.0, "slots": slots,
+                     "routine_rating": routine, "routine_drop": routine_before - routine})
         shown_hist.append(shown)
         seen |= items
     return pd.DataFrame(rows, columns=["session", "shown", "repeat_share", "new_items", "explorer_rated",
                                        "explorer_hits", "explorer_hit_rate", "hit_rate_falling",
-                                       "staleness"])
+                                       "staleness", "slots", "routine_rating", "routine_drop"])
 
 
 @dataclass(frozen=True)
@@ -121,6 +143,8 @@ class ExplorerRegulator:
         stale_at: ``staleness`` at or above which a timeline is stale.
         hit_floor: explorer hit rate below which exploration stops paying.
         min_explorer_rated: rated explorer items (trailing window) needed before judging the hit rate.
+        drop_at: ``routine_drop`` at or above which a timeline is stale too (the routine stopped paying);
+            None: only ``staleness`` counts.
     """
 
     min_slots: int = 1
@@ -129,6 +153,7 @@ class ExplorerRegulator:
     stale_at: float = 2 / 3
     hit_floor: float = 0.2
     min_explorer_rated: int = 3
+    drop_at: float | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.min_slots <= self.max_slots:
@@ -138,6 +163,15 @@ class ExplorerRegulator:
             value = getattr(self, name)
             if not 0 <= value <= 1:
                 raise ValueError(f"ExplorerRegulator.{name} must be in [0, 1], got {value!r}")
+        if self.drop_at is not None and not 0 < self.drop_at <= 2:
+            raise ValueError(f"ExplorerRegulator.drop_at must be in (0, 2] or None, got {self.drop_at!r}")
+
+    def stale(self, signal: pd.Series) -> bool:
+        """``staleness >= stale_at``, or (with ``drop_at``) the routine's rating fell by ``drop_at``."""
+        if signal["staleness"] >= self.stale_at:
+            return True
+        drop = signal.get("routine_drop", math.nan)
+        return bool(self.drop_at is not None and not math.isnan(drop) and drop >= self.drop_at)
 
     def paying(self, signal: pd.Series) -> bool:
         """False when enough explorer items were rated and too few of them positively."""
@@ -150,7 +184,7 @@ class ExplorerRegulator:
         describes."""
         if isinstance(slate_size, bool) or not isinstance(slate_size, int) or slate_size < 1:
             raise ValueError(f"slate_size must be an integer >= 1, got {slate_size!r}")
-        if not self.paying(signal) or signal["staleness"] < self.stale_at:
+        if not self.paying(signal) or not self.stale(signal):
             return min(self.min_slots, slate_size)
         return min(slate_size, max(self.max_slots, math.floor(self.stale_share * slate_size)))
 
@@ -158,3 +192,48 @@ class ExplorerRegulator:
         """:meth:`slots` as a per-session :class:`ExplorerQuota`."""
         n = self.slots(signal, slate_size)
         return ExplorerQuota(per_session=n, max_per_session=max(n, self.max_slots))
+
+
+def regulated_slots(window: int = 3, repeat_threshold: float = 0.7, history: int = 12,
+                    **regulator: Any) -> Callable[[Sequence[FeedbackRecord], int], int]:
+    """The bandit trainer's explorer regulator (``task.explorer_regulation``; settings: ``task.regulator``).
+
+    The returned function takes the feedback logged so far and the slate size and gives the explorer slots of
+    the session about to open: :meth:`ExplorerRegulator.slots` of the last session's signals (read over the
+    last ``history`` sessions, so a long log costs no more than a short one), with the stale share taken of
+    the slate slots that session showed (``slots``; at least ``slate_size``). No feedback yet: ``min_slots``.
+
+    Args:
+        window, repeat_threshold: :func:`session_signals`'s.
+        history: sessions read (>= 2 * window; ``new_items`` counts items unseen in them).
+        **regulator: :class:`ExplorerRegulator` fields.
+
+    Raises:
+        ValueError: an unknown setting (naming it and the known ones) or one the regulator refuses.
+    """
+    known = [f.name for f in fields(ExplorerRegulator)]
+    unknown = sorted(set(regulator) - set(known))
+    if unknown:
+        raise ValueError(f"task.regulator: unknown key {unknown[0]!r}; known: window, repeat_threshold, "
+                         f"history, {', '.join(known)}")
+    if isinstance(history, bool) or not isinstance(history, int) or history < 2 * window:
+        raise ValueError(f"task.regulator.history must be an integer >= 2 * window = {2 * window}, "
+                         f"got {history!r}")
+    reg = ExplorerRegulator(**regulator)
+    session_signals([], window=window, repeat_threshold=repeat_threshold)  # validates both
+
+    def slots(records: Sequence[FeedbackRecord], slate_size: int) -> int:
+        if not records:
+            return min(reg.min_slots, slate_size)
+        keep: set[str] = set()
+        tail: list[FeedbackRecord] = []
+        for rec in reversed(records):  # the log is in step order: the last sessions are at its end
+            if rec.session not in keep:
+                if len(keep) == history:
+                    break
+                keep.add(rec.session)
+            tail.append(rec)
+        signal = session_signals(tail, window=window, repeat_threshold=repeat_threshold).iloc[-1]
+        return reg.slots(signal, max(slate_size, int(signal["slots"])))
+
+    return slots

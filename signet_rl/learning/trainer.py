@@ -83,7 +83,12 @@ class BanditConfig:
         epsilon: ``epsilon``'s random-slot probability.
         temperature: ``softmax``'s temperature.
         thompson_samples: posterior draws for ``thompson`` (the scorer's ``sample_scores``).
-        explorer_per_session: explorer slots per timeline session, in [0, 2].
+        explorer_per_session: explorer slots per timeline session, in [0, 2] (the base quota when
+            regulated).
+        explorer_regulation: let an explorer regulator set each new session's explorer slots from the
+            feedback log so far (:attr:`BanditTrainer.explorer_regulator`, which the entry layer builds from
+            ``regulator``: :func:`signet_rl.emergence.staleness.regulated_slots`). Off by default.
+        regulator: the regulator's settings (``regulated_slots`` keywords); ignored unless regulated.
         session_size: queries per session when the dataset has no timestamps.
         reinforcement: whether ratings reinforce edges (path reinforcement) and the walk follows them.
         reinforce_lr, reinforce_floor, reinforce_ceiling, reinforce_cool: :class:`EdgeStats` settings.
@@ -106,6 +111,8 @@ class BanditConfig:
     temperature: float = 0.5
     thompson_samples: int = 16
     explorer_per_session: int = 1
+    explorer_regulation: bool = False
+    regulator: dict[str, Any] | None = None
     session_size: int = 20
     reinforcement: bool = True
     reinforce_lr: float = 0.2
@@ -244,6 +251,10 @@ class BanditTrainer:
         self.rng = np.random.default_rng(seed)
         torch.manual_seed(seed)
         self.quota = ExplorerQuota(per_session=self.config.explorer_per_session)
+        #: ``(feedback so far, slate_size) -> explorer slots`` for a new session; set by the entry layer
+        #: when ``config.explorer_regulation`` (the regulator lives above this layer).
+        self.explorer_regulator: Callable[[Sequence[FeedbackRecord], int], int] | None = None
+        self.session_slots: dict[str, int] = {}
         self.stats: dict[str, EdgeStats] = {}
         for gid in dataset.graphs:
             arrays = self.retriever._state(gid).arrays
@@ -319,14 +330,15 @@ class BanditTrainer:
             return None
         paths = list(cands.walk.paths)
         session = session_of(query, position, cfg.session_size)
+        self._open_session(session)
         n_walk = len(paths)
-        if cfg.explorer_per_session and self.quota.available(session) > 0:
+        if self.quota.per_session and self.quota.available(session) > 0:
             paths += self.retriever.far_paths(query, cands)
         scores, slate = self._select(query, paths[:n_walk], cands)
         shown = [int(i) for i in slate.indices]
         pscores = [float(p) for p in slate.propensities]
         explorer = [False] * len(shown)
-        if cfg.explorer_per_session and self.quota.available(session) > 0:
+        if self.quota.per_session and self.quota.available(session) > 0:
             state = self.retriever._state(query.graph_id)
             qv = state.encoder.encode([query.text[:1000]])[0]
             ranked = speculative_candidates(
@@ -410,6 +422,23 @@ class BanditTrainer:
             candidates=n_walk,
             seconds=time.perf_counter() - t0,
         )
+
+    def _open_session(self, session: str) -> None:
+        """With explorer regulation, set ``session``'s explorer slots once, when its first interaction
+        comes, from the feedback logged before it (sessions follow each other on the timeline, so the quota's
+        one ``per_session`` serves the open session)."""
+        if not self.config.explorer_regulation or session in self.session_slots:
+            return
+        if self.explorer_regulator is None:
+            raise ValueError(
+                "task.explorer_regulation=true needs an explorer regulator; signet_rl.train builds it from "
+                "task.regulator (BanditTrainer.explorer_regulator), or set task.explorer_regulation=false"
+            )
+        slots = self.explorer_regulator(self.log.records, self.config.slate_size)
+        slots = check_integer("explorer slots", slots, 0)
+        self.session_slots[session] = slots
+        self.quota.max_per_session = max(self.quota.max_per_session, slots)
+        self.quota.per_session = slots
 
     def _flush(self) -> None:
         if not self._pending:
@@ -624,6 +653,7 @@ class BanditTrainer:
             "numpy_global_rng": np.random.get_state(),
             "python_rng": random.getstate(),
             "quota": copy.deepcopy(self.quota),
+            "session_slots": dict(self.session_slots),
             "history": self.history,
             "curve": self.curve,
             "log": list(self.log),
@@ -712,6 +742,7 @@ class BanditTrainer:
         if "python_rng" in state:
             random.setstate(state["python_rng"])
         self.quota = state["quota"]
+        self.session_slots = dict(state.get("session_slots", {}))
         self.history = state["history"]
         self.curve = state["curve"]
         self.log = FeedbackLog(state["log"])

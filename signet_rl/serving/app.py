@@ -19,6 +19,11 @@ own API (facts: the project's design notes on Signet's HTTP API):
 * ``POST /api/knowledge/expand`` — the pull path: an entity's constraints, aspects with attributes,
   dependencies and memories within ``maxTokens``.
 * ``GET /api/graph/impact?entity=...``, ``GET /health``, ``GET /api/predictor/status``.
+* ``POST /api/session/start`` — the push path (issue 29 §5), only when the service runs with pre-warm on
+  (``--prewarm``; off by default): with no query, the paths the time-of-day and weekday statistics of the
+  acknowledged ratings predict (:mod:`signet_rl.emergence.prewarm`), as constructed memories within 600
+  characters, shown like recall results (``system`` ``prewarm``, a ``propensity`` each) and rated the same
+  way; each rating of a walked path also feeds those statistics.
 
 Online learning: each newly recorded rating reinforces the rated path's edges in the policy's desire-path
 statistics with the training rule (:meth:`~signet_rl.learning.reinforcement.EdgeStats.reinforce`: floor,
@@ -34,6 +39,7 @@ trainer, Hydra, MLflow nor the evaluation package.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import threading
@@ -44,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
@@ -51,6 +58,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, Stric
 from signet_rl.core.types import Query
 from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport
 from signet_rl.datasets.signet import import_signet
+from signet_rl.emergence.prewarm import PREWARM_INTENT, PrewarmConfig, TemporalPrewarm, prewarm_slate
 from signet_rl.graph.impact import impact_report
 from signet_rl.serving.compare import MixedSlate, compare_report, mix
 from signet_rl.serving.state import FeedbackRow, IssuedResult, ServiceState, StateError, UnknownIdError
@@ -105,6 +113,13 @@ class FeedbackBody(BaseModel):
     idempotencyKey: StrictStr | None = Field(default=None, min_length=1, max_length=150)
 
 
+class SessionStartBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    sessionKey: StrictStr | None = None
+    budgetChars: StrictInt | None = Field(default=None, ge=1, le=100_000)
+    at: StrictStr | None = None  # the session's start (ISO 8601); default: now
+
+
 class ExpandBody(BaseModel):
     model_config = ConfigDict(extra="ignore")
     entity: StrictStr
@@ -126,11 +141,12 @@ class Service:
         budget_chars: the desire retriever's character budget per recall.
         alpha, temperature: the online comparison's mixing (see :mod:`~signet_rl.serving.compare`).
         seed: seeds the slate draws.
+        prewarm: temporal pre-warm settings; None (the default) leaves ``/api/session/start`` off.
     """
 
     def __init__(self, store: str | Path, policy: str | Path, state: str | Path | None = None, *, k: int = 5,
                  budget_chars: int = 2000, alpha: float = 0.5, temperature: float = 0.02, seed: int = 0,
-                 flat: str = "flat_signet") -> None:  # fmt: skip
+                 flat: str = "flat_signet", prewarm: PrewarmConfig | None = None) -> None:  # fmt: skip
         from signet_rl.retrieval.flat import flat_variant
         from signet_rl.serving.policy import load_policy
 
@@ -155,6 +171,7 @@ class Service:
         self._lock = threading.RLock()
         self.memories = self.graph.memories.set_index("id", drop=False)
         self.memory_ids = frozenset(str(m) for m in self.graph.memories["id"])
+        self.prewarm = TemporalPrewarm(prewarm) if prewarm is not None else None
         self.replayed = self.state.replay(self._learn)
         self.started = time.time()
         self.load_seconds = time.perf_counter() - t0
@@ -180,6 +197,13 @@ class Service:
         forget = getattr(self.policy.scorer, "forget_snapshot", None)
         if forget is not None:
             forget()
+        self._learn_prewarm(result, fb)
+
+    def _learn_prewarm(self, result: IssuedResult, fb: FeedbackRow) -> None:
+        """With pre-warm on, a rated walked path joins its time-of-day statistics (at the rating's time)."""
+        walk = result.path.get("walk")
+        if self.prewarm is not None and walk:
+            self.prewarm.add(str(walk), fb.created_at, fb.rating)
 
     # -- recall -------------------------------------------------------------------------------------------
 
@@ -226,6 +250,8 @@ class Service:
             path = _provenance(unit, self.memory_ids)
             system = slate.systems[j]
             logged = dict(path)
+            if unit.meta.get("path"):  # the walk itself, so pre-warm can walk it again
+                logged["walk"] = str(unit.meta["path"])
             pid = unit.meta.get("path_id")
             if key.startswith("p:") and pid in designs:  # the online head's input, applied when rated
                 logged["design"] = designs[pid]
@@ -252,6 +278,45 @@ class Service:
             "project": _get(row, "project", None), "created_at": str(_get(row, "created_at", "")),
             "system": system, "propensity": float(p), "path": dict(path),
         }  # fmt: skip
+
+    # -- session start (pre-warm) -----------------------------------------------------------------------
+
+    def session_start(self, body: SessionStartBody) -> dict[str, Any]:
+        """The pre-warm slate for a session starting now (or at ``body.at``), issued like recall results.
+
+        Raises:
+            HTTPException: 409 when pre-warm is off; 422 for an unreadable ``at``.
+        """
+        if self.prewarm is None:
+            raise HTTPException(409, "pre-warm is off; start the service with --prewarm")
+        try:
+            at = pd.Timestamp(body.at) if body.at is not None else pd.Timestamp.now(tz="UTC")
+            if pd.isna(at):
+                raise ValueError(body.at)
+        except ValueError:
+            raise HTTPException(422, f"at: {body.at!r} is not an ISO 8601 time") from None
+        at = at.tz_localize("UTC") if at.tzinfo is None else at.tz_convert("UTC")
+        config = self.prewarm.config
+        if body.budgetChars is not None:
+            config = dataclasses.replace(config, budget_chars=body.budgetChars)
+        builder = self.desire.builder("main")
+        with self._lock:
+            slate = prewarm_slate(self.prewarm, at, lambda p: builder.construct(p, at=at), self._rng, config)
+        bucket = self.stats.time_bucket(at.timestamp())
+        issued, out = [], []
+        for slot, (idx, p, unit) in enumerate(zip(slate.shown, slate.pscores, slate.units, strict=True)):
+            rid = f"r_{uuid.uuid4().hex}"
+            path = _provenance(unit, self.memory_ids)
+            logged = {**path, "walk": slate.candidates[idx]}
+            score = float(slate.scores[idx])
+            # stored as a desire result (the state file's systems) with intent "prewarm"; no recall row, so
+            # the online comparison of recalls is not touched
+            issued.append(IssuedResult(
+                rid, body.sessionKey, "", "main", "desire", slot, p, PREWARM_INTENT, bucket,
+                tuple(path["memory_ids"]), logged, tuple(path["dependencies"]), score))  # fmt: skip
+            out.append(self._result_json(rid, unit, "prewarm", p, score, path))
+        self.state.issue(issued)
+        return {"results": out, "method": "prewarm", "at": at.isoformat(), "chars": slate.chars}
 
     # -- feedback -----------------------------------------------------------------------------------------
 
@@ -465,6 +530,10 @@ def create_app(service: Service, token: str | None = None) -> FastAPI:
     @app.post("/api/memory/feedback")
     def feedback(body: FeedbackBody, request: Request) -> dict[str, Any]:
         return service.feedback(body, request.headers.get("idempotency-key"))
+
+    @app.post("/api/session/start")
+    def session_start(body: SessionStartBody) -> dict[str, Any]:
+        return service.session_start(body)
 
     @app.post("/api/knowledge/expand")
     def expand(body: ExpandBody) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from signet_rl.emergence.staleness import ExplorerRegulator, session_signals
+from signet_rl.emergence.staleness import ExplorerRegulator, regulated_slots, session_signals
 from signet_rl.learning.feedback_log import FeedbackRecord
 
 T0 = pd.Timestamp("2026-01-05 08:00", tz="UTC")
@@ -76,3 +76,41 @@ def test_bad_parameters_are_named() -> None:
         ExplorerRegulator(min_slots=3)
     with pytest.raises(ValueError, match=r"slate_size must be an integer >= 1, got 0"):
         ExplorerRegulator().slots(session_signals(timeline()).iloc[0], 0)
+
+
+def drifting() -> list[FeedbackRecord]:
+    """Fresh sessions (new entities every time) whose routine ratings turn from +1 to -1 at session 4."""
+    return [session(d, [f"E:a{d}>D+:b{d}>E:c{d}"], ratings=1 if d < 4 else -1) for d in range(8)]
+
+
+def test_routine_drop_reads_the_fall_of_the_routine_ratings() -> None:
+    sig = session_signals(drifting(), window=2).set_index("session")
+    assert sig["staleness"].max() <= 1 / 3  # new entities every session: never stale by the three signs
+    assert sig["routine_rating"].tolist() == [1, 1, 1, 1, 0, -1, -1, -1]
+    assert sig["routine_drop"].isna().tolist() == [True, True, False, False, False, False, False, False]
+    assert sig.loc[["s3", "s4", "s5", "s6"], "routine_drop"].tolist() == [0, 1, 2, 1]
+    assert sig["slots"].tolist() == [1] * 8
+    reg = ExplorerRegulator(drop_at=0.5)
+    assert [reg.slots(sig.loc[f"s{d}"], 10) for d in range(8)] == [1, 1, 1, 1, 3, 3, 3, 1]
+    assert ExplorerRegulator().slots(sig.loc["s5"], 10) == 1  # without drop_at the fall is not read
+    with pytest.raises(ValueError, match=r"ExplorerRegulator.drop_at must be in \(0, 2\] or None, got 0"):
+        ExplorerRegulator(drop_at=0)
+
+
+def test_regulated_slots_is_the_trainers_hook() -> None:
+    slots = regulated_slots(window=2, history=4, drop_at=0.5)
+    log = drifting()
+    assert slots([], 3) == 1  # no feedback yet: the base quota
+    assert slots(log[:4], 3) == 1
+    # 30% of the slots the last session showed (1 here), never fewer than max_slots: 2
+    assert slots(log[:5], 3) == 2
+    big = [session(d, [f"E:a{d}>D+:b{d}>E:c{d}{j}" for j in range(10)], ratings=1 if d < 4 else -1)
+           for d in range(6)]
+    assert slots(big, 3) == 3  # 30% of 10 shown slots
+    assert slots(log, 3) == 1  # s7: the window's ratings no longer fall
+    with pytest.raises(ValueError, match=r"task.regulator: unknown key 'drop'; known: window, "
+                                         r"repeat_threshold, history, min_slots"):
+        regulated_slots(drop=0.1)
+    with pytest.raises(ValueError, match=r"task.regulator.history must be an integer >= 2 \* window = 6, "
+                                         r"got 4"):
+        regulated_slots(history=4)
