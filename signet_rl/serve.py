@@ -41,6 +41,9 @@ def _http(argv: list[str]) -> int:
                         help="bearer token (required when --host is not loopback)")
     parser.add_argument("--k", type=int, default=5, help="results per recall")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--emergence", default="",
+                        help="issue 29's mechanisms to switch on, comma-separated: bridges, principles, health "
+                             "(all off by default; their state lives in the --state file)")
     args = parser.parse_args(argv)
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.token:
         print(f"error: binding {args.host} exposes the memory store beyond this machine; give a bearer token "
@@ -51,7 +54,9 @@ def _http(argv: list[str]) -> int:
     from signet_rl.serving.app import Service, create_app
 
     try:
-        service = Service(args.db, args.policy, args.state, k=args.k, seed=args.seed)
+        switches = [s.strip() for s in args.emergence.split(",") if s.strip()]
+        service = Service(args.db, args.policy, args.state, k=args.k, seed=args.seed,
+                          emergence={s: True for s in switches})
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
