@@ -38,7 +38,7 @@ from signet_rl.learning.feedback_log import FeedbackRecord
 from signet_rl.text.encoders import Encoder
 from signet_rl.traversal.path import HopKind, Path as TPath, PathError
 
-__all__ = ["FOLDER", "EmergenceOutcome", "after_training", "bridge_ratings", "read_outcome"]
+__all__ = ["FOLDER", "EmergenceOutcome", "after_training", "bridge_ratings", "entity_statuses", "read_outcome"]
 
 #: The run folder's sub-folder for the outcome.
 FOLDER = "emergence"
@@ -181,3 +181,12 @@ def read_outcome(folder: str | os.PathLike[str]) -> dict[str, Any]:
     if (base / "principles.json").is_file():
         out["principles"] = json.loads((base / "principles.json").read_text())
     return out
+
+
+def entity_statuses(folder: str | os.PathLike[str]) -> dict[str, str]:
+    """``entity id -> health status`` from a run folder's ``emergence/health.csv`` (empty without one)."""
+    path = Path(folder) / FOLDER / "health.csv"
+    if not path.is_file():
+        return {}
+    h = pd.read_csv(path, usecols=["entity_id", "status"], dtype=str)
+    return dict(zip(h["entity_id"], h["status"], strict=True))
