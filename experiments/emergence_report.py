@@ -50,7 +50,7 @@ import pandas as pd
 from signet_rl.datasets.base import Dataset
 from signet_rl.datasets.synthetic_v2 import generate_v2
 from signet_rl.emergence.bridges import BridgeTracker, find_bridges
-from signet_rl.emergence.health import HealthThresholds, entity_health, plan_pruning
+from signet_rl.emergence.health import HealthThresholds, plan_pruning
 from signet_rl.emergence.principles import detect_principles
 from signet_rl.text.encoders import make_encoder
 
@@ -347,7 +347,8 @@ def _f1(p: float | None, r: float | None) -> float:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", choices=("bridges", "principles", "pruning"), required=True)
-    ap.add_argument("--seed", type=int, required=True, help="the reporting seed (named on the command line only)")
+    ap.add_argument("--seed", type=int, required=True,
+                    help="the reporting seed (named on the command line only)")
     ap.add_argument("--val-seed", type=int, default=VAL_SEED)
     ap.add_argument("--preset", default="medium")
     ap.add_argument("--encoder", default="minilm", help="hashing or minilm (bridges, principles)")

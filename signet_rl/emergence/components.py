@@ -36,9 +36,11 @@ from signet_rl.emergence.principles import META_KEY, add_principles, detect_prin
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.learning.feedback_log import FeedbackRecord
 from signet_rl.text.encoders import Encoder
-from signet_rl.traversal.path import HopKind, Path as TPath, PathError
+from signet_rl.traversal.path import HopKind, PathError
+from signet_rl.traversal.path import Path as TPath
 
-__all__ = ["FOLDER", "EmergenceOutcome", "after_training", "bridge_ratings", "entity_statuses", "read_outcome"]
+__all__ = ["FOLDER", "EmergenceOutcome", "after_training", "bridge_ratings", "entity_statuses",
+           "read_outcome"]
 
 #: The run folder's sub-folder for the outcome.
 FOLDER = "emergence"

@@ -117,7 +117,8 @@ class ServiceEmergence:
             self.tracker.add(find_bridges(graph, None, encoder=self.encoder, min_similarity=b.min_similarity,
                                           min_lexical=b.min_lexical))
             for bid, rating in self._db.execute(
-                    "SELECT bridge_id, rating FROM emergence_bridge_ratings ORDER BY feedback_seq, bridge_id"):
+                    "SELECT bridge_id, rating FROM emergence_bridge_ratings "
+                    "ORDER BY feedback_seq, bridge_id"):
                 if bid in self.tracker.states and self.tracker.states[bid].status != "faded":
                     graph = self.tracker.rate(graph, bid, int(rating))
         self.graph = graph
@@ -222,7 +223,8 @@ class ServiceEmergence:
             return {"enabled": False}
         states = list(self.tracker.states.values())
         return {"enabled": True,
-                "by_status": {s: sum(x.status == s for x in states) for s in ("candidate", "promoted", "faded")},
+                "by_status": {s: sum(x.status == s for x in states)
+                              for s in ("candidate", "promoted", "faded")},
                 "bridges": [{"id": x.bridge.id, "entity_a": x.bridge.entity_a, "entity_b": x.bridge.entity_b,
                              "attribute_a": x.bridge.attribute_a, "attribute_b": x.bridge.attribute_b,
                              "status": x.status, "positive": x.positive, "negative": x.negative,
@@ -233,7 +235,8 @@ class ServiceEmergence:
         if not self.config.health or self.graph is None:
             return {"enabled": False}
         g = self.graph
-        touches = [(touched_entities(g, entities=r.path.get("entities", []), aspects=r.path.get("aspects", []),
+        touches = [(touched_entities(g, entities=r.path.get("entities", []),
+                                     aspects=r.path.get("aspects", []),
                                      attributes=r.path.get("attributes", []),
                                      dependencies=r.path.get("dependencies", [])), fb.rating)
                    for r, fb in rated]
@@ -242,7 +245,8 @@ class ServiceEmergence:
         comm = community_health(g, frame, t)
         return {"enabled": True,
                 "entities": {str(k): int(v) for k, v in frame["status"].value_counts().sort_index().items()},
-                "communities": {str(k): int(v) for k, v in comm["status"].value_counts().sort_index().items()},
+                "communities": {str(k): int(v)
+                                for k, v in comm["status"].value_counts().sort_index().items()},
                 "sick": frame.loc[frame["status"] == "sick", "entity_id"].tolist(),
                 "under_mapped": frame.loc[frame["status"] == "under-mapped", "entity_id"].tolist(),
                 "cold": sorted(self.cold)}

@@ -869,7 +869,8 @@ def constellation_of(view: RunView, graph_id: str | None = None, **kwargs: Any) 
     what = f", run {view.source} after {view.step} interactions" if view.stats else ""
     title = f"{view.dataset.name} [{gid}]{what}: {graph.num_entities:,} entities"
     con = build_constellation(graph, view.stats.get(gid), title=title, graph_id=gid, **kwargs)
-    em = view.emergence.get(gid) if len(view.dataset.graphs) > 1 else next(iter(view.emergence.values()), None)
+    single = next(iter(view.emergence.values()), None)
+    em = view.emergence.get(gid) if len(view.dataset.graphs) > 1 else single
     return overlay_emergence(con, em) if em else con
 
 

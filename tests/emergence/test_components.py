@@ -1,4 +1,4 @@
-"""The trainer-side component: bridges rated from a feedback log, principles, health; written and read back."""
+"""The trainer-side component: bridges rated from a feedback log, principles, health; written, read back."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def test_after_training_promotes_a_bridge_the_log_rates_up_and_writes_what_descr
                                            "bridge": {"promote_after": 2}})
     recs = [record(i, ["e0"], ACROSS, 1, day=i) for i in range(3)] + [record(9, ["e0"], ACROSS, -1, day=9)]
     out = after_training(config, bridge_graph(), recs, until=T0 + pd.Timedelta(days=5), at=T0)
-    (state,) = [s for s in out.bridges.states.values() if {s.bridge.entity_a, s.bridge.entity_b} == {"e0", "e2"}]
+    (state,) = [s for s in out.bridges.states.values()
+                if {s.bridge.entity_a, s.bridge.entity_b} == {"e0", "e2"}]
     assert len(out.bridges.states) == 2  # e2-e3 too (e3 is linked to e0 only); no path crossed it
     assert (state.status, state.positive, state.negative) == ("promoted", 3, 1)
     dep = out.graph.dependencies.set_index("id").loc[state.dependency_id]
@@ -80,7 +81,7 @@ def test_promoting_a_bridge_to_a_deleted_entity_names_it_and_adds_no_edge() -> N
                      attributes=g.attributes[g.attributes["aspect_id"].isin(g.aspects.loc[keep, "id"])]
                      .reset_index(drop=True))
     before = tracker.states[bid]
-    with pytest.raises(BridgeError, match=rf"bridge '{bid}' joins entity 'e2', which is no longer in the graph"):
+    with pytest.raises(BridgeError, match=rf"bridge '{bid}' joins entity 'e2', which is no longer in the "):
         tracker.rate(gone, bid, +1)  # this rating would promote it
     assert tracker.states[bid] == before and len(gone.dependencies) == 1
 
@@ -122,7 +123,8 @@ def test_the_train_entry_after_a_real_bandit_run(tmp_path) -> None:
 
     ds = generate_v2("tiny", seed=3)
     trainer = BanditTrainer(ds, make_scorer("linucb"),
-                            BanditConfig(eval_every=0, checkpoint_every=0, max_interactions=30), progress=False)
+                            BanditConfig(eval_every=0, checkpoint_every=0, max_interactions=30),
+                            progress=False)
     trainer.run()
     _entry_check(ds, trainer, tmp_path)
 

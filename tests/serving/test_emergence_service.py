@@ -1,5 +1,6 @@
-"""Issue 29 in the service: off by default; principles answer to confirm/reject/correct, kept in the service's
-own file and replayed at start; health from the feedback log; bad verbs and pruned items named, nothing written."""
+"""Issue 29 in the service: off by default; principles answer to confirm/reject/correct, kept in the
+service's own file and replayed at start; health from the feedback log; bad verbs and pruned items named,
+nothing written."""
 
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def test_principle_verbs_are_logged_replayed_and_bad_ones_write_nothing(served, 
     ]:
         got = client.post(url, json=body)
         assert (got.status_code, got.json()["error"]) == (status, message)
-    assert client.post(f"/api/emergence/principles/{pid}", json={"verb": "confirm", "weight": 2}).status_code == 422
+    weighted = client.post(f"/api/emergence/principles/{pid}", json={"verb": "confirm", "weight": 2})
+    assert weighted.status_code == 422  # users set no weights
     assert _verbs(state) == []
 
     got = client.post(f"/api/emergence/principles/{pid}", json={"verb": "confirm"})
@@ -97,7 +99,8 @@ def test_rating_a_result_through_a_pruned_entity_names_both_and_records_nothing(
     state = tmp_path / "state.sqlite"
     svc = Service(store, served["artifact"], state, emergence=ON)
     client = TestClient(create_app(svc))
-    results = client.post("/api/memory/recall", json={"query": "what about billing", "sessionKey": "s"}).json()
+    results = client.post("/api/memory/recall",
+                          json={"query": "what about billing", "sessionKey": "s"}).json()
     hit = next(r for r in results["results"] if r["path"]["entities"])
     entity = hit["path"]["entities"][0]
     svc.state.close()
@@ -109,8 +112,8 @@ def test_rating_a_result_through_a_pruned_entity_names_both_and_records_nothing(
             "sessionKey": "s", "results": {hit["id"]: {"verb": "confirm", "idempotencyKey": "k1"}}})
         assert got.status_code == 422
         assert got.json()["error"] == (
-            f"result {hit['id']!r} runs through entity {entity!r}, which was pruned to the cold tier; nothing "
-            "was recorded. Rate it through an explorer path that rediscovers it "
+            f"result {hit['id']!r} runs through entity {entity!r}, which was pruned to the cold tier; "
+            "nothing was recorded. Rate it through an explorer path that rediscovers it "
             "(signet_rl.emergence.cold.rate_cold on an offline copy), or restore it first")
         assert svc.state.feedback() == []
         assert client.get("/api/emergence/health").json()["cold"] == [entity]
