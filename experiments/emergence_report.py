@@ -355,6 +355,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--budget", type=int, default=2000)
     ap.add_argument("--max-test", type=int, default=None, help="test queries for recall/latency (all)")
+    ap.add_argument("--out", type=Path, default=OUT, help="where the JSON goes")
     args = ap.parse_args(argv)
     if args.seed == args.val_seed:
         ap.error(f"--seed {args.seed} is the validation seed; report on another")
@@ -366,8 +367,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         out = run_bridges(args, encoder) if args.part == "bridges" else run_principles(args, encoder)
     out.update(part=args.part, preset=args.preset, seed=args.seed, val_seed=args.val_seed,
                encoder=args.encoder, epochs=args.epochs, seconds=round(time.time() - t0, 1))
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"{args.part}-{args.preset}-{args.seed}.json"
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"{args.part}-{args.preset}-{args.seed}.json"
     path.write_text(json.dumps(out, indent=1, default=str))
     print(json.dumps({k: v for k, v in out.items() if k != "validation"}, indent=1, default=str))
     return out
