@@ -24,7 +24,8 @@ Parts (``--part``):
   and the graph read back. Reports the share of planted noise entities pruned, the needed items of later
   (validation and test) queries pruned, test recall@10 of the ``prior`` desire-path retriever before and
   after at the same budget, and its mean traversal latency (with the load average: timings on a shared
-  machine are inflated).
+  machine are inflated). ``--chosen-from`` takes the thresholds an earlier run chose on its validation
+  seed (the xl figures reuse medium's choice: one bandit run at xl is minutes).
 
     python experiments/emergence_report.py --part bridges --seed <S> --preset medium
     python experiments/emergence_report.py --part pruning --seed <S> --preset xl
@@ -243,6 +244,7 @@ def training_log(ds: Dataset, epochs: int, seed: int) -> tuple[list[Any], pd.Tim
     trainer = BanditTrainer(ds, make_scorer("linucb"), BanditConfig(epochs=epochs, eval_every=0,
                                                                     checkpoint_every=0),
                             seed=seed, progress=False)
+    _log(f"bandit run over {len(ds.split('train'))} training queries x {epochs} epochs")
     trainer.run()
     until = max(q.timestamp for q in ds.split("train"))
     return list(trainer.log.records), pd.Timestamp(until)
@@ -280,6 +282,7 @@ def recall_and_latency(ds: Dataset, budget: int, max_queries: int | None, seed: 
     from signet_rl.evaluation.harness import evaluate
     from signet_rl.pipeline.desire import DesirePathRetriever
 
+    _log(f"test recall and latency on {len(ds.graph.entities):,} entities")
     res = evaluate(ds, {"prior": DesirePathRetriever("prior")}, split="test", budget_chars=budget,
                    ks=(10,), max_queries=max_queries, seed=seed, n_boot=200)
     rows = res.rows
@@ -300,20 +303,26 @@ def pruning_outcome(ds: Dataset, records: list[Any], until: pd.Timestamp, t: Hea
 
 
 def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
-    grid = [HealthThresholds(min_ratings=m, sick_share=sh, min_exposure=x)
-            for m in (2, 3, 5) for sh in (0.5, 0.8, 1.0) for x in (0, 1, 3, 10, 30)]
-    val = dataset(args.preset, args.val_seed, control=False)
-    records, until = training_log(val, args.epochs, args.val_seed)
-    best, table = None, []
-    for t in grid:
-        o = pruning_outcome(val, records, until, t, ("validation",))
-        table.append({**dataclasses.asdict(t), **{k: v for k, v in o.items() if k != "plan"}})
-        key = (o["needed_items_pruned"] == 0, o["noise_pruned"], -o["needed_items_pruned"])
-        if best is None or key > best[0]:
-            best = (key, t)
-    assert best is not None
-    chosen = best[1]
-    out: dict[str, Any] = {"chosen": dataclasses.asdict(chosen), "validation": table}
+    if args.chosen_from is not None:  # thresholds chosen on the validation seed by an earlier run
+        earlier = json.loads(Path(args.chosen_from).read_text())
+        chosen = HealthThresholds(**earlier["chosen"])
+        out: dict[str, Any] = {"chosen": earlier["chosen"], "chosen_from": f"{earlier['preset']} validation "
+                               f"seed {earlier['val_seed']} ({Path(args.chosen_from).name})"}
+    else:
+        grid = [HealthThresholds(min_ratings=m, sick_share=sh, min_exposure=x)
+                for m in (2, 3, 5) for sh in (0.5, 0.8, 1.0) for x in (0, 1, 3, 10, 30)]
+        val = dataset(args.preset, args.val_seed, control=False)
+        records, until = training_log(val, args.epochs, args.val_seed)
+        best, table = None, []
+        for t in grid:
+            o = pruning_outcome(val, records, until, t, ("validation",))
+            table.append({**dataclasses.asdict(t), **{k: v for k, v in o.items() if k != "plan"}})
+            key = (o["needed_items_pruned"] == 0, o["noise_pruned"], -o["needed_items_pruned"])
+            if best is None or key > best[0]:
+                best = (key, t)
+        assert best is not None
+        chosen = best[1]
+        out = {"chosen": dataclasses.asdict(chosen), "validation": table}
     # Two operating points on the reporting seed: the validation choice (no needed item pruned there) and
     # the rule as it stands (every unused and sick entity, default thresholds).
     points = {"chosen": chosen, "unused_and_sick": HealthThresholds()}
@@ -336,6 +345,12 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------
 
 
+def _log(message: str) -> None:
+    import sys
+
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
 def _div(a: float, b: float) -> float | None:
     return a / b if b else None
 
@@ -356,6 +371,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--budget", type=int, default=2000)
     ap.add_argument("--max-test", type=int, default=None, help="test queries for recall/latency (all)")
     ap.add_argument("--out", type=Path, default=OUT, help="where the JSON goes")
+    ap.add_argument("--chosen-from", default=None,
+                    help="pruning: take the thresholds an earlier run chose on its validation seed "
+                         "(its JSON)")
+    ap.add_argument("--cache", type=Path, default=ROOT / "data" / "cache" / "embeddings",
+                    help="the embedding cache folder")
     args = ap.parse_args(argv)
     if args.seed == args.val_seed:
         ap.error(f"--seed {args.seed} is the validation seed; report on another")
@@ -363,7 +383,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.part == "pruning":
         out = run_pruning(args)
     else:
-        encoder = make_encoder(args.encoder, cache_dir=ROOT / "data" / "cache" / "embeddings")
+        encoder = make_encoder(args.encoder, cache_dir=args.cache)
         out = run_bridges(args, encoder) if args.part == "bridges" else run_principles(args, encoder)
     out.update(part=args.part, preset=args.preset, seed=args.seed, val_seed=args.val_seed,
                encoder=args.encoder, epochs=args.epochs, seconds=round(time.time() - t0, 1))

@@ -238,7 +238,8 @@ def test_the_locomo_figures_beside_dragon_search_dialog_turns_only(tmp_path):
 
 def test_emergence_report_runs_tiny(tmp_path):
     report = _load("emergence_report")
-    common = ["--preset", "tiny", "--encoder", "hashing", "--epochs", "1", "--out", str(tmp_path)]
+    common = ["--preset", "tiny", "--encoder", "hashing", "--epochs", "1", "--out", str(tmp_path),
+              "--cache", str(tmp_path / "cache")]
     with pytest.raises(SystemExit):
         report.main(["--part", "principles", "--seed", str(report.VAL_SEED), *common])  # must differ
     out = report.main(["--part", "principles", "--seed", "3", *common])
@@ -254,7 +255,8 @@ def test_emergence_report_runs_tiny(tmp_path):
 @pytest.mark.slow
 def test_emergence_report_bridges_and_pruning_run_tiny(tmp_path):
     report = _load("emergence_report")
-    common = ["--preset", "tiny", "--encoder", "hashing", "--epochs", "1", "--out", str(tmp_path)]
+    common = ["--preset", "tiny", "--encoder", "hashing", "--epochs", "1", "--out", str(tmp_path),
+              "--cache", str(tmp_path / "cache")]
     bridges = report.main(["--part", "bridges", "--seed", "3", *common])
     assert bridges["planted"]["planted"] >= 2 and bridges["control"]["planted"] == 0
     pruning = report.main(["--part", "pruning", "--seed", "3", *common])
