@@ -100,7 +100,8 @@ def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
     attrs = active_attributes(graph)
     principle_ids = set(graph.entities.loc[graph.entities["entity_type"] == EntityType.PRINCIPLE, "id"])
     rx = re.compile(pattern, re.IGNORECASE)
-    keep = [eid not in principle_ids and bool(rx.search(str(asp or "")) or rx.search(text))
+    # snake_case aspect names read as words ("design_preferences" is a preference aspect)
+    keep = [eid not in principle_ids and bool(rx.search(str(asp or "").replace("_", " ")) or rx.search(text))
             for eid, asp, text in zip(attrs["entity_id"], attrs["aspect"], attrs["content"], strict=True)]
     attrs = attrs[keep].reset_index(drop=True)
     if len(attrs) < min_communities:
