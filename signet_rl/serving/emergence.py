@@ -1,15 +1,15 @@
 """Bridges, principles and entity health in the service, each off unless switched on (issue 29 §6).
 
-:class:`ServiceEmergence` keeps its state in the **service's own SQLite file** (two tables beside the
-feedback log: ``emergence_verbs``, the append-only log of principle verbs, and ``emergence_bridge_ratings``,
-which feedback row crossed which bridge); the Signet store stays read-only. Like the learned statistics,
-everything is a replay:
+:class:`ServiceEmergence` keeps its state in the **service's own SQLite file** (one table beside the
+feedback log: ``emergence_verbs``, the append-only log of principle verbs; bridge ratings are read off the
+feedback log itself); the Signet store stays read-only. Like the learned statistics, everything is a replay:
 
 - at start, principles are detected on the imported graph (deterministic for a graph and a config), added
   to it, and the verb log is replayed over them **before the desire retriever indexes the graph**, so a
   confirmed principle's raised edges are walked from then on;
-- bridges are found at start (the store's contents are the ingest) and the tracker replays the bridge
-  ratings; a promoted bridge's ``inferred`` edge is added to the graph at the next start, before indexing.
+- bridges are found at start (the store's contents are the ingest) and the tracker replays the feedback
+  log's ratings of results that crossed them; a promoted bridge's ``inferred`` edge is in the graph from the
+  next start on, before indexing.
 
 Users set no weights. Principles answer to ``confirm``, ``reject`` and ``correct`` only
 (``POST /api/emergence/principles/{id}``); bridges move only on the ratings of results that crossed them;
@@ -57,12 +57,6 @@ CREATE TABLE IF NOT EXISTS emergence_verbs (
     verb         TEXT NOT NULL CHECK (verb IN ('confirm', 'reject', 'correct')),
     text         TEXT,
     created_at   REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS emergence_bridge_ratings (
-    feedback_seq INTEGER NOT NULL,
-    bridge_id    TEXT NOT NULL,
-    rating       INTEGER NOT NULL CHECK (rating IN (-1, 0, 1)),
-    PRIMARY KEY (feedback_seq, bridge_id)
 );
 """
 
@@ -116,11 +110,13 @@ class ServiceEmergence:
                                          fade_after=b.fade_after)
             self.tracker.add(find_bridges(graph, None, encoder=self.encoder, min_similarity=b.min_similarity,
                                           min_lexical=b.min_lexical))
-            for bid, rating in self._db.execute(
-                    "SELECT bridge_id, rating FROM emergence_bridge_ratings "
-                    "ORDER BY feedback_seq, bridge_id"):
-                if bid in self.tracker.states and self.tracker.states[bid].status != "faded":
-                    graph = self.tracker.rate(graph, bid, int(rating))
+            for _, rating, path, recall_id in self._db.execute(
+                    "SELECT f.seq, f.rating, r.path, r.recall_id FROM feedback f "
+                    "JOIN results r ON r.result_id = f.result_id ORDER BY f.seq").fetchall():
+                attrs = json.loads(path).get("attributes", [])
+                reached = self._reached(recall_id, json.loads(path))
+                for bid in self._crossed(attrs, reached):
+                    graph = self.tracker.rate(graph, bid, _sign(rating))
         self.graph = graph
         return graph
 
@@ -139,36 +135,39 @@ class ServiceEmergence:
                     "tier; nothing was recorded. Rate it through an explorer path that rediscovers it "
                     "(signet_rl.emergence.cold.rate_cold on an offline copy), or restore it first")
 
-    def recall_entities(self, result: IssuedResult) -> set[str]:
-        """The entities every result of ``result``'s recall walked through (what the query reached)."""
-        if result.recall_id is None:
-            return set(result.path.get("entities", []))
+    def _reached(self, recall_id: str | None, path: Mapping[str, Any]) -> set[str]:
+        """The entities every result of a recall walked through (what the query reached)."""
+        if recall_id is None:
+            return set(path.get("entities", []))
         out: set[str] = set()
-        for (text,) in self._db.execute("SELECT path FROM results WHERE recall_id = ?", (result.recall_id,)):
+        for (text,) in self._db.execute("SELECT path FROM results WHERE recall_id = ?", (recall_id,)):
             out.update(json.loads(text).get("entities", []))
         return out
 
+    def _crossed(self, attributes: Iterable[str], reached: set[str]) -> list[str]:
+        """Tracked, unfaded bridges with one end's attribute in ``attributes`` and the other end's entity
+        in ``reached``."""
+        assert self.tracker is not None
+        attrs = set(attributes)
+        out = []
+        for bid, s in self.tracker.states.items():
+            b = s.bridge
+            if s.status != "faded" and ((b.attribute_a in attrs and b.entity_b in reached)
+                                        or (b.attribute_b in attrs and b.entity_a in reached)):
+                out.append(bid)
+        return out
+
     def on_feedback(self, result: IssuedResult, row: FeedbackRow) -> list[str]:
-        """Record which tracked bridges a new rating crossed (one end's attribute in the rated result, the
-        other end's entity reached by the same recall) and rate them; returns their ids."""
+        """Rate the tracked bridges a newly recorded rating crossed (one end's attribute in the rated
+        result, the other end's entity reached by the same recall); returns their ids. Nothing is stored:
+        the feedback row is the record, replayed at the next start."""
         if self.tracker is None or self.graph is None:
             return []
-        reached = self.recall_entities(result)
-        crossed = []
-        attrs = set(result.path.get("attributes", []))
-        for bid, s in self.tracker.states.items():
-            if s.status == "faded":
-                continue
-            b = s.bridge
-            if (b.attribute_a in attrs and b.entity_b in reached) or \
-                    (b.attribute_b in attrs and b.entity_a in reached):
-                crossed.append(bid)
-        rating = 1 if row.rating > 0 else -1 if row.rating < 0 else 0
+        crossed = self._crossed(result.path.get("attributes", []),
+                                self._reached(result.recall_id, result.path))
         with self._lock:
             for bid in crossed:
-                self.graph = self.tracker.rate(self.graph, bid, rating)
-                self._db.execute("INSERT OR IGNORE INTO emergence_bridge_ratings VALUES (?, ?, ?)",
-                                 (row.seq, bid, rating))
+                self.graph = self.tracker.rate(self.graph, bid, _sign(row.rating))
         return crossed
 
     # -- principles ---------------------------------------------------------------------------------------
@@ -254,6 +253,10 @@ class ServiceEmergence:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _sign(rating: float) -> int:
+    return 1 if rating > 0 else -1 if rating < 0 else 0
 
 
 def _apply_verb(graph: KnowledgeGraph, pid: str, verb: str, text: str | None,

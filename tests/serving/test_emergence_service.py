@@ -119,3 +119,35 @@ def test_rating_a_result_through_a_pruned_entity_names_both_and_records_nothing(
         assert client.get("/api/emergence/health").json()["cold"] == [entity]
     finally:
         svc.state.close()
+
+
+def test_bridges_move_on_ratings_of_results_that_crossed_them_and_are_replayed(served, store, tmp_path):
+    from signet_rl.serving.state import IssuedResult
+
+    state = tmp_path / "state.sqlite"
+    config = {"bridges": True, "bridge": {"promote_after": 2}}
+    svc = Service(store, served["artifact"], state, emergence=config)
+    client = TestClient(create_app(svc))
+    (bid,) = [b["id"] for b in client.get("/api/emergence/bridges").json()["bridges"]
+              if {b["entity_a"], b["entity_b"]} == {"billing", "garden"}]
+    # a result that walked from billing and showed garden's side of the bridge
+    crossing = {"entities": ["billing"], "aspects": [], "attributes": ["t-garden"],
+                "memory_ids": ["m-garden"], "dependencies": [], "kind": "constructed"}
+    svc.state.issue([IssuedResult(f"r_{i}", "s", "q", "main", "desire", 0, 1.0, "what", 0, ("m-garden",),
+                                  crossing, (), 0.5) for i in range(2)])
+    for i in range(2):
+        got = client.post("/api/memory/feedback", json={
+            "sessionKey": "s", "results": {f"r_{i}": {"verb": "confirm", "idempotencyKey": f"k{i}"}}})
+        assert got.status_code == 200, got.text
+    (b,) = [b for b in client.get("/api/emergence/bridges").json()["bridges"] if b["id"] == bid]
+    assert (b["status"], b["positive"], b["dependency_id"]) == ("promoted", 2, f"dep-{bid}")
+    assert f"dep-{bid}" not in set(svc.graph.dependencies["id"])  # indexed at the next start
+    svc.state.close()
+    again = Service(store, served["artifact"], state, emergence=config)
+    try:
+        dep = again.graph.dependencies.set_index("id").loc[f"dep-{bid}"]
+        assert dep["reason"] == "inferred" and {dep["source_entity_id"], dep["target_entity_id"]} == {
+            "billing", "garden"}
+        assert f"dep-{bid}" in set(str(e) for e in again.arrays.edge_ids)  # walkable
+    finally:
+        again.state.close()
