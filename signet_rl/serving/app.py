@@ -137,8 +137,8 @@ class Service:
         t0 = time.perf_counter()
         self.store = Path(store)
         self.graph = import_signet(self.store)
+        self.policy = load_policy(policy)  # before the state file: a bad artifact leaves no file behind
         self.state = ServiceState(state or default_state_path(self.store), store=self.store)
-        self.policy = load_policy(policy)
         self.emergence = self._emergence(emergence)
         self.dataset = Dataset(name=f"signet:{self.store}", graphs={"main": self.graph}, queries=[],
                                truth=GroundTruth(), report=LoadReport(files=[str(self.store)]))  # fmt: skip
