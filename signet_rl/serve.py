@@ -52,6 +52,9 @@ def _http(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--prewarm", action="store_true",
                         help="temporal pre-warm at POST /api/session/start (off by default; issue 29)")
+    parser.add_argument("--emergence", default="",
+                        help="issue 29's mechanisms to switch on, comma-separated: bridges, principles, health "
+                             "(all off by default; their state lives in the --state file)")
     args = parser.parse_args(argv)
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.token:
         print(f"error: binding {args.host} exposes the memory store beyond this machine; give a bearer token "
@@ -62,7 +65,9 @@ def _http(argv: list[str]) -> int:
     from signet_rl.serving.app import Service, create_app
 
     try:
-        service = Service(args.db, args.policy, args.state, k=args.k, seed=args.seed, prewarm=_prewarm(args))
+        switches = [s.strip() for s in args.emergence.split(",") if s.strip()]
+        service = Service(args.db, args.policy, args.state, k=args.k, seed=args.seed, prewarm=_prewarm(args),
+                          emergence={s: True for s in switches})
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -436,6 +436,7 @@ def _train_bandit(
     (art / "per_intent.md").write_text(result.intent_tables()["md"])
     result.rows.to_csv(art / "per_query.csv", index=False)
     (art / "final_metrics.json").write_text(json.dumps(final, indent=2, sort_keys=True))
+    _emergence_after_training(cfg, dataset, trainer, art)
     save = getattr(scorer, "save", None)
     if save is not None:  # with the traversal it was trained with, which loading it restores
         save(art / "policy", traversal=traversal)
@@ -450,6 +451,30 @@ def _train_bandit(
     print(f"{name} = {last[name]:.4f}; {final['seconds']:.0f} s")
     print(where_message(out, art, tracker, policy=save is not None, scorer=scorer.name))
     return float(last[name])
+
+
+def _emergence_after_training(cfg: DictConfig, dataset: Any, trainer: BanditTrainer, art: Path) -> None:
+    """Issue 29's bridges, principles and health over the run's graph and training feedback, when
+    ``cfg.emergence`` switches any on (all off by default); written under ``artifacts/emergence/`` (per
+    graph under ``artifacts/by_graph/<id>/emergence/`` when the dataset has several)."""
+    values = cfg.get("emergence")
+    if values is None:
+        return
+    from signet_rl.emergence.components import after_training
+    from signet_rl.emergence.config import EmergenceConfig
+
+    config = EmergenceConfig.from_mapping(OmegaConf.to_container(values, resolve=True))  # type: ignore[arg-type]
+    if not {"bridges", "principles", "health"} & set(config.enabled):
+        return
+    from signet_rl.text.encoders import make_encoder
+
+    encoder = make_encoder(str(cfg.encoder))
+    until = max(q.timestamp for q in trainer.train_queries) if all(
+        q.timestamp is not None for q in trainer.train_queries) else None
+    for gid, graph in dataset.graphs.items():
+        records = [r for r in trainer.log if r.context.get("graph_id") == gid]
+        outcome = after_training(config, graph, records, until=until, encoder=encoder)
+        outcome.write(art if len(dataset.graphs) == 1 else art / "by_graph" / gid)
 
 
 def where_message(out: Path, art: Path, tracker: Any, policy: bool, scorer: str) -> str:

@@ -249,3 +249,31 @@ def test_drift_recovery_and_prewarm_compare_run_tiny(tmp_path, capsys):
     shares = json.loads((tmp_path / "prewarm" / "tiny-seed11" / "summary.json").read_text())
     assert set(shares) == {"prewarm", "prewarm_timeless", "signet"}
     assert all(0 <= v["share_mean"] <= 1 and v["mean_chars"] <= 600 for v in shares.values())
+
+
+def test_emergence_report_runs_tiny(tmp_path):
+    report = _load("emergence_report")
+    common = ["--preset", "tiny", "--encoder", "hashing", "--epochs", "1", "--out", str(tmp_path),
+              "--cache", str(tmp_path / "cache")]
+    with pytest.raises(SystemExit):
+        report.main(["--part", "principles", "--seed", str(report.VAL_SEED), *common])  # must differ
+    out = report.main(["--part", "principles", "--seed", "3", *common])
+    assert out["planted"]["planted"] == 5 and out["control"]["planted"] == 0
+    assert out["control"]["matching"] == 0 and out["control"]["recall"] is None  # nothing planted to match
+    p = out["planted"]
+    assert p["matching"] + round(p["spurious_share"] * p["detected"]) == p["detected"]
+    assert out["chosen"]["min_communities"] == 3
+    saved = json.loads((tmp_path / "principles-tiny-3.json").read_text())
+    assert saved["planted"] == out["planted"] and saved["val_seed"] == report.VAL_SEED
+
+
+@pytest.mark.slow
+def test_emergence_report_bridges_and_pruning_run_tiny(tmp_path):
+    report = _load("emergence_report")
+    common = ["--preset", "tiny", "--encoder", "hashing", "--epochs", "1", "--out", str(tmp_path),
+              "--cache", str(tmp_path / "cache")]
+    bridges = report.main(["--part", "bridges", "--seed", "3", *common])
+    assert bridges["planted"]["planted"] >= 2 and bridges["control"]["planted"] == 0
+    pruning = report.main(["--part", "pruning", "--seed", "3", *common])
+    assert pruning["control"]["chosen"]["noise"] == 0
+    assert pruning["planted"]["unused_and_sick"]["pruned"] >= pruning["planted"]["chosen"]["pruned"]

@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
         help="folder holding kg/, locomo/, hipporag/ (default: $SIGNET_RL_DATA, else ./data)",
     )
     p.add_argument("--no-signals", action="store_true", help="skip the cheap-signal AUCs and the audit")
+    p.add_argument("--run", default=None, metavar="FOLDER",
+                   help="also show a bandit run's emergence outcome (health, pruning plan, bridges, "
+                        "principles: its artifacts/emergence/, written when the run switched emergence.* on)")
     p.add_argument(
         "--option",
         action="append",
@@ -51,6 +54,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     d = describe(dataset, signals=not args.no_signals)
+    if args.run is not None:
+        from pathlib import Path
+
+        from signet_rl.emergence.components import FOLDER, read_outcome
+
+        art = Path(args.run) / "artifacts"
+        got = read_outcome(art if (art / FOLDER).is_dir() else Path(args.run))
+        if not got:
+            print(f"error: {args.run} has no {FOLDER}/ (in artifacts/ or itself): train with an emergence.* "
+                  "switch on (e.g. emergence.health=true)", file=sys.stderr)
+            return 2
+        d["emergence"] = {**d.get("emergence", {}), **got}
     print(json.dumps(d, indent=2, default=str) if args.json else format_description(d))
     return 0
 

@@ -30,10 +30,10 @@ import pandas as pd
 
 from signet_rl.emergence.similar import (
     active_attributes,
-    default_encoder,
     encode,
     jaccard,
     linked_pairs,
+    resolve,
     similar_pairs,
     terms,
 )
@@ -99,7 +99,7 @@ def find_bridges(graph: KnowledgeGraph, attribute_ids: list[str] | None = None, 
     if not len(new) or len(attrs) < 2:
         return []
     texts = attrs["content"].tolist()
-    vectors = encode(encoder or default_encoder(), texts)
+    vectors = encode(resolve(encoder), texts)
     owner = attrs["entity_id"].to_numpy(dtype=object)
     ids = attrs["id"].to_numpy(dtype=object)
     linked = linked_pairs(graph)

@@ -13,7 +13,13 @@ community) is then one of:
   :attr:`HealthThresholds.busy_ratings` rated paths, mean rating at least
   :attr:`HealthThresholds.busy_mean`, and at most :attr:`HealthThresholds.sparse_degree` dependencies plus
   active attributes (per member, for a community);
-- ``healthy``: the rest (including entities with a few mixed ratings: not enough to judge them).
+- ``healthy``: the rest (including entities with a few mixed ratings: not enough to judge them);
+- ``unseen``: on no rated path, and on fewer than :attr:`HealthThresholds.min_exposure` logged candidate
+  paths (walked, shown or not): nothing has judged it, so it is kept. With ``min_exposure`` 0 (the default)
+  no entity is unseen: every entity on no rated path is ``unused``.
+
+``exposure`` counts the logged candidate paths through an entity: an entity walked again and again whose
+paths never earn a rating (the policy never ranks them up) is unused; one the walks never reach is unseen.
 
 :func:`plan_pruning` picks the unused and sick entities, from feedback logged up to the end of the
 training period only (``until``): a rating given later cannot decide what is pruned before it. Pinned
@@ -33,10 +39,10 @@ from signet_rl.graph.model import EntityType, KnowledgeGraph
 from signet_rl.learning.feedback_log import FeedbackRecord
 from signet_rl.traversal.path import HopKind, Path, PathError
 
-__all__ = ["HEALTHY", "SICK", "UNDER_MAPPED", "UNUSED", "HealthThresholds", "PruningPlan",
-           "community_health", "entity_health", "plan_pruning"]
+__all__ = ["HEALTHY", "SICK", "UNDER_MAPPED", "UNSEEN", "UNUSED", "HealthThresholds", "PruningPlan",
+           "community_health", "entity_health", "health_from_touches", "plan_pruning", "touched_entities"]
 
-HEALTHY, SICK, UNUSED, UNDER_MAPPED = "healthy", "sick", "unused", "under-mapped"
+HEALTHY, SICK, UNUSED, UNDER_MAPPED, UNSEEN = "healthy", "sick", "unused", "under-mapped", "unseen"
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,8 @@ class HealthThresholds:
         busy_ratings: rated paths needed before an entity can be called under-mapped.
         busy_mean: mean rating at or above which a busy entity's feedback counts as high, in ``[-1, 1]``.
         sparse_degree: dependencies plus active attributes at or below which structure counts as sparse.
+        min_exposure: logged candidate paths through an entity on no rated path before it counts as
+            unused rather than unseen (0: every unrated entity is unused).
     """
 
     min_ratings: int = 3
@@ -56,8 +64,13 @@ class HealthThresholds:
     busy_ratings: int = 5
     busy_mean: float = 0.5
     sparse_degree: int = 2
+    min_exposure: int = 0
 
     def __post_init__(self) -> None:
+        if isinstance(self.min_exposure, bool) or not isinstance(self.min_exposure, int) or \
+                self.min_exposure < 0:
+            raise ValueError(f"HealthThresholds.min_exposure must be an integer >= 0, got "
+                             f"{self.min_exposure!r}")
         for name in ("min_ratings", "busy_ratings"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -101,6 +114,52 @@ class _Owners:
         return out & self.entities
 
 
+def touched_entities(graph: KnowledgeGraph, *, entities: Iterable[str] = (), aspects: Iterable[str] = (),
+                     attributes: Iterable[str] = (), dependencies: Iterable[str] = ()) -> set[str]:
+    """The graph's entities a walked path touches, from its hop ids by kind (the service logs a path as
+    these lists): its entity hops, the owners of its aspect and attribute hops, the endpoints of its
+    dependency hops. Ids the graph does not have are skipped."""
+    o = _Owners(graph)
+    out = set(entities)
+    out.update(o.aspect[a] for a in aspects if a in o.aspect)
+    out.update(o.attribute[a] for a in attributes if o.attribute.get(a) is not None)
+    for d in dependencies:
+        out.update(o.dep.get(d, ()))
+    return out & o.entities
+
+
+def health_from_touches(graph: KnowledgeGraph, touches: Iterable[tuple[Iterable[str], float]], *,
+                        thresholds: HealthThresholds = HealthThresholds()) -> pd.DataFrame:
+    """:func:`entity_health`'s frame from ``(entity ids a rated path touched, its rating)`` pairs (the
+    service's feedback, already cut to the period to judge); ``exposure`` is the rated paths' count."""
+    ids = graph.entities["id"].to_numpy(dtype=object)
+    index = {e: i for i, e in enumerate(ids)}
+    rated = np.zeros(len(ids), np.int64)
+    pos = np.zeros(len(ids), np.int64)
+    neg = np.zeros(len(ids), np.int64)
+    total = np.zeros(len(ids), np.float64)
+    for ents, rating in touches:
+        rows = [index[e] for e in set(ents) if e in index]
+        rated[rows] += 1
+        total[rows] += rating
+        pos[rows] += rating > 0
+        neg[rows] += rating < 0
+    return _frame(graph, ids, rated, pos, neg, total, rated.copy(), thresholds)
+
+
+def _frame(graph: KnowledgeGraph, ids: np.ndarray, rated: np.ndarray, pos: np.ndarray, neg: np.ndarray,
+           total: np.ndarray, exposure: np.ndarray, thresholds: HealthThresholds) -> pd.DataFrame:
+    degree = _degree(graph, ids)
+    frame = pd.DataFrame({"entity_id": ids, "rated": rated, "positive": pos, "negative": neg,
+                          "mean_rating": np.where(rated > 0, total / np.maximum(rated, 1), np.nan),
+                          "exposure": exposure, "degree": degree})
+    status = _status(rated, neg, frame["mean_rating"].to_numpy(), degree.astype(np.float64), thresholds)
+    if thresholds.min_exposure:
+        status[(rated == 0) & (exposure < thresholds.min_exposure)] = UNSEEN
+    frame["status"] = status
+    return frame
+
+
 def _training(records: Iterable[FeedbackRecord], until: pd.Timestamp | None) -> list[FeedbackRecord]:
     out = []
     for rec in records:
@@ -127,8 +186,8 @@ def entity_health(graph: KnowledgeGraph, records: Iterable[FeedbackRecord], *,
 
     Returns:
         One row per entity of the graph, in its order: ``entity_id``, ``rated``, ``positive``,
-        ``negative``, ``mean_rating`` (NaN when unrated), ``degree`` (dependencies + active attributes),
-        ``status``.
+        ``negative``, ``mean_rating`` (NaN when unrated), ``exposure`` (logged candidate paths through
+        it), ``degree`` (dependencies + active attributes), ``status``.
 
     Raises:
         ValueError: a candidate that is not a path serialisation, or an undated record when ``until`` is
@@ -144,28 +203,32 @@ def entity_health(graph: KnowledgeGraph, records: Iterable[FeedbackRecord], *,
     pos = np.zeros(len(ids), np.int64)
     neg = np.zeros(len(ids), np.int64)
     total = np.zeros(len(ids), np.float64)
-    for rec in _training(records, cutoff):
-        for item, rating in zip(rec.shown, rec.ratings, strict=True):
-            if rating is None:
-                continue
-            text = rec.candidates[item]
+    exposure = np.zeros(len(ids), np.int64)
+    touched: dict[str, list[int]] = {}
+
+    def rows_of(rec: FeedbackRecord, text: str) -> list[int]:
+        if text not in touched:
             try:
                 path = Path.parse(text)
             except PathError as exc:
                 raise ValueError(f"feedback record {_record_name(rec)}: candidate {text!r} is not a path "
                                  f"serialisation ({exc}); entity health needs the logged paths") from None
-            rows = [index[e] for e in owners.of(path)]
+            touched[text] = [index[e] for e in owners.of(path)]
+        return touched[text]
+
+    for rec in _training(records, cutoff):
+        if thresholds.min_exposure:
+            for text in rec.candidates:
+                exposure[rows_of(rec, text)] += 1
+        for item, rating in zip(rec.shown, rec.ratings, strict=True):
+            if rating is None:
+                continue
+            rows = rows_of(rec, rec.candidates[item])
             rated[rows] += 1
             total[rows] += rating
             pos[rows] += rating > 0
             neg[rows] += rating < 0
-    degree = _degree(graph, ids)
-    frame = pd.DataFrame({"entity_id": ids, "rated": rated, "positive": pos, "negative": neg,
-                          "mean_rating": np.where(rated > 0, total / np.maximum(rated, 1), np.nan),
-                          "degree": degree})
-    frame["status"] = _status(rated, neg, frame["mean_rating"].to_numpy(), degree.astype(np.float64),
-                              thresholds)
-    return frame
+    return _frame(graph, ids, rated, pos, neg, total, exposure, thresholds)
 
 
 def _degree(graph: KnowledgeGraph, ids: np.ndarray) -> np.ndarray:

@@ -31,10 +31,10 @@ import pandas as pd
 
 from signet_rl.emergence.similar import (
     active_attributes,
-    default_encoder,
     encode,
     jaccard,
     linked_pairs,
+    resolve,
     similar_pairs,
     terms,
 )
@@ -100,13 +100,14 @@ def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
     attrs = active_attributes(graph)
     principle_ids = set(graph.entities.loc[graph.entities["entity_type"] == EntityType.PRINCIPLE, "id"])
     rx = re.compile(pattern, re.IGNORECASE)
-    keep = [eid not in principle_ids and bool(rx.search(str(asp or "")) or rx.search(text))
+    # snake_case aspect names read as words ("design_preferences" is a preference aspect)
+    keep = [eid not in principle_ids and bool(rx.search(str(asp or "").replace("_", " ")) or rx.search(text))
             for eid, asp, text in zip(attrs["entity_id"], attrs["aspect"], attrs["content"], strict=True)]
     attrs = attrs[keep].reset_index(drop=True)
     if len(attrs) < min_communities:
         return []
     texts = attrs["content"].tolist()
-    vectors = encode(encoder or default_encoder(), texts)
+    vectors = encode(resolve(encoder), texts)
     owner = attrs["entity_id"].to_numpy(dtype=object)
     linked = linked_pairs(graph)
     words = [terms(t) for t in texts]
@@ -168,7 +169,7 @@ def add_principles(graph: KnowledgeGraph, principles: list[Principle], *,
     if not principles:
         return graph
     at = pd.Timestamp.now(tz="UTC") if at is None else at
-    vectors = encode(encoder or default_encoder(), [p.text for p in principles])
+    vectors = encode(resolve(encoder), [p.text for p in principles])
     ents = pd.DataFrame([{"id": p.id, "name": _name(p.id, p.text), "entity_type": EntityType.PRINCIPLE,
                           "description": p.text, "created_at": at} for p in principles])
     deps = pd.DataFrame([{"id": f"{p.id}/{e}", "source_entity_id": p.id, "target_entity_id": e,
@@ -230,7 +231,7 @@ def correct(graph: KnowledgeGraph, pid: str, text: str, *,
     _get(graph, pid, "correct")
     if not isinstance(text, str) or not text.strip():
         raise PrincipleError(f"cannot correct principle {pid!r}: the new text is empty")
-    vector = encode(encoder or default_encoder(), [text])[0]
+    vector = encode(resolve(encoder), [text])[0]
     ents = graph.entities.copy()
     at = ents.index[ents["id"] == pid][0]
     ents.loc[at, ["description", "name"]] = [text, _name(pid, text)]

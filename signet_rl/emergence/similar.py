@@ -17,13 +17,19 @@ from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.text.encoders import Encoder, HashingEncoder
 from signet_rl.text.terms import keyword_terms
 
-__all__ = ["active_attributes", "default_encoder", "encode", "jaccard", "linked_pairs", "similar_pairs",
-           "terms"]
+__all__ = ["active_attributes", "default_encoder", "encode", "jaccard", "linked_pairs", "resolve",
+           "similar_pairs", "terms"]
 
 
 def default_encoder() -> Encoder:
     """The encoder used when none is given: the deterministic hashing encoder (no model, no download)."""
     return HashingEncoder()
+
+
+def resolve(encoder: Encoder | None) -> Encoder:
+    """``encoder``, or the default one when it is None. (Not ``encoder or default``: a cached encoder is
+    falsy while its cache is empty — it has a length — and would be silently replaced by the default.)"""
+    return default_encoder() if encoder is None else encoder
 
 
 def terms(text: str) -> frozenset[str]:

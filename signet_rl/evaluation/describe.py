@@ -11,7 +11,7 @@ import pandas as pd
 from signet_rl.core.types import SPLITS
 from signet_rl.datasets.base import Dataset
 
-__all__ = ["density", "describe", "format_description"]
+__all__ = ["density", "describe", "emergence_lines", "emergence_of", "format_description"]
 
 
 def _count(values: pd.Series) -> dict[str, int]:
@@ -55,6 +55,9 @@ def describe(dataset: Dataset, signals: bool = True) -> dict[str, Any]:
         "cold_tier": sum(len(g.memories_cold) for g in gs),
         "communities": sum(len(g.communities) for g in gs),
     }
+    em = emergence_of(gs)
+    if em:
+        out["emergence"] = em
     truth = dataset.truth
     rows = [(q.split, truth[q.id].intent or "-", truth[q.id].category or "-") for q in dataset.queries]
     qdf = pd.DataFrame(rows, columns=["split", "intent", "category"])
@@ -91,6 +94,57 @@ def describe(dataset: Dataset, signals: bool = True) -> dict[str, Any]:
             ]
             out["audit"] = benchmark_audit(dataset)
     return out
+
+
+def emergence_of(graphs: list[Any]) -> dict[str, Any]:
+    """Issue 29's marks in the graphs themselves: principles (records under ``meta["principles"]``, by
+    status, and each one's text and entity count) and promoted bridge edges (dependency ids
+    ``dep-bridge-…``, by reason). Empty when there are none. A run's health, pruning plan and bridge
+    candidates live in its run folder (``python -m signet_rl.datasets describe --run FOLDER``)."""
+    records = [r for g in graphs for r in g.meta.get("principles", {}).values()]
+    bridges = pd.concat([g.dependencies.loc[g.dependencies["id"].astype(str).str.startswith("dep-bridge-"),
+                                            "reason"] for g in graphs]) if graphs else pd.Series(dtype=str)
+    out: dict[str, Any] = {}
+    if records:
+        out["principles_by_status"] = dict(sorted(Counter(r["status"] for r in records).items()))
+        out["principles"] = [{"id": r["id"], "status": r["status"], "text": r["text"],
+                              "entities": len(r["entity_ids"]), "evidence": len(r["evidence"])}
+                             for r in sorted(records, key=lambda r: r["id"])]
+    if len(bridges):
+        out["promoted_bridges_by_reason"] = _count(bridges)
+    return out
+
+
+def emergence_lines(em: dict[str, Any], limit: int = 10) -> list[str]:
+    """The text of an ``emergence`` block: principles, bridges and (from a run folder) health."""
+    lines = ["emergence (issue 29):"]
+    if "health" in em:
+        lines.append("  entity health:    " + "  ".join(f"{k} {v:,}" for k, v in em["health"].items()))
+    if "communities" in em:
+        lines.append("  community health: " + "  ".join(f"{k} {v:,}" for k, v in em["communities"].items()))
+    if "pruning" in em:
+        p = em["pruning"]
+        lines.append(f"  pruning plan (feedback until {p['until']}): {len(p['unused']):,} unused, "
+                     f"{len(p['sick']):,} sick, {len(p['kept']):,} kept (pinned or principle)")
+    if "bridges" in em:
+        b = em["bridges"]["by_status"]
+        lines.append(f"  bridges: {b['candidate']:,} candidates, {b['promoted']:,} promoted, "
+                     f"{b['faded']:,} faded")
+    if "promoted_bridges_by_reason" in em:
+        lines.append("  promoted bridge edges by reason: " + "  ".join(
+            f"{k} {v:,}" for k, v in em["promoted_bridges_by_reason"].items()))
+    principles = em.get("principles") or []
+    if principles:
+        by = Counter(p["status"] for p in principles)
+        lines.append("  principles: " + "  ".join(f"{k} {v:,}" for k, v in sorted(by.items())))
+        for p in principles[:limit]:
+            n_ent = p["entities"] if isinstance(p.get("entities"), int) else len(p.get("entity_ids", []))
+            n_ev = p["evidence"] if isinstance(p.get("evidence"), int) else len(p.get("evidence", []))
+            lines.append(f"    {p['id']} [{p['status']}] {p['text'][:60]!r}: {n_ent} entities, "
+                         f"{n_ev} evidence")
+        if len(principles) > limit:
+            lines.append(f"    ... {len(principles) - limit} more")
+    return lines
 
 
 def density(dataset: Dataset, reachability: bool = True) -> dict[str, Any]:
@@ -194,6 +248,8 @@ def format_description(d: dict[str, Any]) -> str:
         for k, v in d["query_mix"].items():
             flat = "-" if v["flat_solvable"] is None else f"{v['flat_solvable']:.2f}"
             lines.append(f"  {k:<32} {v['queries']:>6,} {v['mean_needed']:>6.2f} {flat:>6}")
+    if d.get("emergence"):
+        lines += emergence_lines(d["emergence"])
     if "signal_auc" in d:
         lines.append("AUC of cheap signals alone (0.5 = no signal; near 1 = benchmark too easy):")
         for k, v in d["signal_auc"].items():

@@ -146,16 +146,19 @@ class Service:
 
     def __init__(self, store: str | Path, policy: str | Path, state: str | Path | None = None, *, k: int = 5,
                  budget_chars: int = 2000, alpha: float = 0.5, temperature: float = 0.02, seed: int = 0,
-                 flat: str = "flat_signet", prewarm: PrewarmConfig | None = None) -> None:  # fmt: skip
+                 flat: str = "flat_signet", prewarm: PrewarmConfig | None = None,
+                 emergence: Mapping[str, Any] | None = None) -> None:  # fmt: skip
         from signet_rl.retrieval.flat import flat_variant
         from signet_rl.serving.policy import load_policy
 
         t0 = time.perf_counter()
         self.store = Path(store)
         self.graph = import_signet(self.store)
+        self.policy = load_policy(policy)  # before the state file: a bad artifact leaves no file behind
+        self.state = ServiceState(state or default_state_path(self.store), store=self.store)
+        self.emergence = self._emergence(emergence)
         self.dataset = Dataset(name=f"signet:{self.store}", graphs={"main": self.graph}, queries=[],
                                truth=GroundTruth(), report=LoadReport(files=[str(self.store)]))  # fmt: skip
-        self.policy = load_policy(policy)
         self.desire = self.policy.retriever(name="desire")
         self.desire.index(self.dataset)
         self.flat = flat_variant(flat, encoder=self.policy.encoder)
@@ -163,7 +166,6 @@ class Service:
         self.arrays = self.desire._state("main").arrays
         self.edge_index = {str(e): i for i, e in enumerate(self.arrays.edge_ids)}
         self.stats = self.policy.edge_stats(self.arrays)
-        self.state = ServiceState(state or default_state_path(self.store), store=self.store)
         self.k, self.budget_chars, self.alpha, self.temperature = k, budget_chars, alpha, temperature
         self._rng = np.random.default_rng(seed)
         # Retrieval, slate draws and online updates share caches and the statistics (the hashing encoder and the
@@ -178,6 +180,21 @@ class Service:
         log.info("serving %s on %s: %d entities, %d memories; %d ratings replayed in %.1f s",
                  self.policy.name, self.store, self.graph.num_entities, self.graph.num_memories,
                  self.replayed, self.load_seconds)  # fmt: skip
+
+    def _emergence(self, values: Mapping[str, Any] | None) -> Any:
+        """Issue 29's bridges, principles and health (:mod:`signet_rl.serving.emergence`), when switched on:
+        the graph gains principles and promoted bridges before it is indexed. None when all are off."""
+        from signet_rl.emergence.cold import cold_entities
+        from signet_rl.serving.emergence import ServiceEmergence, from_mapping
+        from signet_rl.text.encoders import make_encoder
+
+        config = from_mapping(values)
+        if not {"bridges", "principles", "health"} & set(config.enabled):
+            return None
+        em = ServiceEmergence(config, self.state.path, encoder=make_encoder(self.policy.encoder),
+                              cold=cold_entities(self.store))
+        self.graph = em.prepare(self.graph)
+        return em
 
     # -- learning -----------------------------------------------------------------------------------------
 
@@ -348,7 +365,9 @@ class Service:
                 raise StateError(f"results.{rid}: an idempotencyKey is required (per result or per request)")
             items.append((key, rid, rating, fb.verb or "rate", fb.text))
         for _, rid, _, _, _ in items:  # every id checked before anything is written
-            self.state.result(rid)
+            issued = self.state.result(rid)
+            if self.emergence is not None:
+                self.emergence.check_rating(issued)
         recorded = 0
         for key, rid, rating, verb, text in items:
             row, new = self.state.record(key, rid, rating, verb, body.sessionKey, text)
@@ -356,6 +375,8 @@ class Service:
                 recorded += 1
                 with self._lock:
                     self._learn(self.state.result(rid), row)
+                    if self.emergence is not None:
+                        self.emergence.on_feedback(self.state.result(rid), row)
         return {"ok": True, "recorded": recorded, "acknowledged": len(items)}
 
     # -- pull path, impact, status ------------------------------------------------------------------------
@@ -546,6 +567,8 @@ def create_app(service: Service, token: str | None = None) -> FastAPI:
         return {"entity": entity, "impact": impact_report(service.graph, entity, min_confidence, max_depth,
                                                           arrays=service.arrays)}  # fmt: skip
 
+    _emergence_routes(app, service)
+
     @app.get("/health")
     def health() -> dict[str, Any]:
         return {"status": "ok", "uptime_s": round(time.time() - service.started, 1),
@@ -556,6 +579,39 @@ def create_app(service: Service, token: str | None = None) -> FastAPI:
         return service.status()
 
     return app
+
+
+class PrincipleVerbBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    verb: StrictStr
+    text: StrictStr | None = Field(default=None, max_length=8192)
+
+
+def _emergence_routes(app: FastAPI, service: Service) -> None:
+    """Issue 29's read-outs and the principle verbs (404 for all of them when emergence is off)."""
+
+    def em() -> Any:
+        if service.emergence is None:
+            raise HTTPException(404, "emergence is off in this service; start it with --emergence")
+        return service.emergence
+
+    @app.get("/api/emergence/principles")
+    def principles() -> dict[str, Any]:
+        return {"principles": em().principles()}
+
+    @app.post("/api/emergence/principles/{pid}")
+    def principle_verb(pid: str, body: PrincipleVerbBody) -> dict[str, Any]:
+        return {"ok": True, "principle": em().principle_verb(pid, body.verb, body.text)}
+
+    @app.get("/api/emergence/bridges")
+    def bridges() -> dict[str, Any]:
+        return em().bridges()
+
+    @app.get("/api/emergence/health")
+    def health() -> dict[str, Any]:
+        state = service.state
+        rated = [(state.result(fb.result_id), fb) for fb in state.feedback()]
+        return em().health(rated)
 
 
 def report(state_path: str | Path, seed: int = 0) -> dict[str, Any]:

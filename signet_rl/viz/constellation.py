@@ -53,6 +53,7 @@ __all__ = [
     "draw_html",
     "draw_png",
     "open_source",
+    "overlay_emergence",
     "strongest_paths",
 ]
 
@@ -108,6 +109,7 @@ class RunView:
     feedback: pd.DataFrame | None = None
     source: str = ""
     step: int = 0
+    emergence: dict[str, Any] = field(default_factory=dict)
 
     def graph_id(self, requested: str | None = None) -> str:
         """``requested`` when given (checked), else the graph the run walked most (else the first graph)."""
@@ -167,7 +169,8 @@ def open_source(source: str | os.PathLike[str]) -> RunView:
             state = pickle.load(fh)  # the trainer's own checkpoint
         stats = {str(g): EdgeStats.from_state_dict(s) for g, s in state.get("stats", {}).items()}
         feedback = pd.read_parquet(path / FEEDBACK) if (path / FEEDBACK).exists() else None
-        return RunView(dataset, stats, feedback, source=path.name, step=int(state.get("step", 0)))
+        return RunView(dataset, stats, feedback, source=path.name, step=int(state.get("step", 0)),
+                       emergence=_run_emergence(path / "artifacts"))
     if text.endswith(".db") and path.is_file():
         text = f"signet:{path}"
     return RunView(load_dataset(text), source=text)
@@ -615,7 +618,18 @@ def draw_png(
     fig.patch.set_facecolor(BACKGROUND)
     ax.set_facecolor(BACKGROUND)
     pos = con.nodes.set_index("key")[["x", "y"]]
-    e = con.edges
+    e = con.edges[~con.edges["kind"].isin(["bridge", "principle"])]
+    special = con.edges[con.edges["kind"].isin(["bridge", "principle"])]
+    if len(special):
+        ax.add_collection(
+            LineCollection(
+                list(np.stack([pos.loc[special["source"]].to_numpy(), pos.loc[special["target"]].to_numpy()],
+                              axis=1)),
+                linewidths=special["width"].to_numpy(),
+                colors=[BRIDGE_RGBA if k == "bridge" else PRINCIPLE_RGBA for k in special["kind"]],
+                linestyles="dashed", zorder=1.5,
+            )
+        )
     if len(e):
         a = pos.loc[e["source"]].to_numpy()
         b = pos.loc[e["target"]].to_numpy()
@@ -645,6 +659,11 @@ def draw_png(
                 alpha=0.75 if kind == "community" else 0.95,
                 zorder=z,
             )
+    if "health" in con.nodes:
+        ring = con.nodes[con.nodes["health"].isin(list(HEALTH_RING))]
+        if len(ring):
+            ax.scatter(ring["x"], ring["y"], s=ring["size"] * 2.0, facecolors="none",
+                       edgecolors=[HEALTH_RING[h] for h in ring["health"]], linewidths=1.2, zorder=5)
     # labels: the largest communities at their centre, the endpoints of the hottest edges by name
     text_kw = {"fontsize": 8, "ha": "center", "va": "center", "zorder": 6}
     nodes = con.nodes
@@ -766,14 +785,19 @@ def draw_html(con: Constellation, path: str | os.PathLike[str], *, extent: float
             "size": float(np.sqrt(r.size) * (1.6 if r.kind == "community" else 1.0)),
             "shape": {"principle": "star"}.get(r.kind, "dot"),
         }
+        ring = HEALTH_RING.get(str(getattr(r, "health", "") or ""))
+        if ring:  # issue 29's health: a coloured border
+            node["color"] = {"background": r.color, "border": ring}
+            node["borderWidth"] = 3
         net.nodes.append(node)
         net.node_ids.append(r.key)
         net.node_map[r.key] = node
     rgba = _edge_rgba(con.edges["heat"].to_numpy(), con.edges["alpha"].to_numpy())
     for i, r in enumerate(con.edges.itertuples()):
-        colour = _hex_rgba(rgba[i]) if r.kind == "desire" else "rgba(150,165,205,0.15)"
+        colour = {"desire": _hex_rgba(rgba[i]), "bridge": _hex_rgba(BRIDGE_RGBA),
+                  "principle": _hex_rgba(PRINCIPLE_RGBA)}.get(r.kind, "rgba(150,165,205,0.15)")
         title = (
-            f"{r.edge_id}" if r.kind == "bundle" else f"{r.edge_id}: weight {r.weight:.3f}, walked {r.walks}x"
+            f"{r.edge_id}" if r.kind != "desire" else f"{r.edge_id}: weight {r.weight:.3f}, walked {r.walks}x"
         )
         net.edges.append(
             {
@@ -838,9 +862,85 @@ def render(con: Constellation, outputs: Sequence[str | os.PathLike[str]]) -> lis
 
 
 def constellation_of(view: RunView, graph_id: str | None = None, **kwargs: Any) -> Constellation:
-    """:func:`build_constellation` of one graph of an opened source, titled by it."""
+    """:func:`build_constellation` of one graph of an opened source, titled by it, with the run's
+    emergence outcome (health, bridges, principles) overlaid when it has one."""
     gid = view.graph_id(graph_id)
     graph = view.dataset.graphs[gid]
     what = f", run {view.source} after {view.step} interactions" if view.stats else ""
     title = f"{view.dataset.name} [{gid}]{what}: {graph.num_entities:,} entities"
-    return build_constellation(graph, view.stats.get(gid), title=title, graph_id=gid, **kwargs)
+    con = build_constellation(graph, view.stats.get(gid), title=title, graph_id=gid, **kwargs)
+    single = next(iter(view.emergence.values()), None)
+    em = view.emergence.get(gid) if len(view.dataset.graphs) > 1 else single
+    return overlay_emergence(con, em) if em else con
+
+
+# ----------------------------------------------------------------------------------------------------
+# Issue 29's emergence outcome on the picture
+
+#: Ring colour of an entity by health status (healthy and unseen entities get none).
+HEALTH_RING = {"sick": "#ff4d4d", "unused": "#8a8aa0", "under-mapped": "#ffb020"}
+BRIDGE_RGBA = (0.3, 0.86, 1.0, 0.95)
+PRINCIPLE_RGBA = (1.0, 0.84, 0.0, 0.55)
+
+
+def _run_emergence(art: Path) -> dict[str, dict[str, Any]]:
+    """graph id -> the run's emergence outcome (``read_outcome`` plus ``statuses``), from ``artifacts/``."""
+    from signet_rl.emergence.components import entity_statuses, read_outcome
+
+    out = {}
+    folders = {"main": art} if (art / "emergence").is_dir() else {
+        p.name: p for p in sorted((art / "by_graph").glob("*")) if (p / "emergence").is_dir()}
+    for gid, folder in folders.items():
+        out[gid] = {**read_outcome(folder), "statuses": entity_statuses(folder)}
+    return out
+
+
+def overlay_emergence(con: Constellation, outcome: dict[str, Any]) -> Constellation:
+    """``con`` with a run's emergence outcome drawn on it: each drawn entity's health (``health`` column,
+    a coloured ring for sick, unused and under-mapped, the status in its hover text), promoted bridges as
+    edges of kind ``bridge`` (dashed), and principles as stars (kind ``principle``) at the centre of the
+    entities they were found in, joined to them by edges of kind ``principle``. The title counts them."""
+    nodes = con.nodes.copy()
+    statuses: dict[str, str] = outcome.get("statuses", {})
+    nodes["health"] = [statuses.get(k, "") for k in nodes["key"]]
+    nodes["title"] = [t + (f"\nhealth: {h}" if h else "") for t, h in zip(nodes["title"], nodes["health"],
+                                                                             strict=True)]
+    drawn = set(nodes.loc[nodes["kind"] != "community", "key"])
+    pos = nodes.set_index("key")[["x", "y"]]
+    extra_edges: list[dict[str, Any]] = []
+    for b in outcome.get("bridges", {}).get("promoted", []):
+        if b["entity_a"] in drawn and b["entity_b"] in drawn:
+            extra_edges.append({"source": b["entity_a"], "target": b["entity_b"], "kind": "bridge",
+                                "edge_id": f"bridge {b['id']} (+{b['positive']}/-{b['negative']})"})
+    stars = []
+    for p in outcome.get("principles", []):
+        ents = [e for e in p["entity_ids"] if e in drawn]
+        if not ents or p["id"] in drawn:
+            continue
+        xy = pos.loc[ents].to_numpy().mean(axis=0)
+        stars.append({"key": p["id"], "label": p["text"][:40], "kind": "principle", "community": -1,
+                      "size": 60.0, "x": xy[0], "y": xy[1], "color": "#ffd700", "degree": float(len(ents)),
+                      "members": 1, "health": "",
+                      "title": f"principle ({p['status']}): {p['text']}\nfound in {len(p['entity_ids'])} "
+                               f"entities, {len(p['evidence'])} pieces of evidence"})
+        extra_edges += [{"source": p["id"], "target": e, "kind": "principle", "edge_id": f"{p['id']} -> {e}"}
+                        for e in ents]
+    if stars:
+        nodes = pd.concat([nodes, pd.DataFrame(stars)], ignore_index=True)
+    edges = con.edges
+    if extra_edges:
+        extra = pd.DataFrame(extra_edges).assign(weight=np.nan, walks=0, heat=0.0, width=1.4, alpha=0.9)
+        edges = pd.concat([edges, extra], ignore_index=True)
+    health = outcome.get("health", {})
+    parts = []
+    if health:
+        parts.append("health " + ", ".join(f"{k} {v:,}" for k, v in health.items()))
+    if "bridges" in outcome:
+        parts.append(f"{outcome['bridges']['by_status']['promoted']} bridges promoted")
+    if "principles" in outcome:
+        parts.append(f"{len(outcome['principles'])} principles")
+    title = con.title + (f"\nemergence: {'; '.join(parts)}" if parts else "")
+    meta = {**con.meta, "emergence": {"health": health, "bridges": len([e for e in extra_edges
+                                                                        if e["kind"] == "bridge"]),
+                                      "principles": len(stars)}}
+    return Constellation(nodes, edges, con.mode, con.communities, title, graph_id=con.graph_id, meta=meta)

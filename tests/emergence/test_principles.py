@@ -129,3 +129,21 @@ def test_verbs_on_a_principle_that_does_not_exist_name_it() -> None:
         confirm(g, "billing")
     with pytest.raises(PrincipleError, match=rf"cannot correct principle '{p.id}': the new text is empty"):
         correct(g, p.id, "  ")
+
+
+def test_a_snake_case_preference_aspect_counts_as_one() -> None:
+    """A bug: ``\\b`` does not split ``design_preferences``, so its attributes were never looked at."""
+    texts = {"billing": "small reversible changes over big rewrites",
+             "garden": "small reversible changes over big rewrites, in the garden too",
+             "novel": "small reversible changes over big rewrites, even in chapters"}
+    g = graph(THREE)
+    attrs = g.attributes.copy()
+    attrs["content"] = [texts.get(a.removeprefix("t-"), c) for a, c in zip(attrs["id"], attrs["content"],
+                                                                          strict=True)]
+    aspects = g.aspects.copy()
+    aspects["name"] = ["design_preferences" if n == "preferences" else n for n in aspects["name"]]
+    g = g.replace(attributes=attrs, aspects=aspects)
+    (p,) = detect_principles(g)
+    assert set(p.entity_ids) == {"billing", "garden", "novel"}
+    aspects["name"] = ["working notes" if n == "design_preferences" else n for n in aspects["name"]]
+    assert detect_principles(g.replace(aspects=aspects)) == []  # neither a decision nor a preference

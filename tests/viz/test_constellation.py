@@ -146,3 +146,54 @@ def test_bad_sources_and_outputs_are_named(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"--out c\.svg: the constellation is written as \.png or \.html"):
         render(build_constellation(load_dataset("synthetic:tiny").graph), ["c.png", "c.svg"])
     assert not Path("c.png").exists()
+
+
+def test_a_runs_health_bridges_and_principles_are_drawn(run_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from signet_rl.emergence.components import after_training
+    from signet_rl.emergence.config import EmergenceConfig
+    from signet_rl.learning.feedback_log import FeedbackLog
+    from signet_rl.viz.constellation import HEALTH_RING, constellation_of, draw_png
+
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    view = open_source(run)
+    assert view.emergence == {}  # a run without the switches: nothing overlaid
+    graph = view.dataset.graphs["main"]
+    log = FeedbackLog.read(run / "feedback.parquet")
+    outcome = after_training(EmergenceConfig(health=True), graph, log, until=None)
+    outcome.write(run / "artifacts")
+    view = open_source(run)
+    con = constellation_of(view)
+    statuses = outcome.health.set_index("entity_id")["status"]
+    drawn = con.nodes[con.nodes["kind"] == "entity"].set_index("key")
+    assert (drawn["health"] == statuses.reindex(drawn.index)).all()
+    sick_or_unused = drawn[drawn["health"].isin(list(HEALTH_RING))]
+    assert len(sick_or_unused) and all("\nhealth: " in t for t in sick_or_unused["title"])
+    counts = outcome.health["status"].value_counts()
+    assert f"emergence: health {', '.join(f'{k} {v:,}' for k, v in sorted(counts.items()))}" in con.title
+
+    # a promoted bridge and a principle, as read_outcome gives them
+    a, b, c = drawn.index[:3]
+    extra = {"statuses": {}, "bridges": {"by_status": {"promoted": 1}, "promoted": [
+        {"id": "bridge-x", "entity_a": a, "entity_b": b, "positive": 3, "negative": 0}]},
+        "principles": [{"id": "principle-y", "text": "keeps things small", "status": "proposed",
+                        "entity_ids": [a, b, c], "evidence": [{}, {}, {}]}]}
+    from signet_rl.viz.constellation import overlay_emergence
+
+    con2 = overlay_emergence(constellation_of(open_source(run_dir)), extra)
+    bridge = con2.edges[con2.edges["kind"] == "bridge"]
+    assert bridge[["source", "target"]].values.tolist() == [[a, b]]
+    star = con2.nodes.set_index("key").loc["principle-y"]
+    assert star["kind"] == "principle" and np.isclose(star["x"], drawn.loc[[a, b, c], "x"].mean())
+    assert sorted(con2.edges.loc[con2.edges["kind"] == "principle", "target"]) == sorted([a, b, c])
+    assert "1 bridges promoted; 1 principles" in con2.title
+    draw_png(con2, tmp_path / "e.png")
+    draw_html(con2, tmp_path / "e.html")
+    kinds = [str(e["id"]).split(":")[0] for e in html_edges(tmp_path / "e.html")]
+    assert kinds.count("bridge") == 1 and kinds.count("principle") == 3
+    assert mpimg.imread(tmp_path / "e.png").shape[0] > 100

@@ -1,0 +1,273 @@
+"""Bridges, principles and entity health in the service, each off unless switched on (issue 29 §6).
+
+:class:`ServiceEmergence` keeps its state in the **service's own SQLite file** (one table beside the
+feedback log: ``emergence_verbs``, the append-only log of principle verbs; bridge ratings are read off the
+feedback log itself); the Signet store stays read-only. Like the learned statistics, everything is a replay:
+
+- at start, principles are detected on the imported graph (deterministic for a graph and a config), added
+  to it, and the verb log is replayed over them **before the desire retriever indexes the graph**, so a
+  confirmed principle's raised edges are walked from then on;
+- bridges are found at start (the store's contents are the ingest) and the tracker replays the feedback
+  log's ratings of results that crossed them; a promoted bridge's ``inferred`` edge is in the graph from the
+  next start on, before indexing.
+
+Users set no weights. Principles answer to ``confirm``, ``reject`` and ``correct`` only
+(``POST /api/emergence/principles/{id}``); bridges move only on the ratings of results that crossed them;
+health is read from the feedback log (``GET /api/emergence/health``). An unknown principle, an empty
+correction, a rating of an entity the store has moved to the cold tier: a clear error naming the id, and
+nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from signet_rl.emergence.bridges import BridgeTracker, find_bridges
+from signet_rl.emergence.config import EmergenceConfig
+from signet_rl.emergence.health import community_health, health_from_touches, touched_entities
+from signet_rl.emergence.principles import (
+    META_KEY,
+    PrincipleError,
+    add_principles,
+    confirm,
+    correct,
+    detect_principles,
+    notification,
+    reject,
+)
+from signet_rl.graph.model import KnowledgeGraph
+from signet_rl.serving.state import FeedbackRow, IssuedResult, StateError, UnknownIdError
+from signet_rl.text.encoders import Encoder
+
+__all__ = ["PRINCIPLE_VERBS", "ServiceEmergence"]
+
+#: What a user may say about a principle.
+PRINCIPLE_VERBS = ("confirm", "reject", "correct")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS emergence_verbs (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    principle_id TEXT NOT NULL,
+    verb         TEXT NOT NULL CHECK (verb IN ('confirm', 'reject', 'correct')),
+    text         TEXT,
+    created_at   REAL NOT NULL
+);
+"""
+
+
+class ServiceEmergence:
+    """The service's emergence state (module docstring).
+
+    Args:
+        config: the switches (bridges, principles, health) and thresholds.
+        state_path: the service's own SQLite file (the one :class:`~signet_rl.serving.state.ServiceState`
+            opened).
+        encoder: the text encoder for bridges and principles (the policy's).
+        cold: ids of entities the store keeps in its cold tier (rating a result through one is an error).
+    """
+
+    def __init__(self, config: EmergenceConfig, state_path: str | Path, encoder: Encoder | None = None,
+                 cold: Iterable[str] = ()) -> None:
+        self.config = config
+        self.encoder = encoder
+        self.cold = frozenset(cold)
+        self.tracker: BridgeTracker | None = None
+        self.graph: KnowledgeGraph | None = None
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(Path(state_path), check_same_thread=False, isolation_level=None,
+                                   timeout=30.0)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+
+    @property
+    def active(self) -> bool:
+        return bool({"bridges", "principles", "health"} & set(self.config.enabled))
+
+    # -- start-up -------------------------------------------------------------------------------------
+
+    def prepare(self, graph: KnowledgeGraph) -> KnowledgeGraph:
+        """The graph the service indexes: with principles (and the verb log replayed) and promoted bridge
+        edges, for whichever of them is switched on; ``graph`` itself when none is."""
+        if self.config.principles:
+            p = self.config.principle
+            found = detect_principles(graph, encoder=self.encoder, min_communities=p.min_communities,
+                                      min_similarity=p.min_similarity, min_lexical=p.min_lexical)
+            graph = add_principles(graph, found, encoder=self.encoder, at=graph.entities["created_at"].max()
+                                   if len(graph.entities) else None)
+            for pid, verb, text in self._db.execute(
+                    "SELECT principle_id, verb, text FROM emergence_verbs ORDER BY seq").fetchall():
+                graph = _apply_verb(graph, pid, verb, text, self.encoder)
+        if self.config.bridges:
+            b = self.config.bridge
+            self.tracker = BridgeTracker(promote_after=b.promote_after, climb_after=b.climb_after,
+                                         fade_after=b.fade_after)
+            self.tracker.add(find_bridges(graph, None, encoder=self.encoder, min_similarity=b.min_similarity,
+                                          min_lexical=b.min_lexical))
+            for _, rating, path, recall_id in self._db.execute(
+                    "SELECT f.seq, f.rating, r.path, r.recall_id FROM feedback f "
+                    "JOIN results r ON r.result_id = f.result_id ORDER BY f.seq").fetchall():
+                attrs = json.loads(path).get("attributes", [])
+                reached = self._reached(recall_id, json.loads(path))
+                for bid in self._crossed(attrs, reached):
+                    graph = self.tracker.rate(graph, bid, _sign(rating))
+        self.graph = graph
+        return graph
+
+    # -- feedback ---------------------------------------------------------------------------------------
+
+    def check_rating(self, result: IssuedResult) -> None:
+        """Refuse a rating of a result whose path runs through an entity now in the cold tier.
+
+        Raises:
+            StateError: naming the result and the entity, and the way out.
+        """
+        for eid in result.path.get("entities", []):
+            if eid in self.cold:
+                raise StateError(
+                    f"result {result.result_id!r} runs through entity {eid!r}, which was pruned to the cold "
+                    "tier; nothing was recorded. Rate it through an explorer path that rediscovers it "
+                    "(signet_rl.emergence.cold.rate_cold on an offline copy), or restore it first")
+
+    def _reached(self, recall_id: str | None, path: Mapping[str, Any]) -> set[str]:
+        """The entities every result of a recall walked through (what the query reached)."""
+        if recall_id is None:
+            return set(path.get("entities", []))
+        out: set[str] = set()
+        for (text,) in self._db.execute("SELECT path FROM results WHERE recall_id = ?", (recall_id,)):
+            out.update(json.loads(text).get("entities", []))
+        return out
+
+    def _crossed(self, attributes: Iterable[str], reached: set[str]) -> list[str]:
+        """Tracked, unfaded bridges with one end's attribute in ``attributes`` and the other end's entity
+        in ``reached``."""
+        assert self.tracker is not None
+        attrs = set(attributes)
+        out = []
+        for bid, s in self.tracker.states.items():
+            b = s.bridge
+            if s.status != "faded" and ((b.attribute_a in attrs and b.entity_b in reached)
+                                        or (b.attribute_b in attrs and b.entity_a in reached)):
+                out.append(bid)
+        return out
+
+    def on_feedback(self, result: IssuedResult, row: FeedbackRow) -> list[str]:
+        """Rate the tracked bridges a newly recorded rating crossed (one end's attribute in the rated
+        result, the other end's entity reached by the same recall); returns their ids. Nothing is stored:
+        the feedback row is the record, replayed at the next start."""
+        if self.tracker is None or self.graph is None:
+            return []
+        crossed = self._crossed(result.path.get("attributes", []),
+                                self._reached(result.recall_id, result.path))
+        with self._lock:
+            for bid in crossed:
+                self.graph = self.tracker.rate(self.graph, bid, _sign(row.rating))
+        return crossed
+
+    # -- principles ---------------------------------------------------------------------------------------
+
+    def principles(self) -> list[dict[str, Any]]:
+        """Every principle as its notification record (text, status, entities, evidence)."""
+        if self.graph is None or not self.config.principles:
+            return []
+        return [notification(self.graph, pid) for pid in sorted(self.graph.meta.get(META_KEY, {}))]
+
+    def principle_verb(self, pid: str, verb: str, text: str | None = None) -> dict[str, Any]:
+        """Confirm, reject or correct principle ``pid``: applied to a copy first, then logged (one
+        transaction), then kept; returns the principle's record.
+
+        Raises:
+            StateError: principles switched off, an unknown verb, or an empty correction (naming them).
+            UnknownIdError: ``pid`` is not a principle (naming it and the known ones).
+        """
+        if not self.config.principles or self.graph is None:
+            raise StateError("principles are switched off in this service (emergence.principles); "
+                             f"cannot {verb} principle {pid!r}")
+        if verb not in PRINCIPLE_VERBS:
+            raise StateError(f"unknown verb {verb!r} for principle {pid!r}; expected one of: "
+                             f"{', '.join(PRINCIPLE_VERBS)}")
+        with self._lock:
+            try:
+                graph = _apply_verb(self.graph, pid, verb, text, self.encoder)
+            except PrincipleError as exc:
+                kind = UnknownIdError if "does not exist" in str(exc) else StateError
+                raise kind(f"{exc}; nothing was recorded") from None
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("INSERT INTO emergence_verbs (principle_id, verb, text, created_at) "
+                                 "VALUES (?, ?, ?, ?)", (pid, verb, text, time.time()))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self.graph = graph
+        return notification(graph, pid)
+
+    def verbs(self) -> list[tuple[str, str, str | None]]:
+        """The verb log, in order: ``(principle id, verb, text)``."""
+        return [tuple(r) for r in self._db.execute(  # type: ignore[misc]
+            "SELECT principle_id, verb, text FROM emergence_verbs ORDER BY seq")]
+
+    # -- bridges and health -------------------------------------------------------------------------------
+
+    def bridges(self) -> dict[str, Any]:
+        """Bridge states: counts by status and each bridge with its ratings."""
+        if self.tracker is None:
+            return {"enabled": False}
+        states = list(self.tracker.states.values())
+        return {"enabled": True,
+                "by_status": {s: sum(x.status == s for x in states)
+                              for s in ("candidate", "promoted", "faded")},
+                "bridges": [{"id": x.bridge.id, "entity_a": x.bridge.entity_a, "entity_b": x.bridge.entity_b,
+                             "attribute_a": x.bridge.attribute_a, "attribute_b": x.bridge.attribute_b,
+                             "status": x.status, "positive": x.positive, "negative": x.negative,
+                             "dependency_id": x.dependency_id} for x in states]}
+
+    def health(self, rated: Iterable[tuple[IssuedResult, FeedbackRow]]) -> dict[str, Any]:
+        """Entity and community health from the service's feedback log (every rated result's path)."""
+        if not self.config.health or self.graph is None:
+            return {"enabled": False}
+        g = self.graph
+        touches = [(touched_entities(g, entities=r.path.get("entities", []),
+                                     aspects=r.path.get("aspects", []),
+                                     attributes=r.path.get("attributes", []),
+                                     dependencies=r.path.get("dependencies", [])), fb.rating)
+                   for r, fb in rated]
+        t = self.config.health_thresholds
+        frame = health_from_touches(g, touches, thresholds=t)
+        comm = community_health(g, frame, t)
+        return {"enabled": True,
+                "entities": {str(k): int(v) for k, v in frame["status"].value_counts().sort_index().items()},
+                "communities": {str(k): int(v)
+                                for k, v in comm["status"].value_counts().sort_index().items()},
+                "sick": frame.loc[frame["status"] == "sick", "entity_id"].tolist(),
+                "under_mapped": frame.loc[frame["status"] == "under-mapped", "entity_id"].tolist(),
+                "cold": sorted(self.cold)}
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _sign(rating: float) -> int:
+    return 1 if rating > 0 else -1 if rating < 0 else 0
+
+
+def _apply_verb(graph: KnowledgeGraph, pid: str, verb: str, text: str | None,
+                encoder: Encoder | None) -> KnowledgeGraph:
+    if verb == "confirm":
+        return confirm(graph, pid)
+    if verb == "reject":
+        return reject(graph, pid)
+    return correct(graph, pid, text or "", encoder=encoder)
+
+
+def from_mapping(values: Mapping[str, Any] | EmergenceConfig | None) -> EmergenceConfig:
+    """An :class:`EmergenceConfig` from a mapping, a config, or None (everything off)."""
+    return values if isinstance(values, EmergenceConfig) else EmergenceConfig.from_mapping(values)
