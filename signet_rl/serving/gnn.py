@@ -1,8 +1,10 @@
 """The exported GNN scorer, served with onnxruntime and numpy (no torch).
 
 The ONNX models (:func:`signet_rl.export.export_gnn_onnx`) hold every learned computation; this module
-builds the parameter-free inputs for whatever graph is served (:mod:`signet_rl.scorers.gnn_inputs`) and
-runs the message passing between the models: each message ``relu(x_src + e)`` is gathered, and the mean of
+builds the parameter-free inputs for whatever graph is served with the code training uses
+(:mod:`signet_rl.scorers.gnn_inputs`: node and edge inputs, path hops, hand features, the standardised
+prior / PPR / flat scores of the residual, the intent x aspect keys of the bias) and runs the message passing
+between the models: each message ``relu(x_src + e)`` is gathered, and the mean of
 a node's incoming messages is scattered, in numpy (GINE with mean aggregation, both directions of every
 dependency). Node states are cached per graph and time slice, and recomputed after the edge statistics
 change (:meth:`OnnxGNNScorer.invalidate`).
@@ -20,14 +22,9 @@ from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.scorers.base import Feedback, ScoringContext
-from signet_rl.scorers.features import (
-    PathFeaturizer,
-    PerGraphFeaturizers,
-    QueryFeaturizer,
-    intent_one_hot,
-    time_features,
-)
-from signet_rl.scorers.gnn_inputs import GraphInputs, NodeInputs, path_inputs
+from signet_rl.scorers.features import PATH_FEATURES, PathFeaturizer, PerGraphFeaturizers, QueryFeaturizer
+from signet_rl.scorers.fused import BaseScores
+from signet_rl.scorers.gnn_inputs import GraphInputs, NodeInputs, QueryPaths, path_inputs, query_vector
 from signet_rl.traversal.path import Path
 
 __all__ = ["OnnxGNNScorer", "query_parts"]
@@ -82,6 +79,9 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
         self.hidden = int(self.config["hidden"])
         self.time_features = bool(self.config.get("time_features", True))
         self.hand_features = bool(self.config.get("hand_features", True))
+        self.hand_feature_count = int(self.config.get("hand_feature_count") or len(PATH_FEATURES))
+        self.base = BaseScores() if self.config.get("base_scores") else None
+        self.aspect_buckets = int(self.config.get("aspect_buckets") or 0)
         self.query_featurizer = QueryFeaturizer(str(self.config.get("encoder", "hashing")))
         self.encoder = self.query_featurizer.encoder
         self._init_graph_states(None)
@@ -180,19 +180,20 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
     # -- PathScorer ---------------------------------------------------------------------------------
 
     def query_vector(self, query: Query) -> tuple[np.ndarray, str]:
-        """The query features the net reads and the intent."""
+        """The query features the net reads and the intent (``query.meta`` may carry the embedding and the
+        intent, see :func:`query_parts`)."""
         emb, intent = query_parts(self.query_featurizer, query)
-        parts = [emb, intent_one_hot(intent)]
-        if self.time_features:
-            parts.append(time_features(query.timestamp))
-        return np.concatenate(parts).astype(np.float32), intent
+        return query_vector(self.query_featurizer, query, self.time_features, emb, intent)
 
     def outputs(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
         """``[n, n_heads]`` head outputs."""
         served = self._graph_state(context.graph, context.arrays)
         gi = served.inputs
-        qvec, intent = self.query_vector(query)
-        x = path_inputs(gi, qvec, intent, paths, context, self.query_featurizer, self.hand_features)
+        x = path_inputs(
+            gi, [QueryPaths(query, *self.query_vector(query), paths, context)],
+            self.query_featurizer.embedding_dim, self.hand_feature_count if self.hand_features else None,
+            self.base, self.aspect_buckets,
+        )  # fmt: skip
         states = self.node_states(context.graph, context.arrays, context.timestamp)
         dep_vec = self._edge_vectors(gi, x.dep, x.dep_dir)
         ent, dep, asp, att = self._run(self._hops, {
@@ -207,8 +208,12 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
             if len(owner):
                 hops[owner, pos] = vec
                 mask[owner, pos] = True
-        hand = x.hand if x.hand is not None else np.zeros((n, 1), dtype=np.float32)
-        return self._run(self._head, {"hops": hops, "mask": mask, "query": x.query, "hand": hand})[0]
+        zeros = np.zeros((n, 1), dtype=np.float32)
+        return self._run(self._head, {
+            "hops": hops, "mask": mask, "query": x.query, "hand": zeros if x.hand is None else x.hand,
+            "base": zeros if x.base is None else x.base,
+            "aspect_key": np.zeros(n, np.int64) if x.aspect_key is None else x.aspect_key,
+        })[0]  # fmt: skip
 
     def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
         """The mean of the heads' outputs, ``[n]`` (as :meth:`GNNPathScorer.score`)."""

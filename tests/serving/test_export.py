@@ -98,8 +98,38 @@ def test_gnn_artifact_holds_onnx_manifest_and_edge_stats(gnn_run, gnn_artifact):
 
 
 def test_onnx_scores_equal_torch_on_test_candidates(gnn_run, gnn_artifact):
+    """The default GNN (a residual over the standardised prior / PPR / flat scores, and the intent x aspect
+    bias, both trained away from their start) scores as its torch original."""
+    import onnxruntime as ort
+
+    from signet_rl.scorers.gnn import GNNPathScorer
+
+    scorer = GNNPathScorer.load(gnn_run / "artifacts" / "policy")
+    assert scorer.config["base_scores"] and scorer.config["aspect_buckets"] == 64
+    bias = scorer.net.aspect_bias
+    assert bias is not None and float(bias.weight.detach().abs().max()) > 1e-4
+    head = ort.InferenceSession(str(gnn_artifact / "head.onnx"), providers=["CPUExecutionProvider"])
+    assert [i.name for i in head.get_inputs()] == ["hops", "mask", "query", "hand", "base", "aspect_key"]
+    config = json.loads((gnn_artifact / "manifest.json").read_text())["scorer"]["config"]
+    assert config == {k: v for k, v in scorer.config.items()}
     n, worst, sizes = parity(gnn_run, gnn_artifact, ["synthetic:tiny:0"], 40)
     assert n >= 8 and worst < 1e-5 and max(sizes) > 1
+
+
+def test_a_gnn_option_the_export_does_not_carry_is_refused(gnn_run, tmp_path, monkeypatch):
+    """An option the ONNX export does not carry, set to anything but the value that reproduces a GNN without
+    it, is refused, naming it (here: as if the aspect bias had been added after the exporter)."""
+    import signet_rl.export as export
+
+    assert export.unsupported_gnn_options({"layers": 2, "aspect_buckets": 64}) == []
+    monkeypatch.setattr(export, "EXPORTED_GNN_OPTIONS", export.EXPORTED_GNN_OPTIONS - {"aspect_buckets"})
+    assert export.unsupported_gnn_options({"layers": 2, "aspect_buckets": 0}) == []  # off: carried
+    with pytest.raises(ExportError) as err:
+        export_run(gnn_run, tmp_path / "out")
+    assert str(err.value) == (
+        f"cannot export {gnn_run}: its GNN uses aspect_buckets=64, which the ONNX export does not carry "
+        "(train without it, or export a LinUCB, prior or PPR run)"
+    )
 
 
 @pytest.mark.slow
