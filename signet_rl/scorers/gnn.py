@@ -82,12 +82,10 @@ from torch import Tensor, nn
 from signet_rl.core.checks import check_integer, check_range
 from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
-from signet_rl.graph.confidence import LADDER
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.retrieval.intent import IntentClassifier
 from signet_rl.scorers.base import Feedback, ScoringContext, check_feedback, register
 from signet_rl.scorers.features import (
-    EDGE_STAT_DIM,
     INTENTS,
     PATH_FEATURES,
     TIME_FEATURES,
@@ -99,6 +97,7 @@ from signet_rl.scorers.features import (
 from signet_rl.scorers.fused import BASE_SCORES, DEFAULT_FUSED_WEIGHTS, BaseScores
 from signet_rl.scorers.gnn_inputs import (  # torch-free: shared with the served (ONNX) policy
     ATTR_NUMERIC_DIM,
+    DESIRE_COLUMNS,
     EDGE_NUMERIC_DIM,
     KNOWN_DEPENDENCY_TYPES,
     KNOWN_ENTITY_TYPES,
@@ -561,12 +560,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         state = super()._graph_state(graph, arrays)
         stats = state.featurizer.edge_stats
         if self.refresh_edge_stats and stats is not None and len(state.edge_numeric):
-            rows = np.arange(len(state.edge_numeric))
-            fresh = np.empty((len(rows), EDGE_STAT_DIM + 1), dtype=np.float32)
-            fresh[:, :EDGE_STAT_DIM] = np.asarray(stats.features(rows), dtype=np.float32).reshape(len(rows), -1)
-            fresh[:, EDGE_STAT_DIM] = np.asarray(stats.weight(rows), dtype=np.float32)
-            cols = slice(2 + len(LADDER), 2 + len(LADDER) + EDGE_STAT_DIM + 1)
-            new = torch.from_numpy(fresh)
+            cols = DESIRE_COLUMNS
+            new = torch.from_numpy(state.inputs.desire_columns())
             if not torch.equal(state.edge_numeric[:, cols], new):
                 numeric = state.edge_numeric.clone()
                 numeric[:, cols] = new

@@ -37,6 +37,7 @@ from signet_rl.traversal.path import Path
 __all__ = [
     "ATTR_NUMERIC_DIM",
     "DAY",
+    "DESIRE_COLUMNS",
     "EDGE_NUMERIC_DIM",
     "KNOWN_DEPENDENCY_TYPES",
     "KNOWN_ENTITY_TYPES",
@@ -58,6 +59,8 @@ KNOWN_ENTITY_TYPES: tuple[str, ...] = (*EntityType.SIGNET, EntityType.EXTRACTED,
 KNOWN_DEPENDENCY_TYPES: tuple[str, ...] = DependencyType.SIGNET
 #: Numeric edge columns: confidence, strength, reason rung one-hot, desire statistics, desire weight.
 EDGE_NUMERIC_DIM = 2 + len(LADDER) + EDGE_STAT_DIM + 1
+#: The numeric edge columns read from the learned desire-path statistics: the statistics, then the weight.
+DESIRE_COLUMNS = slice(2 + len(LADDER), EDGE_NUMERIC_DIM)
 #: Numeric attribute-hop columns: importance, ln(1 + age days), is_constraint, is_stale.
 ATTR_NUMERIC_DIM = 4
 #: Entity-name embeddings enter the net through a fixed Gaussian random projection to this many dimensions
@@ -137,11 +140,9 @@ class GraphInputs:
         numeric[:, 0] = a.edge_confidence
         numeric[:, 1] = a.edge_strength
         numeric[np.arange(n_edges), 2 + a.edge_reason.astype(np.int64)] = 1.0
-        if featurizer.edge_stats is not None and n_edges:
-            rows = np.arange(n_edges)
-            stats = np.asarray(featurizer.edge_stats.features(rows), dtype=np.float32)
-            numeric[:, 2 + len(LADDER) : 2 + len(LADDER) + EDGE_STAT_DIM] = stats.reshape(n_edges, -1)
-            numeric[:, -1] = np.asarray(featurizer.edge_stats.weight(rows), dtype=np.float32)
+        desire = self.desire_columns()
+        if desire is not None:
+            numeric[:, DESIRE_COLUMNS] = desire
         self.edge_numeric = numeric
         sb = a.attr_superseded_by
         self.sb_created = np.where(sb >= 0, a.attr_created[np.maximum(sb, 0)], np.inf)
@@ -149,6 +150,19 @@ class GraphInputs:
             graph.aspects.set_index("id")["name"].reindex(a.aspect_ids).fillna("").astype(str).to_numpy()
         )
         self._aspect_codes: tuple[int, np.ndarray] | None = None
+
+    def desire_columns(self) -> np.ndarray | None:
+        """``float32 [E, EDGE_STAT_DIM + 1]``: every edge's desire-path statistics and learned weight, read
+        from the featurizer's statistics now (the :data:`DESIRE_COLUMNS` of the edge features); None
+        without statistics or edges."""
+        stats, n = self.featurizer.edge_stats, self.arrays.num_dependencies
+        if stats is None or not n:
+            return None
+        rows = np.arange(n)
+        out = np.empty((n, EDGE_STAT_DIM + 1), dtype=np.float32)
+        out[:, :EDGE_STAT_DIM] = np.asarray(stats.features(rows), dtype=np.float32).reshape(n, -1)
+        out[:, EDGE_STAT_DIM] = np.asarray(stats.weight(rows), dtype=np.float32)
+        return out
 
     def aspect_codes(self, buckets: int) -> np.ndarray:
         """Bucket of every aspect row's name (1 + CRC32 hash into ``buckets - 1``), with a trailing 0 (no

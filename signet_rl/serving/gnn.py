@@ -6,8 +6,9 @@ builds the parameter-free inputs for whatever graph is served with the code trai
 prior / PPR / flat scores of the residual, the intent x aspect keys of the bias) and runs the message passing
 between the models: each message ``relu(x_src + e)`` is gathered, and the mean of
 a node's incoming messages is scattered, in numpy (GINE with mean aggregation, both directions of every
-dependency). Node states are cached per graph and time slice, and recomputed after the edge statistics
-change (:meth:`OnnxGNNScorer.invalidate`).
+dependency). Node states are cached per graph and time slice, and recomputed after online feedback changes
+the edge statistics (:meth:`OnnxGNNScorer.forget_snapshot` re-reads their columns; nothing else is
+rebuilt).
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.scorers.base import Feedback, ScoringContext
 from signet_rl.scorers.features import PATH_FEATURES, PathFeaturizer, PerGraphFeaturizers, QueryFeaturizer
 from signet_rl.scorers.fused import BaseScores
-from signet_rl.scorers.gnn_inputs import GraphInputs, NodeInputs, QueryPaths, path_inputs, query_vector
+from signet_rl.scorers.gnn_inputs import (
+    DESIRE_COLUMNS,
+    GraphInputs,
+    NodeInputs,
+    QueryPaths,
+    path_inputs,
+    query_vector,
+)
 from signet_rl.traversal.path import Path
 
 __all__ = ["OnnxGNNScorer", "query_parts"]
@@ -43,11 +51,14 @@ def query_parts(qf: QueryFeaturizer, query: Query) -> tuple[np.ndarray, str]:
 
 
 class _Served:
-    """One graph's inputs and node-state cache (by time slice)."""
+    """One graph's inputs, which edges still read the trained snapshot, and the node-state cache (by time
+    slice)."""
 
-    def __init__(self, inputs: GraphInputs) -> None:
+    def __init__(self, inputs: GraphInputs, snapshot_rows: np.ndarray) -> None:
         self.inputs = inputs
         self.arrays = inputs.arrays
+        self.from_snapshot = np.zeros(inputs.arrays.num_dependencies, dtype=bool)
+        self.from_snapshot[snapshot_rows] = True
         self.cache: dict[Any, np.ndarray] = {}
 
 
@@ -114,12 +125,17 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
     ) -> _Served:
         inputs = GraphInputs(graph, arrays, featurizer, self.config)
         snapshot = self._snapshot_of.get(id(arrays))
+        rows: list[int] = []
         if snapshot and arrays.num_dependencies:
+            values = []
             for i, e in enumerate(arrays.edge_ids):
                 row = snapshot.get(str(e))
                 if row is not None:
-                    inputs.edge_numeric[i] = row
-        return _Served(inputs)
+                    rows.append(i)
+                    values.append(row)
+            if rows:
+                inputs.edge_numeric[rows] = np.stack(values)
+        return _Served(inputs, np.asarray(rows, dtype=np.int64))
 
     def use_snapshot(self, arrays: GraphArrays, graph_id: str | None) -> None:
         """Score the graph ``arrays`` views with the trained edge features of training graph ``graph_id``
@@ -129,14 +145,29 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
 
     def forget_snapshot(self, edge_ids: Sequence[str] | None = None) -> None:
         """Read these edges' features (all when None) from the live statistics from now on: online feedback
-        changed them. The others keep the trained snapshot."""
+        changed them. The others keep the trained snapshot.
+
+        The graph's inputs are kept: the desire columns of every edge off the snapshot are re-read from the
+        statistics (arrays) and the node states dropped, which gives what rebuilding the inputs would,
+        without re-encoding the graph's texts."""
         for snapshot in self._snapshot_of.values():
             if edge_ids is None:
                 snapshot.clear()
             else:
                 for e in edge_ids:
                     snapshot.pop(str(e), None)
-        self.invalidate()
+        for served in self._graphs.values():
+            gi = served.inputs
+            if edge_ids is None:
+                served.from_snapshot[:] = False
+            else:
+                index = gi.featurizer.edge_index
+                served.from_snapshot[[index[str(e)] for e in edge_ids if str(e) in index]] = False
+            live = gi.desire_columns()
+            if live is not None:
+                fresh = ~served.from_snapshot
+                gi.edge_numeric[fresh, DESIRE_COLUMNS] = live[fresh]
+            served.cache.clear()
 
     def _edge_vectors(self, gi: GraphInputs, rows: np.ndarray, direction: np.ndarray) -> np.ndarray:
         return self._run(self._edge_vec, {

@@ -115,6 +115,7 @@ class Sidecar:
         self.native_dim = int(native_dim)
         self.checkpoint = FsPath(checkpoint) if checkpoint else None
         self.memory_index = {str(m): i for i, m in enumerate(self.arrays.memory_ids)}
+        self._candidate_of = np.full(len(self.arrays.memory_ids), -1, dtype=np.int64)
         self.stats = self.policy.edge_stats(self.arrays, self.graph)
         self.policy.prepare(self.graph, self.arrays)
         # The trained walk, with a path budget that lets every one of Signet's (at most 100) candidates be
@@ -178,24 +179,57 @@ class Sidecar:
         walk = self.traverser.walk(entries, "what", None) if entries else None
         paths = list(walk.paths) if walk is not None else []
         scores = self.policy.score(query, paths, ctx) if paths else np.zeros(0)
-        wanted = {mid: j for j, mid in enumerate(memory_ids)}
+        return query, paths, scores, ctx, self.candidate_paths(paths, memory_ids)
+
+    def candidate_paths(self, paths: Sequence[Any], memory_ids: Sequence[str]) -> list[list[int]]:
+        """The paths that construct from each candidate memory (ascending path indices): a path holding a
+        fact extracted from it, or passing through an entity it mentions (a repeated id counts at its last
+        place). Array work over the entity-memory CSR; one Python pass over the paths' hops."""
+        a = self.arrays
+        cand = self._candidate_of  # memory row -> candidate position, -1 elsewhere (reset below)
+        rows = []
+        for j, mid in enumerate(memory_ids):
+            m = self.memory_index.get(mid)
+            if m is not None:
+                cand[m] = j
+                rows.append(m)
+        try:
+            ent_p: list[int] = []
+            ent_r: list[int] = []
+            att_p: list[int] = []
+            att_r: list[int] = []
+            ent_index, attr_index = a.entity_index, self.attr_index
+            for p_i, path in enumerate(paths):
+                for eid in path.entities:
+                    e = ent_index.get(eid)
+                    if e is not None:
+                        ent_p.append(p_i)
+                        ent_r.append(e)
+                for att in path.attributes:
+                    k = attr_index.get(att)
+                    if k is not None:
+                        att_p.append(p_i)
+                        att_r.append(k)
+            ents = np.asarray(ent_r, dtype=np.int64)
+            start, count = a.ent_mem_indptr[ents], np.diff(a.ent_mem_indptr)[ents]
+            total = int(count.sum())
+            # the CSR slices of every entity hop, concatenated: slot i of hop h is start[h] + i
+            offset = np.repeat(start - (np.cumsum(count) - count), count)
+            mem = a.ent_mem[offset + np.arange(total)]
+            att_mem = a.attr_memory[np.asarray(att_r, dtype=np.int64)]
+            has = att_mem >= 0
+            owner = np.concatenate([np.repeat(np.asarray(ent_p, dtype=np.int64), count),
+                                    np.asarray(att_p, dtype=np.int64)[has]])  # fmt: skip
+            j = cand[np.concatenate([mem, att_mem[has]]).astype(np.int64)]
+        finally:
+            cand[rows] = -1
+        hit = j >= 0
+        pairs = np.unique(j[hit] * max(len(paths), 1) + owner[hit])  # by candidate, then path
         per: list[list[int]] = [[] for _ in memory_ids]
-        attr_index = self.attr_index
-        for p_i, path in enumerate(paths):
-            mems: set[int] = set()
-            for att in path.attributes:
-                k = attr_index.get(att)
-                if k is not None and a.attr_memory[k] >= 0:
-                    mems.add(int(a.attr_memory[k]))
-            for eid in path.entities:
-                e = a.entity_index.get(eid)
-                if e is not None:
-                    mems.update(a.memories_of(e).tolist())
-            for m in mems:
-                j = wanted.get(str(a.memory_ids[m]))
-                if j is not None:
-                    per[j].append(p_i)
-        return query, paths, scores, ctx, per
+        for c, p_i in zip((pairs // max(len(paths), 1)).tolist(), (pairs % max(len(paths), 1)).tolist(),
+                          strict=True):  # fmt: skip
+            per[c].append(p_i)
+        return per
 
     def score(self, memory_ids: Sequence[str], context: Sequence[float] = ()) -> list[tuple[str, float]]:
         """``(id, score)`` per candidate, in input order: the best score of a path that constructs from the
