@@ -116,6 +116,7 @@ class Sidecar:
         self.checkpoint = FsPath(checkpoint) if checkpoint else None
         self.memory_index = {str(m): i for i, m in enumerate(self.arrays.memory_ids)}
         self._candidate_of = np.full(len(self.arrays.memory_ids), -1, dtype=np.int64)
+        self._slot_weights: np.ndarray | None = None
         self.stats = self.policy.edge_stats(self.arrays, self.graph)
         self.policy.prepare(self.graph, self.arrays)
         # The trained walk, with a path budget that lets every one of Signet's (at most 100) candidates be
@@ -142,6 +143,22 @@ class Sidecar:
             vec = np.asarray(context, dtype=np.float32) if len(context) == self.dim else np.zeros(self.dim)
             meta["query_embedding"] = vec.astype(np.float32)
         return Query(id="sidecar", text="", graph_id="main", split="test", meta=meta)
+
+    def _edge_weight(self) -> Any:
+        """The learned walk order (``what``, no query time) of every CSR slot, computed once per state of the
+        statistics (:meth:`train` and a checkpoint load drop it) and looked up per call."""
+        if self._slot_weights is None:
+            fn = self.stats.edge_weight_fn("what", self.stats.time_bucket(None))
+            weights = np.asarray(fn(self.arrays, np.arange(len(self.arrays.dep_edge))))
+            self._slot_weights = weights
+
+            def edge_weight(arrays: GraphArrays, slots: np.ndarray) -> np.ndarray:
+                if arrays is not self.arrays:
+                    return fn(arrays, slots)
+                return weights[slots]
+
+            self._edge_weight_fn = edge_weight
+        return self._edge_weight_fn
 
     def entries(self, memory_ids: Sequence[str]) -> list[int]:
         """The walk's entry entities: the entities the candidates mention, taken round-robin (each memory's
@@ -175,7 +192,7 @@ class Sidecar:
         query = self._query(context)
         ctx = ScoringContext(self.graph, a, entries, None)
         if self.policy.reinforcement:
-            self.traverser.edge_weight = self.stats.edge_weight_fn("what", self.stats.time_bucket(None))
+            self.traverser.edge_weight = self._edge_weight()
         walk = self.traverser.walk(entries, "what", None) if entries else None
         paths = list(walk.paths) if walk is not None else []
         scores = self.policy.score(query, paths, ctx) if paths else np.zeros(0)
@@ -263,6 +280,7 @@ class Sidecar:
         if rating:
             order = sorted(rating, key=lambda i: -float(scores[i]))
             self.policy.feedback([Feedback(query, paths, ctx, order, [rating[i] for i in order])])
+            self._slot_weights = None  # the statistics changed
             self.step += 1
             self.training_pairs += sum(1 for idx in per if idx)
             self.last_trained = _dt.datetime.now(_dt.UTC).isoformat()
@@ -306,6 +324,7 @@ class Sidecar:
                 if meta.get("format") != _CHECKPOINT_FORMAT:
                     raise ValueError(meta.get("format"))
                 self.stats.load_state_dict({k[6:]: z[k] for k in z.files if k.startswith("stats_")})
+                self._slot_weights = None
                 if "linucb_A_inv" in z.files and self.policy.name == "linucb":
                     head: Any = self.policy.scorer
                     head.load_state_dict(
