@@ -124,7 +124,7 @@ class Sidecar:
         trained = dict(self.policy.traversal)
         trained["max_paths"] = max(int(trained.get("max_paths", 50)), 2 * MAX_CANDIDATES)
         self.config = TraversalConfig.from_dict(trained)
-        self.traverser = Traverser(self.arrays, self.graph, self.config)
+        self.traverser = _StoreTraverser(self.arrays, self.graph, self.config)
         self.attr_index = {str(x): i for i, x in enumerate(self.arrays.attribute_ids)}
         self.dim = int(
             getattr(getattr(self.policy.scorer, "query_featurizer", None), "embedding_dim", 0) or 0
@@ -406,6 +406,27 @@ class Sidecar:
         except Exception as err:
             return _error(rid, INTERNAL_ERROR, f"Internal error: {type(err).__name__}: {err}")
         return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+
+class _StoreTraverser(Traverser):
+    """The traverser over the sidecar's store, which never changes while it serves: an aspect's current
+    attributes with no query time and no query relevance (every ``score`` call's case) are computed once per
+    aspect and kept, not recomputed per call (the same arrays, so the same walk)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._current_memo: dict[tuple[int, float], Any] = {}
+
+    def _current(self, asp: int, t: float, relevance: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if relevance is not None or args or kwargs:
+            return super()._current(asp, t, relevance, *args, **kwargs)
+        key = (int(asp), float(t))
+        hit = self._current_memo.get(key)
+        if hit is None:
+            hit = super()._current(asp, t)
+            hit.setflags(write=False)  # shared between calls: nobody may change it
+            self._current_memo[key] = hit
+        return hit
 
 
 def _error(rid: Any, code: int, message: str) -> dict[str, Any]:
