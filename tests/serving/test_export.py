@@ -145,8 +145,9 @@ def test_onnx_scores_equal_torch_on_1000_synthetic_test_queries(gnn_run, gnn_art
 
 
 def test_online_feedback_refreshes_the_served_gnn_in_place(gnn_artifact):
-    """Feedback re-reads the changed edges' desire columns into the graph's inputs and drops the node states
-    (no rebuild, no re-encoding): the scores equal those of inputs rebuilt from scratch, and they changed."""
+    """Feedback re-reads the changed edges' desire columns into the graph's inputs and updates the kept node
+    states where those edges reach (no rebuild, no re-encoding, no full pass): scores and node states equal
+    those of inputs rebuilt from scratch (to float rounding), and they changed."""
     from signet_rl.datasets.registry import load_dataset
     from signet_rl.scorers.base import Feedback
 
@@ -158,16 +159,22 @@ def test_online_feedback_refreshes_the_served_gnn_in_place(gnn_artifact):
         (q, c) for q in ds.split("test") if (c := ret.candidates(q)) is not None and len(c.walk.paths) > 2
     )
     paths, ctx = cands.walk.paths, cands.context
+    scorer = policy.scorer
     before = policy.score(q, paths, ctx)
-    inputs = policy.scorer._graph_state(ctx.graph, ctx.arrays).inputs
+    served = scorer._graph_state(ctx.graph, ctx.arrays)
+    states = scorer.node_states(ctx.graph, ctx.arrays).copy()
+    kept = dict(served.cache)
     ratings = [1, -1] * (len(paths) // 2) + [1] * (len(paths) % 2)
     policy.feedback([Feedback(q, paths, ctx, list(range(len(paths))), ratings)])
+    assert scorer._graph_state(ctx.graph, ctx.arrays) is served  # kept, updated in place
+    assert served.cache.keys() == kept.keys() and all(served.cache[k] is v for k, v in kept.items())
+    updated = scorer.node_states(ctx.graph, ctx.arrays).copy()
     after = policy.score(q, paths, ctx)
-    assert policy.scorer._graph_state(ctx.graph, ctx.arrays).inputs is inputs  # kept, not rebuilt
-    assert not np.allclose(after, before, atol=1e-6)
-    policy.scorer.invalidate()  # rebuild everything from the same statistics and snapshot
-    assert policy.scorer._graph_state(ctx.graph, ctx.arrays).inputs is not inputs
-    np.testing.assert_array_equal(policy.score(q, paths, ctx), after)
+    assert not np.allclose(after, before, atol=1e-6) and not np.allclose(updated, states, atol=1e-6)
+    scorer.invalidate()  # rebuild everything from the same statistics and snapshot: a full pass
+    assert scorer._graph_state(ctx.graph, ctx.arrays) is not served
+    np.testing.assert_allclose(scorer.node_states(ctx.graph, ctx.arrays), updated, atol=1e-6, rtol=1e-5)
+    np.testing.assert_allclose(policy.score(q, paths, ctx), after, atol=1e-6, rtol=1e-5)
 
 
 def test_serving_imports_no_torch(gnn_artifact):
