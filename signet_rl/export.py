@@ -8,9 +8,11 @@ Reads a training run's folder (``runs/<task>/...``: ``artifacts/config.yaml``, `
   trained with, the training dataset and each training graph's fingerprint (a served graph that differs is
   logged, not refused), the versions of signet_rl, torch, onnx and numpy, and the run's headline metrics;
 * the scorer's parameters, written by its exporter (:data:`EXPORTERS`): the GNN as ONNX models (node
-  inputs, edge vectors, one model per message-passing layer, hop vectors and the pooled head; the
-  message passing between them runs in numpy on whatever graph is served, see
-  :mod:`signet_rl.serving.gnn`), LinUCB's posterior as ``linucb.npz``, the prior/PPR/random scorers their
+  inputs, edge vectors, one model per message-passing layer, hop vectors and the pooled head with the
+  residual's skip over the base scores and the intent x aspect bias; the message passing between them, the
+  base scores and the aspect keys are computed in numpy on whatever graph is served, by the code training
+  uses, see :mod:`signet_rl.serving.gnn`; a GNN option the export does not carry is refused, naming it),
+  LinUCB's posterior as ``linucb.npz``, the prior/PPR/random scorers their
   constructor arguments only;
 * ``edge_stats.parquet`` — the learned desire-path statistics per dependency edge (weights per intent and
   time bucket, walk counts, last update), keyed by graph, edge id, source, target and type.
