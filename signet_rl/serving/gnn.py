@@ -125,6 +125,11 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
         self._convs = [session(f"conv_{i}") for i in range(self.layers)]
         self._hops = session("hops")
         self._head = session("head")
+        # the hand features the head reads: its input's width (an artifact exported before the manifest
+        # carried hand_feature_count has it only there)
+        width = next((i.shape[1] for i in self._head.get_inputs() if i.name == "hand"), None)
+        if self.hand_features and isinstance(width, int):
+            self.hand_feature_count = width
 
     @staticmethod
     def _run(sess: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
