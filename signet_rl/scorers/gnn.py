@@ -662,9 +662,10 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         tensors. ``base_rows``: see there."""
         queries = [QueryPaths(q, *self._query_vector(q), paths, c) for q, paths, c in items]
         hand = self.hand_feature_count if self.hand_features else None
+        # query_text / aspect_intent: the wording switches of issue 25 (True: the behaviour without them)
         x = path_inputs(
             state.inputs, queries, self.query_featurizer.embedding_dim, hand, self.base, self.aspect_buckets,
-            base_rows,
+            base_rows, getattr(self, "query_text", True), getattr(self, "aspect_intent", True),
         )  # fmt: skip
         t = torch.from_numpy
         ents, dep = t(x.ent), t(x.dep)

@@ -246,6 +246,8 @@ def path_inputs(
     base: Any | None = None,
     aspect_buckets: int = 0,
     base_rows: Sequence[np.ndarray] | None = None,
+    query_text: bool = True,
+    aspect_intent: bool = True,
 ) -> PathInputs:
     """The :class:`PathInputs` of several queries' paths over one graph (each item's paths non-empty).
 
@@ -261,6 +263,9 @@ def path_inputs(
         base_rows: each item's standardised base scores when the caller has them (an update standardises
             over every candidate of the query, as scoring did, and passes the rated rows); else they are
             computed over the item's paths.
+        query_text: the net reads the query's text embedding (False: zeros in its place in ``query``; the
+            hand features still compare texts with it).
+        aspect_intent: key the aspect bias by (predicted intent, aspect) (False: by aspect alone).
     """
     feat, a = inputs.featurizer, inputs.arrays
     batches: list[PathBatch] = []
@@ -269,7 +274,7 @@ def path_inputs(
         b = feat.index(item.paths)
         batches.append(b)
         n = len(item.paths)
-        intents.append(np.full(n, INTENTS.index(item.intent)))
+        intents.append(np.full(n, INTENTS.index(item.intent) if aspect_intent else 0))
         times.append(np.full(n, np.nan if item.context.timestamp is None else float(item.context.timestamp)))
         if hand_feature_count is not None:
             emb = item.vector[:embedding_dim]
@@ -281,6 +286,8 @@ def path_inputs(
     b = concat_batches(batches)
     sizes = [len(item.paths) for item in items]
     query = np.repeat(np.stack([item.vector for item in items]).astype(np.float32), sizes, axis=0)
+    if not query_text:
+        query[:, :embedding_dim] = 0.0
     aspect_key = None
     if aspect_buckets:
         code = inputs.aspect_codes(aspect_buckets)[b.asp]  # -1 (no aspect) picks the trailing 0

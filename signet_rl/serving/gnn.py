@@ -273,7 +273,8 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
         x = path_inputs(
             gi, [QueryPaths(query, *self.query_vector(query), paths, context)],
             self.query_featurizer.embedding_dim, self.hand_feature_count if self.hand_features else None,
-            self.base, self.aspect_buckets,
+            self.base, self.aspect_buckets, query_text=bool(self.config.get("query_text", True)),
+            aspect_intent=bool(self.config.get("aspect_intent", True)),
         )  # fmt: skip
         states = self.node_states(context.graph, context.arrays, context.timestamp)
         dep_vec = self._edge_vectors(gi, x.dep, x.dep_dir)
