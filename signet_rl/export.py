@@ -8,9 +8,11 @@ Reads a training run's folder (``runs/<task>/...``: ``artifacts/config.yaml``, `
   trained with, the training dataset and each training graph's fingerprint (a served graph that differs is
   logged, not refused), the versions of signet_rl, torch, onnx and numpy, and the run's headline metrics;
 * the scorer's parameters, written by its exporter (:data:`EXPORTERS`): the GNN as ONNX models (node
-  inputs, edge vectors, one model per message-passing layer, hop vectors and the pooled head; the
-  message passing between them runs in numpy on whatever graph is served, see
-  :mod:`signet_rl.serving.gnn`), LinUCB's posterior as ``linucb.npz``, the prior/PPR/random scorers their
+  inputs, edge vectors, one model per message-passing layer, hop vectors and the pooled head with the
+  residual's skip over the base scores and the intent x aspect bias; the message passing between them, the
+  base scores and the aspect keys are computed in numpy on whatever graph is served, by the code training
+  uses, see :mod:`signet_rl.serving.gnn`; a GNN option the export does not carry is refused, naming it),
+  LinUCB's posterior as ``linucb.npz``, the prior/PPR/random scorers their
   constructor arguments only;
 * ``edge_stats.parquet`` — the learned desire-path statistics per dependency edge (weights per intent and
   time bucket, walk counts, last update), keyed by graph, edge id, source, target and type.
@@ -128,12 +130,11 @@ def _export_gnn(run: RunContents, out: Path, dataset: Any) -> dict[str, Any]:
     if not run.policy_file.exists():
         raise ExportError(f"cannot export {run.path}: missing {run.policy_file} (the saved GNN policy)")
     scorer = GNNPathScorer.load(run.policy_file)
-    unsupported = [f"{k}={scorer.config[k]}" for k in ("base_scores", "aspect_buckets") if scorer.config.get(k)]
-    if unsupported:  # the residual over non-learned scores and the intent x aspect bias have no ONNX form yet
+    unsupported = unsupported_gnn_options(scorer.config)
+    if unsupported:
         raise ExportError(
-            f"cannot export {run.path} yet: its GNN uses {', '.join(unsupported)}, which the ONNX export does not "
-            "carry (train with scorer.base_scores=false scorer.aspect_buckets=0 to get an exportable GNN, or "
-            "export a LinUCB, prior or PPR run)"
+            f"cannot export {run.path}: its GNN uses {', '.join(unsupported)}, which the ONNX export does "
+            "not carry (train without it, or export a LinUCB, prior or PPR run)"
         )
     files = export_gnn_onnx(scorer, out)
     import pandas as pd
@@ -152,8 +153,34 @@ def _export_gnn(run: RunContents, out: Path, dataset: Any) -> dict[str, Any]:
     if frames:
         pd.concat(frames, ignore_index=True).to_parquet(out / "gnn_edge_features.parquet", index=False)
         files.append("gnn_edge_features.parquet")
-    return {"kind": "gnn_onnx", "files": files, "layers": int(scorer.config["layers"]),
-            "hidden": int(scorer.config["hidden"]), "n_heads": int(scorer.config["n_heads"])}  # fmt: skip
+    # the saved scorer's full constructor config (what the served net was built with, hand_feature_count
+    # included), in place of the run's Hydra block
+    return {"kind": "gnn_onnx", "files": files, "config": dict(scorer.config),
+            "layers": int(scorer.config["layers"]), "hidden": int(scorer.config["hidden"]),
+            "n_heads": int(scorer.config["n_heads"])}  # fmt: skip
+
+
+#: The GNN constructor options the ONNX export carries (every other one must keep the value that
+#: reproduces a scorer without it, ``signet_rl.scorers.gnn.ADDED_ARGUMENTS``).
+EXPORTED_GNN_OPTIONS = frozenset({
+    "hidden", "layers", "n_heads", "uncertainty", "lr", "weight_decay", "steps_per_update",
+    "importance_weighted", "max_importance_weight", "edge_features", "communities", "time_features",
+    "hand_features", "base_scores", "base_scale", "lr_decay_updates", "refresh_edge_stats", "aspect_buckets",
+    "hand_feature_count", "name_dim", "type_buckets", "edge_type_buckets", "community_buckets", "encoder",
+    "seed", "query_text", "aspect_intent",
+})  # fmt: skip
+
+
+def unsupported_gnn_options(config: Mapping[str, Any]) -> list[str]:
+    """``option=value`` of every GNN option the export does not carry that is set (an option added to the GNN
+    after this exporter, with a value other than the one that reproduces a GNN without it)."""
+    from signet_rl.scorers.gnn import ADDED_ARGUMENTS
+
+    missing = object()
+    return [
+        f"{k}={v!r}" for k, v in config.items()
+        if k not in EXPORTED_GNN_OPTIONS and ADDED_ARGUMENTS.get(k, missing) != v
+    ]  # fmt: skip
 
 
 def export_gnn_onnx(scorer: Any, out: Path) -> list[str]:
@@ -162,8 +189,10 @@ def export_gnn_onnx(scorer: Any, out: Path) -> list[str]:
     ``node_in.onnx`` (type code, name sketch, community code, log degree -> layer-0 node state),
     ``edge_vec.onnx`` (type, numeric columns, direction -> edge vector), ``conv_<l>.onnx`` (node state and
     the mean of its incoming messages -> next node state), ``hops.onnx`` (per-kind hop contents and positions
-    -> hop vectors), ``head.onnx`` (padded hop vectors, mask, query features, hand features -> one output per
-    head). Gathering messages and scattering their mean runs in numpy between them.
+    -> hop vectors), ``head.onnx`` (padded hop vectors, mask, query features, hand features, the standardised
+    base scores of the residual and the intent x aspect key of the bias -> one output per head). Gathering
+    messages and scattering their mean runs in numpy between them; the base scores (prior, PPR, flat) and
+    the aspect keys are computed at serve time in numpy (:mod:`signet_rl.scorers.gnn_inputs`).
     """
     import torch
     from torch import nn
@@ -221,9 +250,12 @@ def export_gnn_onnx(scorer: Any, out: Path) -> list[str]:
             super().__init__()
             self.net = net
 
-        def forward(self, hops: Any, mask: Any, query: Any, hand: Any) -> Any:
+        def forward(self, hops: Any, mask: Any, query: Any, hand: Any, base: Any, aspect_key: Any) -> Any:
             hops = net.hop_norm(hops) * mask.unsqueeze(-1)
-            return net.head(hops, mask, query, hand if net.hand_dim else None)
+            out = net.head(hops, mask, query, hand if net.hand_dim else None, base if net.base_dim else None)
+            if net.aspect_bias is not None:
+                out = out + net.aspect_bias(aspect_key)
+            return out
 
     files: list[str] = []
     n, m, length = 5, 7, 4
@@ -265,11 +297,13 @@ def export_gnn_onnx(scorer: Any, out: Path) -> list[str]:
           **{k: {0: f"r_{k}"} for k in ("ent", "dep", "asp", "att")}})  # fmt: skip
     mask = torch.ones(n, length, dtype=torch.bool)
     mask[0, 2:] = False
+    keys = net.aspect_bias.num_embeddings if net.aspect_bias is not None else 1
     save(Head(), "head",
-         (torch.randn(n, length, h), mask, torch.randn(n, query_dim), torch.randn(n, max(net.hand_dim, 1))),
-         ["hops", "mask", "query", "hand"], ["out"],
+         (torch.randn(n, length, h), mask, torch.randn(n, query_dim), torch.randn(n, max(net.hand_dim, 1)),
+          torch.randn(n, max(net.base_dim, 1)), longs(n, keys)),
+         ["hops", "mask", "query", "hand", "base", "aspect_key"], ["out"],
          {"hops": {0: "n", 1: "L"}, "mask": {0: "n", 1: "L"}, "query": {0: "n"}, "hand": {0: "n"},
-          "out": {0: "n"}})  # fmt: skip
+          "base": {0: "n"}, "aspect_key": {0: "n"}, "out": {0: "n"}})  # fmt: skip
     return files
 
 

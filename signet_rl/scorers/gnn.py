@@ -70,7 +70,6 @@ from __future__ import annotations
 
 import copy
 import math
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path as FsPath
@@ -83,33 +82,32 @@ from torch import Tensor, nn
 from signet_rl.core.checks import check_integer, check_range
 from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
-from signet_rl.graph.confidence import LADDER
 from signet_rl.graph.model import KnowledgeGraph
-from signet_rl.graph.timeslice import TimeSlices
 from signet_rl.retrieval.intent import IntentClassifier
 from signet_rl.scorers.base import Feedback, ScoringContext, check_feedback, register
-from signet_rl.scorers.fused import BASE_SCORES, DEFAULT_FUSED_WEIGHTS, BaseScores
 from signet_rl.scorers.features import (
-    EDGE_STAT_DIM,
     INTENTS,
     PATH_FEATURES,
     TIME_FEATURES,
     EdgeStats,
-    PathBatch,
     PathFeaturizer,
     PerGraphFeaturizers,
     QueryFeaturizer,
 )
+from signet_rl.scorers.fused import BASE_SCORES, DEFAULT_FUSED_WEIGHTS, BaseScores
 from signet_rl.scorers.gnn_inputs import (  # torch-free: shared with the served (ONNX) policy
     ATTR_NUMERIC_DIM,
-    DAY,
+    DESIRE_COLUMNS,
     EDGE_NUMERIC_DIM,
     KNOWN_DEPENDENCY_TYPES,
     KNOWN_ENTITY_TYPES,
     MAX_POSITIONS,
     NAME_SKETCH_DIM,
-    _bucket,
-    _sketch,
+    GraphInputs,
+    NodeInputs,
+    QueryPaths,
+    path_inputs,
+    query_vector,
 )
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.path import Path
@@ -183,112 +181,56 @@ class _Inputs:
 
 
 class _GraphState:
-    """Everything a scorer keeps per graph snapshot: featurizer, tensors, and the node-state cache."""
+    """Everything a scorer keeps per graph snapshot: featurizer, the graph's inputs
+    (:class:`~signet_rl.scorers.gnn_inputs.GraphInputs`, numpy, shared with the served policy) wrapped as
+    tensors, and the node-state cache."""
 
     def __init__(
         self,
         graph: KnowledgeGraph,
         arrays: GraphArrays,
         featurizer: PathFeaturizer,
-        type_buckets: int,
-        edge_type_buckets: int,
-        community_buckets: int,
+        config: Mapping[str, Any],
     ) -> None:
-        a = arrays
+        self.inputs = GraphInputs(graph, arrays, featurizer, config)
         self.graph, self.arrays, self.featurizer = graph, arrays, featurizer
-        self.num_nodes = a.num_entities
-        self.community_buckets = community_buckets
-        self.slices = TimeSlices(a)
-        type_codes = np.array([_bucket(t, KNOWN_ENTITY_TYPES, type_buckets) for t in a.entity_type_vocab])
-        comm_ids = graph.communities["id"].astype(str).tolist()
-        comm_codes = self.community_codes(comm_ids)
-        # entity_community is -1 for none: index -1 picks the trailing 0 ("no community")
-        self.nodes = _NodeInputs(
-            type_code=torch.as_tensor(
-                type_codes[a.entity_type] if len(type_codes) else np.zeros(0, np.int64)
-            ),
-            name_vec=torch.from_numpy(featurizer.entity_vectors() @ _sketch(featurizer.encoder.dim)),
-            comm_code=torch.as_tensor(comm_codes[a.entity_community], dtype=torch.long),
-            log_degree=torch.from_numpy(np.log1p(a.degree().astype(np.float32))).reshape(-1, 1),
-        )
-        dep_codes = np.array(
-            [_bucket(t, KNOWN_DEPENDENCY_TYPES, edge_type_buckets) for t in a.dep_type_vocab]
-        )
-        n_edges = a.num_dependencies
-        self.edge_type = torch.as_tensor(
-            dep_codes[a.edge_type] if n_edges else np.zeros(0, np.int64), dtype=torch.long
-        )
-        numeric = np.zeros((n_edges, EDGE_NUMERIC_DIM), dtype=np.float32)
-        numeric[:, 0] = a.edge_confidence
-        numeric[:, 1] = a.edge_strength
-        numeric[np.arange(n_edges), 2 + a.edge_reason.astype(np.int64)] = 1.0
-        if featurizer.edge_stats is not None and n_edges:
-            rows = np.arange(n_edges)
-            stats = np.asarray(featurizer.edge_stats.features(rows), dtype=np.float32)
-            numeric[:, 2 + len(LADDER) : 2 + len(LADDER) + EDGE_STAT_DIM] = stats.reshape(n_edges, -1)
-            numeric[:, -1] = np.asarray(featurizer.edge_stats.weight(rows), dtype=np.float32)
-        self.edge_numeric = torch.from_numpy(numeric)
+        self.num_nodes = arrays.num_entities
+        self.slices = self.inputs.slices
+        self.nodes = _node_tensors(self.inputs.nodes)
+        self.edge_type = torch.from_numpy(self.inputs.edge_type)
+        self.edge_numeric = torch.from_numpy(self.inputs.edge_numeric)
         # message-passing edges: every dependency both ways (row 0 source, row 1 target of the message)
-        src, dst = (
-            torch.tensor(a.edge_source, dtype=torch.long),
-            torch.tensor(a.edge_target, dtype=torch.long),
-        )
-        self.edge_index = torch.cat([torch.stack([src, dst]), torch.stack([dst, src])], dim=1).long()
-        self.mp_edge = torch.arange(n_edges).repeat(2)
-        self.mp_dir = torch.cat([torch.ones(n_edges), -torch.ones(n_edges)])
-        sb = a.attr_superseded_by
-        self.sb_created = np.where(sb >= 0, a.attr_created[np.maximum(sb, 0)], np.inf)
-        self.aspect_names = (
-            graph.aspects.set_index("id")["name"].reindex(a.aspect_ids).fillna("").astype(str).to_numpy()
-        )
+        self.edge_index, self.mp_edge, self.mp_dir = _edge_tensors(self.inputs.nodes)
         self.cache: Tensor | None = None
         self.cache_version = -1
-
-    def aspect_codes(self, buckets: int) -> np.ndarray:
-        """Bucket of every aspect row's name (1 + CRC32 hash into ``buckets - 1``), with a trailing 0 (no
-        aspect) for index -1; cached per bucket count."""
-        hit = getattr(self, "_aspect_codes", None)
-        if hit is None or hit[0] != buckets:
-            codes = [1 + zlib.crc32(n.strip().lower().encode()) % (buckets - 1) for n in self.aspect_names]
-            hit = (buckets, np.array([*codes, 0], dtype=np.int64))
-            self._aspect_codes = hit
-        return hit[1]
-
-    def community_codes(self, ids: Sequence[str]) -> np.ndarray:
-        """Bucket codes of community ids (1 + hash), with a trailing 0 ("no community") for index -1."""
-        return np.array([1 + zlib.crc32(c.encode()) % self.community_buckets for c in ids] + [0])
 
     def nodes_at(self, t: float | None) -> _NodeInputs:
         """The node inputs at query time ``t``: degrees over the edges that existed then and the
         communities of that time (:class:`~signet_rl.graph.timeslice.TimeSlices`); all rows for None."""
         if t is None:
             return self.nodes
-
-        def make() -> _NodeInputs:
-            labels = self.slices.community_labels(t) or []
-            codes = self.community_codes(labels)
-            comm = self.slices.community(t)
-            degree = self.slices.degree(t).astype(np.float32)
-            return _NodeInputs(
-                type_code=self.nodes.type_code,
-                name_vec=self.nodes.name_vec,
-                comm_code=torch.as_tensor(codes[comm], dtype=torch.long),
-                log_degree=torch.from_numpy(np.log1p(degree)).reshape(-1, 1),
-            )
-
-        return self.slices.cached("gnn_nodes", t, make)
+        return self.slices.cached("gnn_nodes", t, lambda: _node_tensors(self.inputs.at(t)))
 
     def message_edges(self, t: float | None) -> tuple[Tensor, Tensor, Tensor]:
         """``(edge_index, dependency row, direction)`` of the messages over the edges that existed at
         ``t`` (all for None)."""
         if t is None:
             return self.edge_index, self.mp_edge, self.mp_dir
+        return self.slices.cached("gnn_edges", t, lambda: _edge_tensors(self.inputs.at(t)))
 
-        def make() -> tuple[Tensor, Tensor, Tensor]:
-            keep = torch.from_numpy(self.slices.edge_mask(t).copy())[self.mp_edge]
-            return self.edge_index[:, keep], self.mp_edge[keep], self.mp_dir[keep]
 
-        return self.slices.cached("gnn_edges", t, make)
+def _node_tensors(nodes: NodeInputs) -> _NodeInputs:
+    """Node inputs as tensors (sharing the arrays' memory)."""
+    return _NodeInputs(
+        type_code=torch.from_numpy(nodes.type_code), name_vec=torch.from_numpy(nodes.name_vec),
+        comm_code=torch.from_numpy(nodes.comm_code), log_degree=torch.from_numpy(nodes.log_degree),
+    )  # fmt: skip
+
+
+def _edge_tensors(nodes: NodeInputs) -> tuple[Tensor, Tensor, Tensor]:
+    """``(edge_index [2, M], dependency row [M], direction [M])`` of the message edges, as tensors."""
+    edge_index = torch.from_numpy(np.stack([nodes.src, nodes.dst]))
+    return edge_index, torch.from_numpy(nodes.mp_edge), torch.from_numpy(nodes.mp_dir)
 
 
 class GNNPathNet(nn.Module):
@@ -610,10 +552,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         self, graph: KnowledgeGraph, arrays: GraphArrays, featurizer: PathFeaturizer
     ) -> _GraphState:
         """A graph's tensors and node-state cache around its featurizer (:class:`PerGraphFeaturizers`)."""
-        c = self.config
-        return _GraphState(
-            graph, arrays, featurizer, c["type_buckets"], c["edge_type_buckets"], c["community_buckets"]
-        )
+        return _GraphState(graph, arrays, featurizer, self.config)
 
     def _graph_state(self, graph: KnowledgeGraph, arrays: GraphArrays) -> _GraphState:
         """The graph's state (:class:`PerGraphFeaturizers`), its desire-path edge columns re-read from the
@@ -621,12 +560,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         state = super()._graph_state(graph, arrays)
         stats = state.featurizer.edge_stats
         if self.refresh_edge_stats and stats is not None and len(state.edge_numeric):
-            rows = np.arange(len(state.edge_numeric))
-            fresh = np.empty((len(rows), EDGE_STAT_DIM + 1), dtype=np.float32)
-            fresh[:, :EDGE_STAT_DIM] = np.asarray(stats.features(rows), dtype=np.float32).reshape(len(rows), -1)
-            fresh[:, EDGE_STAT_DIM] = np.asarray(stats.weight(rows), dtype=np.float32)
-            cols = slice(2 + len(LADDER), 2 + len(LADDER) + EDGE_STAT_DIM + 1)
-            new = torch.from_numpy(fresh)
+            cols = DESIRE_COLUMNS
+            new = torch.from_numpy(state.inputs.desire_columns())
             if not torch.equal(state.edge_numeric[:, cols], new):
                 numeric = state.edge_numeric.clone()
                 numeric[:, cols] = new
@@ -713,11 +648,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
     # -- forward ------------------------------------------------------------------------------------
 
     def _query_vector(self, query: Query) -> tuple[np.ndarray, str]:
-        intent = self.query_featurizer.intent(query)
-        q = self.query_featurizer.features(query, intent)
-        if not self.time_features:
-            q = q[: self.query_featurizer.embedding_dim + len(INTENTS)]
-        return q, intent
+        return query_vector(self.query_featurizer, query, self.time_features)
 
     def _inputs(
         self,
@@ -726,65 +657,28 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         train: bool,
         base_rows: Sequence[np.ndarray] | None = None,
     ) -> _Inputs:
-        """Everything about several queries' paths over one graph that does not depend on the parameters.
-
-        ``base_rows``: the standardised base scores of each item's paths when the caller has them (an update
-        standardises over every candidate of the query, as scoring did, and passes the rated rows); else
-        they are computed over the item's paths."""
-        feat = state.featurizer
-        a = state.arrays
-        batches: list[PathBatch] = []
-        qvecs, hand, base, owner_q, intents = [], [], [], [], []
-        for qi, (query, paths, context) in enumerate(items):
-            b = feat.index(paths)
-            batches.append(b)
-            q, intent = self._query_vector(query)
-            intents.append(np.full(len(paths), INTENTS.index(intent)))
-            qvecs.append(q)
-            owner_q.append(np.full(len(paths), qi))
-            if self.hand_features:
-                emb = q[: self.query_featurizer.embedding_dim]
-                hand.append(feat.features(paths, context, emb, intent, batch=b)[:, : self.hand_feature_count])
-            if self.base is not None:
-                base.append(
-                    self.base.features(query, paths, context) if base_rows is None else base_rows[qi]
-                )
-        b = _concat(batches)
+        """Everything about several queries' paths over one graph that does not depend on the parameters:
+        :func:`~signet_rl.scorers.gnn_inputs.path_inputs` (the arrays the served policy builds too), as
+        tensors. ``base_rows``: see there."""
+        queries = [QueryPaths(q, *self._query_vector(q), paths, c) for q, paths, c in items]
+        hand = self.hand_feature_count if self.hand_features else None
+        # query_text / aspect_intent: the wording switches of issue 25 (True: the behaviour without them)
+        x = path_inputs(
+            state.inputs, queries, self.query_featurizer.embedding_dim, hand, self.base, self.aspect_buckets,
+            base_rows, getattr(self, "query_text", True), getattr(self, "aspect_intent", True),
+        )  # fmt: skip
         t = torch.from_numpy
-        aspect_key = None
-        if self.aspect_buckets:
-            code = state.aspect_codes(self.aspect_buckets)[b.asp]  # -1 (no aspect) picks the trailing 0
-            aspect_key = t(np.concatenate(intents) * self.aspect_buckets + code)
-        # query time per path (attribute ages and staleness)
-        t_path = np.concatenate(
-            [np.full(len(p), np.nan if c.timestamp is None else float(c.timestamp)) for _, p, c in items]
-        )
-        has = np.flatnonzero(b.asp >= 0)
-        asp_rows = b.asp[has]
-        asp_x = np.concatenate(
-            [feat.aspect_vectors(asp_rows), a.aspect_weight[asp_rows].reshape(-1, 1)], axis=1
-        ).astype(np.float32)
-        t_att = t_path[b.att_owner]
-        age = np.where(np.isnan(t_att), 0.0, np.maximum(0.0, (t_att - a.attr_created[b.att]) / DAY))
-        stale = state.sb_created[b.att] <= np.nan_to_num(t_att, nan=-np.inf)  # no time: never stale
-        att_num = np.stack(
-            [a.attr_importance[b.att], np.log1p(age), a.attr_kind[b.att] == 1, stale], axis=1
-        ).astype(np.float32)
-        att_x = np.concatenate([feat.attribute_vectors(b.att), att_num], axis=1)
-        ents = t(b.ent)
-        dep = t(b.dep)
+        ents, dep = t(x.ent), t(x.dep)
         return _Inputs(
-            shape=(len(b.length), int(b.length.max())),
-            query=t(np.stack(qvecs)[np.concatenate(owner_q)]),
-            hand=t(np.concatenate(hand)) if self.hand_features else None,
-            base=t(np.concatenate(base)) if self.base is not None else None,
-            aspect_key=aspect_key,
-            ent=ents, ent_owner=t(b.ent_owner), ent_pos=t(b.ent_pos),
-            dep_type=state.edge_type[dep], dep_numeric=state.edge_numeric[dep], dep_dir=t(b.dep_dir),
-            dep_owner=t(b.dep_owner), dep_pos=t(b.dep_pos),
-            asp_x=t(asp_x), asp_owner=t(has), asp_pos=t(b.asp_pos[has]),
-            att_x=t(att_x), att_owner=t(b.att_owner), att_pos=t(b.att_pos),
-            sub=self._time_groups(state, ents, t_path[b.ent_owner], train),
+            shape=x.shape, query=t(x.query), hand=None if x.hand is None else t(x.hand),
+            base=None if x.base is None else t(x.base),
+            aspect_key=None if x.aspect_key is None else t(x.aspect_key),
+            ent=ents, ent_owner=t(x.ent_owner), ent_pos=t(x.ent_pos),
+            dep_type=state.edge_type[dep], dep_numeric=state.edge_numeric[dep], dep_dir=t(x.dep_dir),
+            dep_owner=t(x.dep_owner), dep_pos=t(x.dep_pos),
+            asp_x=t(x.asp_x), asp_owner=t(x.asp_owner), asp_pos=t(x.asp_pos),
+            att_x=t(x.att_x), att_owner=t(x.att_owner), att_pos=t(x.att_pos),
+            sub=self._time_groups(state, ents, x.t_ent, train),
         )  # fmt: skip
 
     def _time_groups(
@@ -1021,21 +915,3 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.config.items())
         return f"GNNPathScorer({args})"
-
-
-def _concat(batches: Sequence[PathBatch]) -> PathBatch:
-    """One :class:`PathBatch` of several, with owners shifted."""
-    if len(batches) == 1:
-        return batches[0]
-    sizes = np.array([len(b.length) for b in batches])
-    shift = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    out = PathBatch(int(sizes.sum()))
-    for name in ("start", "end", "asp", "asp_pos", "length"):
-        setattr(out, name, np.concatenate([getattr(b, name) for b in batches]))
-    for kind in ("ent", "dep", "att"):
-        setattr(out, kind, np.concatenate([getattr(b, kind) for b in batches]))
-        setattr(out, f"{kind}_pos", np.concatenate([getattr(b, f"{kind}_pos") for b in batches]))
-        owners = [getattr(b, f"{kind}_owner") + s for b, s in zip(batches, shift, strict=True)]
-        setattr(out, f"{kind}_owner", np.concatenate(owners))
-    out.dep_dir = np.concatenate([b.dep_dir for b in batches])
-    return out

@@ -1,17 +1,19 @@
-"""The GNN scorer's parameter-free inputs, in numpy: what :mod:`signet_rl.scorers.gnn` feeds its network,
-computed without torch so that a served (ONNX) policy builds the same inputs for any graph.
+"""The GNN scorer's parameter-free inputs, in numpy: the one definition of what
+:class:`~signet_rl.scorers.gnn.GNNPathScorer` feeds its network, shared by torch training (which wraps
+these arrays as tensors, zero-copy) and the served ONNX policy (:mod:`signet_rl.serving.gnn`, no torch).
 
 :class:`GraphInputs` holds one graph's node and edge inputs (bucketed entity types, sketched name vectors,
 community codes, log degrees; bucketed dependency types and numeric edge columns; the message edges both
-ways), at any query time (:meth:`GraphInputs.at`: degrees, communities and edges of that time slice).
-:func:`path_inputs` turns a batch of paths into per-hop arrays. Both mirror
-:class:`~signet_rl.scorers.gnn.GNNPathScorer` exactly (its parity test compares the two).
+ways; aspect-name buckets), at any query time (:meth:`GraphInputs.at`: degrees, communities and edges of
+that time slice). :func:`path_inputs` turns several queries' candidate paths into per-path features (query
+vector, hand features, standardised base scores, intent x aspect key) and per-hop arrays;
+:func:`query_vector` is the query's feature vector.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,12 +23,21 @@ from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.confidence import LADDER
 from signet_rl.graph.model import DependencyType, EntityType, KnowledgeGraph
 from signet_rl.graph.timeslice import TimeSlices
-from signet_rl.scorers.features import EDGE_STAT_DIM, INTENTS, PathFeaturizer, QueryFeaturizer
+from signet_rl.scorers.features import (
+    EDGE_STAT_DIM,
+    INTENTS,
+    PathBatch,
+    PathFeaturizer,
+    QueryFeaturizer,
+    intent_one_hot,
+)
+from signet_rl.scorers.features import time_features as time_feature_vector
 from signet_rl.traversal.path import Path
 
 __all__ = [
     "ATTR_NUMERIC_DIM",
     "DAY",
+    "DESIRE_COLUMNS",
     "EDGE_NUMERIC_DIM",
     "KNOWN_DEPENDENCY_TYPES",
     "KNOWN_ENTITY_TYPES",
@@ -35,7 +46,10 @@ __all__ = [
     "GraphInputs",
     "NodeInputs",
     "PathInputs",
+    "QueryPaths",
+    "concat_batches",
     "path_inputs",
+    "query_vector",
 ]
 
 DAY = 86400.0
@@ -45,6 +59,8 @@ KNOWN_ENTITY_TYPES: tuple[str, ...] = (*EntityType.SIGNET, EntityType.EXTRACTED,
 KNOWN_DEPENDENCY_TYPES: tuple[str, ...] = DependencyType.SIGNET
 #: Numeric edge columns: confidence, strength, reason rung one-hot, desire statistics, desire weight.
 EDGE_NUMERIC_DIM = 2 + len(LADDER) + EDGE_STAT_DIM + 1
+#: The numeric edge columns read from the learned desire-path statistics: the statistics, then the weight.
+DESIRE_COLUMNS = slice(2 + len(LADDER), EDGE_NUMERIC_DIM)
 #: Numeric attribute-hop columns: importance, ln(1 + age days), is_constraint, is_stale.
 ATTR_NUMERIC_DIM = 4
 #: Entity-name embeddings enter the net through a fixed Gaussian random projection to this many dimensions
@@ -88,7 +104,11 @@ class GraphInputs:
     (``type_buckets``, ``edge_type_buckets``, ``community_buckets``)."""
 
     def __init__(
-        self, graph: KnowledgeGraph, arrays: GraphArrays, featurizer: PathFeaturizer, config: dict[str, Any]
+        self,
+        graph: KnowledgeGraph,
+        arrays: GraphArrays,
+        featurizer: PathFeaturizer,
+        config: Mapping[str, Any],
     ) -> None:
         a = arrays
         self.graph, self.arrays, self.featurizer = graph, arrays, featurizer
@@ -120,14 +140,38 @@ class GraphInputs:
         numeric[:, 0] = a.edge_confidence
         numeric[:, 1] = a.edge_strength
         numeric[np.arange(n_edges), 2 + a.edge_reason.astype(np.int64)] = 1.0
-        if featurizer.edge_stats is not None and n_edges:
-            rows = np.arange(n_edges)
-            stats = np.asarray(featurizer.edge_stats.features(rows), dtype=np.float32)
-            numeric[:, 2 + len(LADDER) : 2 + len(LADDER) + EDGE_STAT_DIM] = stats.reshape(n_edges, -1)
-            numeric[:, -1] = np.asarray(featurizer.edge_stats.weight(rows), dtype=np.float32)
+        desire = self.desire_columns()
+        if desire is not None:
+            numeric[:, DESIRE_COLUMNS] = desire
         self.edge_numeric = numeric
         sb = a.attr_superseded_by
         self.sb_created = np.where(sb >= 0, a.attr_created[np.maximum(sb, 0)], np.inf)
+        self.aspect_names = (
+            graph.aspects.set_index("id")["name"].reindex(a.aspect_ids).fillna("").astype(str).to_numpy()
+        )
+        self._aspect_codes: tuple[int, np.ndarray] | None = None
+
+    def desire_columns(self) -> np.ndarray | None:
+        """``float32 [E, EDGE_STAT_DIM + 1]``: every edge's desire-path statistics and learned weight, read
+        from the featurizer's statistics now (the :data:`DESIRE_COLUMNS` of the edge features); None
+        without statistics or edges."""
+        stats, n = self.featurizer.edge_stats, self.arrays.num_dependencies
+        if stats is None or not n:
+            return None
+        rows = np.arange(n)
+        out = np.empty((n, EDGE_STAT_DIM + 1), dtype=np.float32)
+        out[:, :EDGE_STAT_DIM] = np.asarray(stats.features(rows), dtype=np.float32).reshape(n, -1)
+        out[:, EDGE_STAT_DIM] = np.asarray(stats.weight(rows), dtype=np.float32)
+        return out
+
+    def aspect_codes(self, buckets: int) -> np.ndarray:
+        """Bucket of every aspect row's name (1 + CRC32 hash into ``buckets - 1``), with a trailing 0 (no
+        aspect) for index -1; cached per bucket count."""
+        hit = self._aspect_codes
+        if hit is None or hit[0] != buckets:
+            codes = [1 + zlib.crc32(n.strip().lower().encode()) % (buckets - 1) for n in self.aspect_names]
+            hit = self._aspect_codes = (buckets, np.array([*codes, 0], dtype=np.int64))
+        return hit[1]
 
     def community_codes(self, ids: Sequence[str]) -> np.ndarray:
         """Bucket codes of community ids (1 + hash), with a trailing 0 ("no community") for index -1."""
@@ -156,14 +200,21 @@ class GraphInputs:
 
 @dataclass
 class PathInputs:
-    """The parameter-free inputs of one query's paths (hop rows, owners and positions per hop kind)."""
+    """The parameter-free inputs of a batch of paths (one or several queries' over one graph): per path its
+    query features and hand/base features, and per hop kind its rows, owning path and position.
+
+    ``t_ent`` is the query time of each entity hop (NaN: no time), which decides the time slice its node
+    state is computed on."""
 
     shape: tuple[int, int]  # paths, longest path's hop count
-    query: np.ndarray  # [n, Dq]
-    hand: np.ndarray | None  # [n, hand_dim]
+    query: np.ndarray  # [n, Dq] float32
+    hand: np.ndarray | None  # [n, hand_feature_count] float32 (hand features on), else None
+    base: np.ndarray | None  # [n, 3] float32 standardised prior / PPR / flat scores, or None
+    aspect_key: np.ndarray | None  # [n] int64 intent x aspect-name bucket (aspect_buckets > 0), else None
     ent: np.ndarray
     ent_owner: np.ndarray
     ent_pos: np.ndarray
+    t_ent: np.ndarray
     dep: np.ndarray
     dep_dir: np.ndarray
     dep_owner: np.ndarray
@@ -176,30 +227,78 @@ class PathInputs:
     att_pos: np.ndarray
 
 
+@dataclass
+class QueryPaths:
+    """One query's candidate paths with what the net reads of the query (:func:`query_vector`)."""
+
+    query: Any  # the Query (base scores read it)
+    vector: np.ndarray  # its query features, float32 [Dq]
+    intent: str  # its predicted intent
+    paths: Sequence[Path]
+    context: Any  # its ScoringContext
+
+
 def path_inputs(
     inputs: GraphInputs,
-    query_vec: np.ndarray,
-    intent: str,
-    paths: Sequence[Path],
-    context: Any,
-    query_featurizer: QueryFeaturizer,
-    hand_features: bool,
+    items: Sequence[QueryPaths],
+    embedding_dim: int,
+    hand_feature_count: int | None,
+    base: Any | None = None,
+    aspect_buckets: int = 0,
+    base_rows: Sequence[np.ndarray] | None = None,
+    query_text: bool = True,
+    aspect_intent: bool = True,
 ) -> PathInputs:
-    """One query's :class:`PathInputs` (``query_vec``: its query features as the net reads them)."""
+    """The :class:`PathInputs` of several queries' paths over one graph (each item's paths non-empty).
+
+    Args:
+        inputs: the graph's inputs.
+        items: the queries and their paths.
+        embedding_dim: the encoder's dimension (the first columns of a query vector are the embedding the
+            hand features compare texts with).
+        hand_feature_count: the hand-made path features read (the first this many columns of
+            :class:`~signet_rl.scorers.features.PathFeaturizer`); None: no hand features.
+        base: a :class:`~signet_rl.scorers.fused.BaseScores` (the residual's inputs); None: none.
+        aspect_buckets: the intent x aspect bias's aspect buckets (0: no bias).
+        base_rows: each item's standardised base scores when the caller has them (an update standardises
+            over every candidate of the query, as scoring did, and passes the rated rows); else they are
+            computed over the item's paths.
+        query_text: the net reads the query's text embedding (False: zeros in its place in ``query``; the
+            hand features still compare texts with it).
+        aspect_intent: key the aspect bias by (predicted intent, aspect) (False: by aspect alone).
+    """
     feat, a = inputs.featurizer, inputs.arrays
-    b = feat.index(paths)
-    n = len(paths)
-    hand = None
-    if hand_features:
-        emb = query_vec[: query_featurizer.embedding_dim]
-        hand = np.asarray(feat.features(paths, context, emb, intent, batch=b), dtype=np.float32)
-    t = np.nan if context.timestamp is None else float(context.timestamp)
+    batches: list[PathBatch] = []
+    hand, base_parts, intents, times = [], [], [], []
+    for qi, item in enumerate(items):
+        b = feat.index(item.paths)
+        batches.append(b)
+        n = len(item.paths)
+        intents.append(np.full(n, INTENTS.index(item.intent) if aspect_intent else 0))
+        times.append(np.full(n, np.nan if item.context.timestamp is None else float(item.context.timestamp)))
+        if hand_feature_count is not None:
+            emb = item.vector[:embedding_dim]
+            rows = feat.features(item.paths, item.context, emb, item.intent, batch=b)[:, :hand_feature_count]
+            hand.append(np.asarray(rows, dtype=np.float32))
+        if base is not None:
+            rows = base.features(item.query, item.paths, item.context) if base_rows is None else base_rows[qi]
+            base_parts.append(np.asarray(rows, dtype=np.float32))
+    b = concat_batches(batches)
+    sizes = [len(item.paths) for item in items]
+    query = np.repeat(np.stack([item.vector for item in items]).astype(np.float32), sizes, axis=0)
+    if not query_text:
+        query[:, :embedding_dim] = 0.0
+    aspect_key = None
+    if aspect_buckets:
+        code = inputs.aspect_codes(aspect_buckets)[b.asp]  # -1 (no aspect) picks the trailing 0
+        aspect_key = (np.concatenate(intents) * aspect_buckets + code).astype(np.int64)
+    t_path = np.concatenate(times)  # query time per path (attribute ages and staleness)
     has = np.flatnonzero(b.asp >= 0)
     asp_rows = b.asp[has]
     asp_x = np.concatenate(
         [feat.aspect_vectors(asp_rows), a.aspect_weight[asp_rows].reshape(-1, 1)], axis=1
     ).astype(np.float32)
-    t_att = np.full(len(b.att), t)
+    t_att = t_path[b.att_owner]
     age = np.where(np.isnan(t_att), 0.0, np.maximum(0.0, (t_att - a.attr_created[b.att]) / DAY))
     stale = inputs.sb_created[b.att] <= np.nan_to_num(t_att, nan=-np.inf)  # no time: never stale
     att_num = np.stack(
@@ -207,23 +306,53 @@ def path_inputs(
     ).astype(np.float32)
     att_x = np.concatenate([feat.attribute_vectors(b.att), att_num], axis=1).astype(np.float32)
     return PathInputs(
-        shape=(n, int(b.length.max())),
-        query=np.repeat(query_vec[None, :].astype(np.float32), n, axis=0),
-        hand=hand,
-        ent=b.ent.astype(np.int64), ent_owner=b.ent_owner, ent_pos=b.ent_pos.astype(np.int64),
-        dep=b.dep.astype(np.int64), dep_dir=b.dep_dir.astype(np.float32), dep_owner=b.dep_owner,
-        dep_pos=b.dep_pos.astype(np.int64),
-        asp_x=asp_x, asp_owner=has, asp_pos=b.asp_pos[has].astype(np.int64),
-        att_x=att_x, att_owner=b.att_owner, att_pos=b.att_pos.astype(np.int64),
+        shape=(len(b.length), int(b.length.max())),
+        query=query,
+        hand=np.concatenate(hand) if hand_feature_count is not None else None,
+        base=np.concatenate(base_parts) if base is not None else None,
+        aspect_key=aspect_key,
+        ent=b.ent, ent_owner=b.ent_owner, ent_pos=b.ent_pos, t_ent=t_path[b.ent_owner],
+        dep=b.dep, dep_dir=b.dep_dir.astype(np.float32), dep_owner=b.dep_owner, dep_pos=b.dep_pos,
+        asp_x=asp_x, asp_owner=has, asp_pos=b.asp_pos[has],
+        att_x=att_x, att_owner=b.att_owner, att_pos=b.att_pos,
     )  # fmt: skip
 
 
+def concat_batches(batches: Sequence[PathBatch]) -> PathBatch:
+    """One :class:`~signet_rl.scorers.features.PathBatch` of several, with owners shifted."""
+    if len(batches) == 1:
+        return batches[0]
+    sizes = np.array([len(b.length) for b in batches])
+    shift = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    out = PathBatch(int(sizes.sum()))
+    for name in ("start", "end", "asp", "asp_pos", "length"):
+        setattr(out, name, np.concatenate([getattr(b, name) for b in batches]))
+    for kind in ("ent", "dep", "att"):
+        setattr(out, kind, np.concatenate([getattr(b, kind) for b in batches]))
+        setattr(out, f"{kind}_pos", np.concatenate([getattr(b, f"{kind}_pos") for b in batches]))
+        owners = [getattr(b, f"{kind}_owner") + s for b, s in zip(batches, shift, strict=True)]
+        setattr(out, f"{kind}_owner", np.concatenate(owners))
+    out.dep_dir = np.concatenate([b.dep_dir for b in batches])
+    return out
+
+
 def query_vector(
-    query_featurizer: QueryFeaturizer, query: Any, time_features: bool
+    query_featurizer: QueryFeaturizer,
+    query: Any,
+    time_features: bool,
+    embedding: np.ndarray | None = None,
+    intent: str | None = None,
 ) -> tuple[np.ndarray, str]:
-    """The query features the GNN reads and the predicted intent (time features dropped without them)."""
-    intent = query_featurizer.intent(query)
-    q = query_featurizer.features(query, intent)
+    """The query features the GNN reads and the predicted intent: ``[embedding, intent one-hot, time
+    features]`` (time features dropped without them). ``embedding`` and ``intent`` replace the text's when
+    given (a sidecar query has no text)."""
+    if intent is None:
+        intent = query_featurizer.intent(query)
+    if embedding is None:
+        q = query_featurizer.features(query, intent)
+    else:
+        parts = [np.asarray(embedding, dtype=np.float32), intent_one_hot(intent)]
+        q = np.concatenate([*parts, time_feature_vector(query.timestamp)]).astype(np.float32)
     if not time_features:
         q = q[: query_featurizer.embedding_dim + len(INTENTS)]
     return q, intent

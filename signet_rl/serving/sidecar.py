@@ -115,6 +115,8 @@ class Sidecar:
         self.native_dim = int(native_dim)
         self.checkpoint = FsPath(checkpoint) if checkpoint else None
         self.memory_index = {str(m): i for i, m in enumerate(self.arrays.memory_ids)}
+        self._candidate_of = np.full(len(self.arrays.memory_ids), -1, dtype=np.int64)
+        self._slot_weights: np.ndarray | None = None
         self.stats = self.policy.edge_stats(self.arrays, self.graph)
         self.policy.prepare(self.graph, self.arrays)
         # The trained walk, with a path budget that lets every one of Signet's (at most 100) candidates be
@@ -122,7 +124,7 @@ class Sidecar:
         trained = dict(self.policy.traversal)
         trained["max_paths"] = max(int(trained.get("max_paths", 50)), 2 * MAX_CANDIDATES)
         self.config = TraversalConfig.from_dict(trained)
-        self.traverser = Traverser(self.arrays, self.graph, self.config)
+        self.traverser = _StoreTraverser(self.arrays, self.graph, self.config)
         self.attr_index = {str(x): i for i, x in enumerate(self.arrays.attribute_ids)}
         self.dim = int(
             getattr(getattr(self.policy.scorer, "query_featurizer", None), "embedding_dim", 0) or 0
@@ -141,6 +143,22 @@ class Sidecar:
             vec = np.asarray(context, dtype=np.float32) if len(context) == self.dim else np.zeros(self.dim)
             meta["query_embedding"] = vec.astype(np.float32)
         return Query(id="sidecar", text="", graph_id="main", split="test", meta=meta)
+
+    def _edge_weight(self) -> Any:
+        """The learned walk order (``what``, no query time) of every CSR slot, computed once per state of the
+        statistics (:meth:`train` and a checkpoint load drop it) and looked up per call."""
+        if self._slot_weights is None:
+            fn = self.stats.edge_weight_fn("what", self.stats.time_bucket(None))
+            weights = np.asarray(fn(self.arrays, np.arange(len(self.arrays.dep_edge))))
+            self._slot_weights = weights
+
+            def edge_weight(arrays: GraphArrays, slots: np.ndarray) -> np.ndarray:
+                if arrays is not self.arrays:
+                    return fn(arrays, slots)
+                return weights[slots]
+
+            self._edge_weight_fn = edge_weight
+        return self._edge_weight_fn
 
     def entries(self, memory_ids: Sequence[str]) -> list[int]:
         """The walk's entry entities: the entities the candidates mention, taken round-robin (each memory's
@@ -174,28 +192,61 @@ class Sidecar:
         query = self._query(context)
         ctx = ScoringContext(self.graph, a, entries, None)
         if self.policy.reinforcement:
-            self.traverser.edge_weight = self.stats.edge_weight_fn("what", self.stats.time_bucket(None))
+            self.traverser.edge_weight = self._edge_weight()
         walk = self.traverser.walk(entries, "what", None) if entries else None
         paths = list(walk.paths) if walk is not None else []
         scores = self.policy.score(query, paths, ctx) if paths else np.zeros(0)
-        wanted = {mid: j for j, mid in enumerate(memory_ids)}
+        return query, paths, scores, ctx, self.candidate_paths(paths, memory_ids)
+
+    def candidate_paths(self, paths: Sequence[Any], memory_ids: Sequence[str]) -> list[list[int]]:
+        """The paths that construct from each candidate memory (ascending path indices): a path holding a
+        fact extracted from it, or passing through an entity it mentions (a repeated id counts at its last
+        place). Array work over the entity-memory CSR; one Python pass over the paths' hops."""
+        a = self.arrays
+        cand = self._candidate_of  # memory row -> candidate position, -1 elsewhere (reset below)
+        rows = []
+        for j, mid in enumerate(memory_ids):
+            m = self.memory_index.get(mid)
+            if m is not None:
+                cand[m] = j
+                rows.append(m)
+        try:
+            ent_p: list[int] = []
+            ent_r: list[int] = []
+            att_p: list[int] = []
+            att_r: list[int] = []
+            ent_index, attr_index = a.entity_index, self.attr_index
+            for p_i, path in enumerate(paths):
+                for eid in path.entities:
+                    e = ent_index.get(eid)
+                    if e is not None:
+                        ent_p.append(p_i)
+                        ent_r.append(e)
+                for att in path.attributes:
+                    k = attr_index.get(att)
+                    if k is not None:
+                        att_p.append(p_i)
+                        att_r.append(k)
+            ents = np.asarray(ent_r, dtype=np.int64)
+            start, count = a.ent_mem_indptr[ents], np.diff(a.ent_mem_indptr)[ents]
+            total = int(count.sum())
+            # the CSR slices of every entity hop, concatenated: slot i of hop h is start[h] + i
+            offset = np.repeat(start - (np.cumsum(count) - count), count)
+            mem = a.ent_mem[offset + np.arange(total)]
+            att_mem = a.attr_memory[np.asarray(att_r, dtype=np.int64)]
+            has = att_mem >= 0
+            owner = np.concatenate([np.repeat(np.asarray(ent_p, dtype=np.int64), count),
+                                    np.asarray(att_p, dtype=np.int64)[has]])  # fmt: skip
+            j = cand[np.concatenate([mem, att_mem[has]]).astype(np.int64)]
+        finally:
+            cand[rows] = -1
+        hit = j >= 0
+        pairs = np.unique(j[hit] * max(len(paths), 1) + owner[hit])  # by candidate, then path
         per: list[list[int]] = [[] for _ in memory_ids]
-        attr_index = self.attr_index
-        for p_i, path in enumerate(paths):
-            mems: set[int] = set()
-            for att in path.attributes:
-                k = attr_index.get(att)
-                if k is not None and a.attr_memory[k] >= 0:
-                    mems.add(int(a.attr_memory[k]))
-            for eid in path.entities:
-                e = a.entity_index.get(eid)
-                if e is not None:
-                    mems.update(a.memories_of(e).tolist())
-            for m in mems:
-                j = wanted.get(str(a.memory_ids[m]))
-                if j is not None:
-                    per[j].append(p_i)
-        return query, paths, scores, ctx, per
+        for c, p_i in zip((pairs // max(len(paths), 1)).tolist(), (pairs % max(len(paths), 1)).tolist(),
+                          strict=True):  # fmt: skip
+            per[c].append(p_i)
+        return per
 
     def score(self, memory_ids: Sequence[str], context: Sequence[float] = ()) -> list[tuple[str, float]]:
         """``(id, score)`` per candidate, in input order: the best score of a path that constructs from the
@@ -229,6 +280,7 @@ class Sidecar:
         if rating:
             order = sorted(rating, key=lambda i: -float(scores[i]))
             self.policy.feedback([Feedback(query, paths, ctx, order, [rating[i] for i in order])])
+            self._slot_weights = None  # the statistics changed
             self.step += 1
             self.training_pairs += sum(1 for idx in per if idx)
             self.last_trained = _dt.datetime.now(_dt.UTC).isoformat()
@@ -272,6 +324,7 @@ class Sidecar:
                 if meta.get("format") != _CHECKPOINT_FORMAT:
                     raise ValueError(meta.get("format"))
                 self.stats.load_state_dict({k[6:]: z[k] for k in z.files if k.startswith("stats_")})
+                self._slot_weights = None
                 if "linucb_A_inv" in z.files and self.policy.name == "linucb":
                     head: Any = self.policy.scorer
                     head.load_state_dict(
@@ -353,6 +406,27 @@ class Sidecar:
         except Exception as err:
             return _error(rid, INTERNAL_ERROR, f"Internal error: {type(err).__name__}: {err}")
         return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+
+class _StoreTraverser(Traverser):
+    """The traverser over the sidecar's store, which never changes while it serves: an aspect's current
+    attributes with no query time and no query relevance (every ``score`` call's case) are computed once per
+    aspect and kept, not recomputed per call (the same arrays, so the same walk)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._current_memo: dict[tuple[int, float], Any] = {}
+
+    def _current(self, asp: int, t: float, relevance: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if relevance is not None or args or kwargs:
+            return super()._current(asp, t, relevance, *args, **kwargs)
+        key = (int(asp), float(t))
+        hit = self._current_memo.get(key)
+        if hit is None:
+            hit = super()._current(asp, t)
+            hit.setflags(write=False)  # shared between calls: nobody may change it
+            self._current_memo[key] = hit
+        return hit
 
 
 def _error(rid: Any, code: int, message: str) -> dict[str, Any]:

@@ -339,3 +339,30 @@ def test_the_residual_started_at_zero_learns_the_route_ppr_ranks_low():
     task: the unseen routes start below the noise-rated PPR favourite and only epsilon reaches them.)"""
     gnn = run_bandit(GNNPathScorer(**_small(seed=0, base_scores=True, base_scale=0.0)), stop_at=0.8)
     assert gnn[-WINDOW:].mean() >= 0.8 and (reached(gnn) or 999) <= 150
+
+
+def test_path_inputs_wording_switches(ctx):
+    """The shared input construction (training and the served policy): without the query text the net's
+    query columns of the embedding are zeros (the hand features still read it), and without the intent the
+    aspect key is the aspect's bucket alone."""
+    from signet_rl.scorers.gnn_inputs import INTENTS, QueryPaths, path_inputs
+
+    s = GNNPathScorer(**_small(seed=0, aspect_buckets=16, base_scores=True))
+    state = s._graph_state(ctx.graph, ctx.arrays)
+    vec, _ = s._query_vector(Q)
+    intent = "changed"  # a predicted intent other than the first
+    item = [QueryPaths(Q, vec, intent, ROUTES, ctx)]
+    dim = s.query_featurizer.embedding_dim
+
+    def build(**switches):
+        return path_inputs(state.inputs, item, dim, s.hand_feature_count, s.base, 16, **switches)
+
+    full, blind, shared = build(), build(query_text=False), build(aspect_intent=False)
+    assert np.abs(full.query[:, :dim]).sum() > 0 and np.all(blind.query[:, :dim] == 0)
+    np.testing.assert_array_equal(blind.query[:, dim:], full.query[:, dim:])
+    np.testing.assert_array_equal(blind.hand, full.hand)
+    np.testing.assert_array_equal(blind.base, full.base)
+    assert full.base.shape == (len(ROUTES), 3) and full.aspect_key.shape == (len(ROUTES),)
+    np.testing.assert_array_equal(full.aspect_key, INTENTS.index(intent) * 16 + shared.aspect_key)
+    assert INTENTS.index(intent) > 0
+    assert shared.aspect_key.max() < 16 and (shared.aspect_key > 0).any()

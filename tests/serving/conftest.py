@@ -27,8 +27,8 @@ def train_run(folder: Path, *overrides: str) -> Path:
 
 @pytest.fixture(scope="session")
 def gnn_run(tmp_path_factory) -> Path:
-    # the architecture the ONNX export carries (no base-score residual, no aspect bias: see signet_rl.export)
-    return train_run(tmp_path_factory.mktemp("runs") / "gnn", "scorer.base_scores=false", "scorer.aspect_buckets=0")
+    # the default GNN: a residual over the base scores, with the intent x aspect bias
+    return train_run(tmp_path_factory.mktemp("runs") / "gnn")
 
 
 @pytest.fixture(scope="session")

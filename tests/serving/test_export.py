@@ -98,8 +98,38 @@ def test_gnn_artifact_holds_onnx_manifest_and_edge_stats(gnn_run, gnn_artifact):
 
 
 def test_onnx_scores_equal_torch_on_test_candidates(gnn_run, gnn_artifact):
+    """The default GNN (a residual over the standardised prior / PPR / flat scores, and the intent x aspect
+    bias, both trained away from their start) scores as its torch original."""
+    import onnxruntime as ort
+
+    from signet_rl.scorers.gnn import GNNPathScorer
+
+    scorer = GNNPathScorer.load(gnn_run / "artifacts" / "policy")
+    assert scorer.config["base_scores"] and scorer.config["aspect_buckets"] == 64
+    bias = scorer.net.aspect_bias
+    assert bias is not None and float(bias.weight.detach().abs().max()) > 1e-4
+    head = ort.InferenceSession(str(gnn_artifact / "head.onnx"), providers=["CPUExecutionProvider"])
+    assert [i.name for i in head.get_inputs()] == ["hops", "mask", "query", "hand", "base", "aspect_key"]
+    config = json.loads((gnn_artifact / "manifest.json").read_text())["scorer"]["config"]
+    assert config == {k: v for k, v in scorer.config.items()}
     n, worst, sizes = parity(gnn_run, gnn_artifact, ["synthetic:tiny:0"], 40)
     assert n >= 8 and worst < 1e-5 and max(sizes) > 1
+
+
+def test_a_gnn_option_the_export_does_not_carry_is_refused(gnn_run, tmp_path, monkeypatch):
+    """An option the ONNX export does not carry, set to anything but the value that reproduces a GNN without
+    it, is refused, naming it (here: as if the aspect bias had been added after the exporter)."""
+    import signet_rl.export as export
+
+    assert export.unsupported_gnn_options({"layers": 2, "aspect_buckets": 64}) == []
+    monkeypatch.setattr(export, "EXPORTED_GNN_OPTIONS", export.EXPORTED_GNN_OPTIONS - {"aspect_buckets"})
+    assert export.unsupported_gnn_options({"layers": 2, "aspect_buckets": 0}) == []  # off: carried
+    with pytest.raises(ExportError) as err:
+        export_run(gnn_run, tmp_path / "out")
+    assert str(err.value) == (
+        f"cannot export {gnn_run}: its GNN uses aspect_buckets=64, which the ONNX export does not carry "
+        "(train without it, or export a LinUCB, prior or PPR run)"
+    )
 
 
 @pytest.mark.slow
@@ -112,6 +142,39 @@ def test_onnx_scores_equal_torch_on_1000_synthetic_test_queries(gnn_run, gnn_art
         f"{max(sizes)} paths"
     )
     assert n == 1000 and worst < 1e-5 and min(sizes) == 1 and max(sizes) <= 50
+
+
+def test_online_feedback_refreshes_the_served_gnn_in_place(gnn_artifact):
+    """Feedback re-reads the changed edges' desire columns into the graph's inputs and updates the kept node
+    states where those edges reach (no rebuild, no re-encoding, no full pass): scores and node states equal
+    those of inputs rebuilt from scratch (to float rounding), and they changed."""
+    from signet_rl.datasets.registry import load_dataset
+    from signet_rl.scorers.base import Feedback
+
+    policy = load_policy(gnn_artifact)
+    ds = load_dataset("synthetic:tiny:0")
+    ret = policy.retriever()
+    ret.index(ds)
+    q, cands = next(
+        (q, c) for q in ds.split("test") if (c := ret.candidates(q)) is not None and len(c.walk.paths) > 2
+    )
+    paths, ctx = cands.walk.paths, cands.context
+    scorer = policy.scorer
+    before = policy.score(q, paths, ctx)
+    served = scorer._graph_state(ctx.graph, ctx.arrays)
+    states = scorer.node_states(ctx.graph, ctx.arrays).copy()
+    kept = dict(served.cache)
+    ratings = [1, -1] * (len(paths) // 2) + [1] * (len(paths) % 2)
+    policy.feedback([Feedback(q, paths, ctx, list(range(len(paths))), ratings)])
+    assert scorer._graph_state(ctx.graph, ctx.arrays) is served  # kept, updated in place
+    assert served.cache.keys() == kept.keys() and all(served.cache[k] is v for k, v in kept.items())
+    updated = scorer.node_states(ctx.graph, ctx.arrays).copy()
+    after = policy.score(q, paths, ctx)
+    assert not np.allclose(after, before, atol=1e-6) and not np.allclose(updated, states, atol=1e-6)
+    scorer.invalidate()  # rebuild everything from the same statistics and snapshot: a full pass
+    assert scorer._graph_state(ctx.graph, ctx.arrays) is not served
+    np.testing.assert_allclose(scorer.node_states(ctx.graph, ctx.arrays), updated, atol=1e-6, rtol=1e-5)
+    np.testing.assert_allclose(policy.score(q, paths, ctx), after, atol=1e-6, rtol=1e-5)
 
 
 def test_serving_imports_no_torch(gnn_artifact):

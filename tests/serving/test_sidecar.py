@@ -156,3 +156,43 @@ def test_a_store_other_than_the_training_graph_is_logged_not_refused(
         side = Sidecar(tiny, gnn_artifact)
     assert caplog.records == []
     assert side.stats.walks.sum() > 0  # the training graph's learned statistics, mapped by edge id
+
+
+def test_per_store_caches_give_the_uncached_walk_and_scores(small_store, gnn_artifact, candidates):
+    """What the sidecar keeps across calls (each aspect's current facts, the walk order of every CSR slot,
+    the candidate lookup) gives what recomputing them per call gives, also after a train changed the
+    statistics."""
+    from signet_rl.serving.sidecar import Sidecar
+    from signet_rl.traversal.walk import Traverser
+
+    side = Sidecar(small_store, gnn_artifact)
+    cached = side.traverser
+    plain = Traverser(side.arrays, side.graph, side.config)
+
+    def uncached(ids: list[str]) -> list[tuple[str, float]]:
+        side.traverser = plain
+        plain.edge_weight = side.stats.edge_weight_fn("what", side.stats.time_bucket(None))
+        try:
+            return side.score(ids, [])
+        finally:
+            side.traverser = cached
+
+    for ids in (candidates, candidates[::-1][:40]):
+        assert side.score(ids, []) == uncached(ids)
+    assert cached._current_memo  # it did keep them
+    slots = np.arange(len(side.arrays.dep_edge))
+    before = side._edge_weight()(side.arrays, slots).copy()
+    side.train(candidates[:10], [1.0] * 5 + [0.0] * 5, [], 0.5)
+    fresh = side.stats.edge_weight_fn("what", side.stats.time_bucket(None))(side.arrays, slots)
+    assert not np.array_equal(fresh, before)  # the train moved the walk order ...
+    np.testing.assert_array_equal(side._edge_weight()(side.arrays, slots), fresh)  # ... and it is used
+    assert side.score(candidates, []) == uncached(candidates)
+    # per path, the candidates it constructs from, as the Python definition has it
+    _, paths, _, _, per = side.paths(candidates, [])
+    a = side.arrays
+    for j, mid in enumerate(candidates):
+        m = side.memory_index[mid]
+        want = [i for i, p in enumerate(paths)
+                if any(a.attr_memory[side.attr_index[t]] == m for t in p.attributes)
+                or any(m in a.memories_of(a.entity_index[e]) for e in p.entities)]  # fmt: skip
+        assert per[j] == want, mid
