@@ -31,12 +31,15 @@ from signet_rl.datasets import load_dataset
 from signet_rl.evaluation.harness import evaluate, validation_callback
 from signet_rl.learning.trainer import BanditConfig, BanditTrainer
 from signet_rl.pipeline.desire import DesirePathRetriever
-from signet_rl.retrieval.flat import best_flat
+from signet_rl.retrieval.flat import best_flat, flat_variant
 from signet_rl.scorers import make_scorer
 from signet_rl.tracking import project_root
 
 TRAVERSAL = {"max_branching": 4, "max_paths": 50, "max_depth": 2, "min_confidence": 0.5}
-LEARNED = {"gnn": ("gnn", {}), "gnn_no_mp": ("gnn", {"layers": 0}), "linucb": ("linucb", {})}
+LEARNED = {"gnn": ("gnn", {}), "gnn_no_mp": ("gnn", {"layers": 0}), "linucb": ("linucb", {}),
+           "signet_predictor": ("signet_predictor", {})}  # fmt: skip
+#: What ``--learned`` trains by default (Signet's predictor is asked for by name: slow on medium).
+DEFAULT_LEARNED = ["gnn", "gnn_no_mp", "linucb"]
 NON_LEARNED = ("prior", "ppr", "random", "fused")
 
 
@@ -76,6 +79,10 @@ def run_seed(preset: str, seed: int, epochs: int, eval_every: int, budgets: list
     for budget in budgets:
         res = evaluate(ds, named, split="test", budget_chars=budget, seed=seed, n_boot=1)
         frames.append(res.rows.assign(seed=seed))
+    if baselines:  # Signet's flat retrieval under its own caps (no character budget): beside, never paired
+        own = evaluate(ds, {"flat_signet": flat_variant("flat_signet", encoder="hashing")}, split="test",
+                       budget_chars=None, seed=seed, n_boot=1)  # fmt: skip
+        frames.append(own.rows.assign(seed=seed))
     rows = pd.concat(frames, ignore_index=True)
     tag = _tag(seed, learned, baselines)
     rows.to_csv(out / f"rows-{tag}.csv", index=False)
@@ -125,7 +132,9 @@ def report(out: Path, seeds: list[int], budgets: list[int]) -> str:
         lines.append(f"\nbudget {budget}: best non-learned by nDCG@10 = {best}")
         for a, b, metric in [("gnn", best, "ndcg@10"), ("gnn", best, "needed_recall"),
                              ("gnn", "linucb", "ndcg@10"), ("gnn", "gnn_no_mp", "ndcg@10"),
-                             ("gnn", "gnn_no_mp", "needed_recall")]:  # fmt: skip
+                             ("gnn", "gnn_no_mp", "needed_recall"), ("gnn", "signet_predictor", "ndcg@10"),
+                             ("signet_predictor", "desire_prior", "ndcg@10"),
+                             ("signet_predictor", "best_flat", "ndcg@10")]:  # fmt: skip
             if a in r.index and b in r.index:
                 p = paired(rows, a, b, metric, budget)
                 lines.append(f"  {a} - {b} {metric}: {p['mean']:+.4f} [{p['lo']:+.4f}, {p['hi']:+.4f}] (n={p['n']})")
@@ -145,7 +154,7 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--eval-every", type=int, default=100)
     ap.add_argument("--budgets", type=int, nargs="+", default=[400, 2000])
-    ap.add_argument("--learned", nargs="+", default=list(LEARNED))
+    ap.add_argument("--learned", nargs="+", default=DEFAULT_LEARNED, choices=list(LEARNED))
     ap.add_argument("--out", default="runs/scratch/gnn_targets")
     ap.add_argument("--no-baselines", action="store_true", help="evaluate only the learned scorers")
     ap.add_argument("--max-val", type=int, default=100, help="validation queries per curve point")

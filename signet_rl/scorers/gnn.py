@@ -125,6 +125,8 @@ ADDED_ARGUMENTS: dict[str, Any] = {
     # the hand-made path features a scorer was built with: PATH_FEATURES grows at its end (the hybrid entry
     # added 13), and a scorer reads only its first ``hand_feature_count`` columns
     "hand_feature_count": 28,
+    # what of the query's wording the net reads (issue 25's template shift): both on before the switches
+    "query_text": True, "aspect_intent": True,
 }  # fmt: skip
 
 
@@ -481,6 +483,11 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             ``lr / sqrt(1 + u / lr_decay_updates)`` (0: constant).
         aspect_buckets: with > 0, learn a bias per head for each (predicted intent, aspect name hashed into
             this many buckets) pair and add it to the path's score (0: none).
+        query_text: feed the query's text embedding to the net's query conditioning (False: zeros in its
+            place, so the net reads only the predicted intent and time of the query; the wording of a query
+            template cannot be keyed on). The hand features' query-path similarities are kept either way.
+        aspect_intent: key the aspect bias by (predicted intent, aspect) (False: by aspect alone, one bias
+            shared by every intent, so a mispredicted intent does not pick the wrong bias).
         refresh_edge_stats: re-read the desire-path statistics (``edge_stats``) into the edge features
             whenever they changed, at every use (else they are a snapshot taken when the graph's state was
             built, the behaviour of scorers saved before this switch).
@@ -521,6 +528,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         lr_decay_updates: int = 200,
         refresh_edge_stats: bool = True,
         aspect_buckets: int = 64,
+        query_text: bool = True,
+        aspect_intent: bool = True,
         hand_feature_count: int | None = None,
         name_dim: int = 16,
         type_buckets: int = 32,
@@ -559,6 +568,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             "hand_features": hand_features, "base_scores": base_scores, "base_scale": base_scale,
             "lr_decay_updates": lr_decay_updates, "refresh_edge_stats": refresh_edge_stats,
             "aspect_buckets": aspect_buckets, "hand_feature_count": hand_feature_count,
+            "query_text": query_text, "aspect_intent": aspect_intent,
             "name_dim": name_dim, "type_buckets": type_buckets,
             "edge_type_buckets": edge_type_buckets, "community_buckets": community_buckets,
             "encoder": encoder, "seed": seed,
@@ -577,6 +587,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         if aspect_buckets == 1:
             raise ValueError(f"{who}: aspect_buckets must be 0 (off) or >= 2, got 1")
         self.aspect_buckets = aspect_buckets
+        self.query_text = bool(query_text)
+        self.aspect_intent = bool(aspect_intent)
         self.layers = layers
         self.query_featurizer = QueryFeaturizer(encoder, classifier)
         self._init_graph_states(edge_stats)
@@ -739,8 +751,13 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             b = feat.index(paths)
             batches.append(b)
             q, intent = self._query_vector(query)
-            intents.append(np.full(len(paths), INTENTS.index(intent)))
-            qvecs.append(q)
+            intents.append(np.full(len(paths), INTENTS.index(intent) if self.aspect_intent else 0))
+            if not self.query_text:  # the hand features below still read the embedding
+                q_net = q.copy()
+                q_net[: self.query_featurizer.embedding_dim] = 0.0
+                qvecs.append(q_net)
+            else:
+                qvecs.append(q)
             owner_q.append(np.full(len(paths), qi))
             if self.hand_features:
                 emb = q[: self.query_featurizer.embedding_dim]

@@ -15,6 +15,7 @@ from bandit_task import (  # the shared hand-made task (tests/scorers/bandit_tas
     run_bandit,
 )
 
+from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.scorers import GNNPathScorer, PriorScorer, RandomScorer, make_scorer
 from signet_rl.scorers.base import Feedback, PathScorer, ScoringContext
@@ -339,3 +340,27 @@ def test_the_residual_started_at_zero_learns_the_route_ppr_ranks_low():
     task: the unseen routes start below the noise-rated PPR favourite and only epsilon reaches them.)"""
     gnn = run_bandit(GNNPathScorer(**_small(seed=0, base_scores=True, base_scale=0.0)), stop_at=0.8)
     assert gnn[-WINDOW:].mean() >= 0.8 and (reached(gnn) or 999) <= 150
+
+
+def test_query_wording_switches_hide_the_text_and_the_intent_from_the_net(graph, arrays, ctx):
+    # issue 25: test queries are worded unlike training ones; these switches keep the net from keying on it
+    changed = Query(id="q-x", text="what changed about atlas?", graph_id="main", split="train",
+                    timestamp=Q.timestamp)  # fmt: skip
+    items = [(Q, ROUTES, ctx), (changed, ROUTES, ctx)]
+
+    def inputs(**over):
+        s = GNNPathScorer(**_small(seed=0, aspect_buckets=16, **over))
+        assert [s.query_featurizer.intent(q) for q, _, _ in items] == ["what", "changed"]
+        return s, s._inputs(s._graph_state(graph, arrays), items, train=False)
+
+    s, full = inputs()
+    dim = s.query_featurizer.embedding_dim
+    assert float(full.query[:, :dim].abs().sum()) > 0.0
+    half = len(ROUTES)
+    assert not torch.equal(full.aspect_key[:half], full.aspect_key[half:])  # keyed by intent
+    _, blind = inputs(query_text=False, aspect_intent=False)
+    assert float(blind.query[:, :dim].abs().sum()) == 0.0  # no text embedding reaches the net
+    torch.testing.assert_close(blind.query[:, dim:], full.query[:, dim:])  # intent and time still do
+    torch.testing.assert_close(blind.hand, full.hand)  # the query-path similarities are kept
+    assert torch.equal(blind.aspect_key[:half], blind.aspect_key[half:])  # one bias for every intent
+    assert torch.equal(blind.aspect_key[:half], full.aspect_key[:half])  # ... the "what" row's buckets
