@@ -223,6 +223,9 @@ def export_gnn_onnx(scorer: Any, out: Path) -> list[str]:
 
         def forward(self, hops: Any, mask: Any, query: Any, hand: Any) -> Any:
             hops = net.hop_norm(hops) * mask.unsqueeze(-1)
+            if not scorer.query_text:  # the net reads no query text (GNNPathScorer's query_text=False)
+                cut = scorer.query_featurizer.embedding_dim
+                query = torch.cat([torch.zeros_like(query[:, :cut]), query[:, cut:]], dim=1)
             return net.head(hops, mask, query, hand if net.hand_dim else None)
 
     files: list[str] = []

@@ -483,9 +483,10 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             ``lr / sqrt(1 + u / lr_decay_updates)`` (0: constant).
         aspect_buckets: with > 0, learn a bias per head for each (predicted intent, aspect name hashed into
             this many buckets) pair and add it to the path's score (0: none).
-        query_text: feed the query's text embedding to the net's query conditioning (False: zeros in its
-            place, so the net reads only the predicted intent and time of the query; the wording of a query
-            template cannot be keyed on). The hand features' query-path similarities are kept either way.
+        query_text: feed the query's text embedding to the net's query conditioning (False, the default:
+            zeros in its place, so the net reads only the predicted intent and time of the query; the
+            wording of a query template cannot be keyed on; chosen on issue 25's template-holdout
+            validation). The hand features' query-path similarities are kept either way.
         aspect_intent: key the aspect bias by (predicted intent, aspect) (False: by aspect alone, one bias
             shared by every intent, so a mispredicted intent does not pick the wrong bias).
         refresh_edge_stats: re-read the desire-path statistics (``edge_stats``) into the edge features
@@ -528,7 +529,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         lr_decay_updates: int = 200,
         refresh_edge_stats: bool = True,
         aspect_buckets: int = 64,
-        query_text: bool = True,
+        query_text: bool = False,
         aspect_intent: bool = True,
         hand_feature_count: int | None = None,
         name_dim: int = 16,

@@ -364,3 +364,13 @@ def test_query_wording_switches_hide_the_text_and_the_intent_from_the_net(graph,
     torch.testing.assert_close(blind.hand, full.hand)  # the query-path similarities are kept
     assert torch.equal(blind.aspect_key[:half], blind.aspect_key[half:])  # one bias for every intent
     assert torch.equal(blind.aspect_key[:half], full.aspect_key[:half])  # ... the "what" row's buckets
+
+
+def test_a_gnn_blind_to_wording_keeps_what_it_learned_when_queries_are_worded_anew(ctx):
+    # trained on TEXTS, asked in a wording it never saw (which the rules even read as "none")
+    gnn = GNNPathScorer(**_small(seed=0, query_text=False))
+    greedy = run_bandit(gnn, stop_at=0.8)
+    assert greedy[-WINDOW:].mean() >= 0.8
+    new = Query(id="q-new", text="catch me up on atlas, quickly", graph_id="main", split="test",
+                timestamp=Q.timestamp)  # fmt: skip
+    assert int(np.argmax(gnn.score(new, ROUTES, ctx))) == 4  # the useful route the prior ranks last
