@@ -50,7 +50,8 @@ def _conf(name: str) -> dict[str, Any]:
 
 
 def run_seed(preset: str, seed: int, epochs: int, eval_every: int, budgets: list[int], learned: list[str],
-             out: Path, baselines: bool = True, max_val: int = 100) -> pd.DataFrame:  # fmt: skip
+             out: Path, baselines: bool = True, max_val: int = 100,
+             overrides: dict[str, dict[str, Any]] | None = None) -> pd.DataFrame:  # fmt: skip
     torch.set_num_threads(1)
     ds = load_dataset(f"synthetic:{preset}:{seed}", options={"version": 2})
     task = _conf("task/bandit.yaml")
@@ -62,7 +63,8 @@ def run_seed(preset: str, seed: int, epochs: int, eval_every: int, budgets: list
     for label in learned:
         scorer_name, over = LEARNED[label]
         torch.manual_seed(seed)
-        scorer = make_scorer(scorer_name, **{**_conf(f"scorer/{scorer_name}.yaml"), **over})
+        extra = (overrides or {}).get(label, {})
+        scorer = make_scorer(scorer_name, **{**_conf(f"scorer/{scorer_name}.yaml"), **over, **extra})
         t0 = time.perf_counter()
         trainer = BanditTrainer(ds, scorer, config, traversal=TRAVERSAL, seed=seed, progress=False,
                                 validate=validate)  # fmt: skip
@@ -159,14 +161,21 @@ def main() -> None:
     ap.add_argument("--no-baselines", action="store_true", help="evaluate only the learned scorers")
     ap.add_argument("--max-val", type=int, default=100, help="validation queries per curve point")
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--set", nargs="*", default=[], metavar="LABEL.KEY=VALUE",
+                    help="a learned scorer's setting chosen on validation, e.g. signet_predictor.final_alpha=0")
     args = ap.parse_args()
     out = Path(args.out)
+    overrides: dict[str, dict[str, Any]] = {}
+    for item in args.set:
+        key, value = item.split("=", 1)
+        label, name = key.split(".", 1)
+        overrides.setdefault(label, {})[name] = yaml.safe_load(value)
     out.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
         for seed in args.seeds:
             if not (out / f"rows-{_tag(seed, args.learned, not args.no_baselines)}.csv").exists():
                 run_seed(args.preset, seed, args.epochs, args.eval_every, args.budgets, args.learned, out,
-                         baselines=not args.no_baselines, max_val=args.max_val)  # fmt: skip
+                         baselines=not args.no_baselines, max_val=args.max_val, overrides=overrides)  # fmt: skip
     text = report(out, args.seeds, args.budgets)
     (out / "report.txt").write_text(text + "\n")
     print(text)
