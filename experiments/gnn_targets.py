@@ -31,12 +31,15 @@ from signet_rl.datasets import load_dataset
 from signet_rl.evaluation.harness import evaluate, validation_callback
 from signet_rl.learning.trainer import BanditConfig, BanditTrainer
 from signet_rl.pipeline.desire import DesirePathRetriever
-from signet_rl.retrieval.flat import best_flat
+from signet_rl.retrieval.flat import best_flat, flat_variant
 from signet_rl.scorers import make_scorer
 from signet_rl.tracking import project_root
 
 TRAVERSAL = {"max_branching": 4, "max_paths": 50, "max_depth": 2, "min_confidence": 0.5}
-LEARNED = {"gnn": ("gnn", {}), "gnn_no_mp": ("gnn", {"layers": 0}), "linucb": ("linucb", {})}
+LEARNED = {"gnn": ("gnn", {}), "gnn_no_mp": ("gnn", {"layers": 0}), "linucb": ("linucb", {}),
+           "signet_predictor": ("signet_predictor", {})}  # fmt: skip
+#: What ``--learned`` trains by default (Signet's predictor is asked for by name: slow on medium).
+DEFAULT_LEARNED = ["gnn", "gnn_no_mp", "linucb"]
 NON_LEARNED = ("prior", "ppr", "random", "fused")
 
 
@@ -47,7 +50,8 @@ def _conf(name: str) -> dict[str, Any]:
 
 
 def run_seed(preset: str, seed: int, epochs: int, eval_every: int, budgets: list[int], learned: list[str],
-             out: Path, baselines: bool = True, max_val: int = 100) -> pd.DataFrame:  # fmt: skip
+             out: Path, baselines: bool = True, max_val: int = 100,
+             overrides: dict[str, dict[str, Any]] | None = None) -> pd.DataFrame:  # fmt: skip
     torch.set_num_threads(1)
     ds = load_dataset(f"synthetic:{preset}:{seed}", options={"version": 2})
     task = _conf("task/bandit.yaml")
@@ -59,7 +63,8 @@ def run_seed(preset: str, seed: int, epochs: int, eval_every: int, budgets: list
     for label in learned:
         scorer_name, over = LEARNED[label]
         torch.manual_seed(seed)
-        scorer = make_scorer(scorer_name, **{**_conf(f"scorer/{scorer_name}.yaml"), **over})
+        extra = (overrides or {}).get(label, {})
+        scorer = make_scorer(scorer_name, **{**_conf(f"scorer/{scorer_name}.yaml"), **over, **extra})
         t0 = time.perf_counter()
         trainer = BanditTrainer(ds, scorer, config, traversal=TRAVERSAL, seed=seed, progress=False,
                                 validate=validate)  # fmt: skip
@@ -76,6 +81,10 @@ def run_seed(preset: str, seed: int, epochs: int, eval_every: int, budgets: list
     for budget in budgets:
         res = evaluate(ds, named, split="test", budget_chars=budget, seed=seed, n_boot=1)
         frames.append(res.rows.assign(seed=seed))
+    if baselines:  # Signet's flat retrieval under its own caps (no character budget): beside, never paired
+        own = evaluate(ds, {"flat_signet": flat_variant("flat_signet", encoder="hashing")}, split="test",
+                       budget_chars=None, seed=seed, n_boot=1)  # fmt: skip
+        frames.append(own.rows.assign(seed=seed))
     rows = pd.concat(frames, ignore_index=True)
     tag = _tag(seed, learned, baselines)
     rows.to_csv(out / f"rows-{tag}.csv", index=False)
@@ -125,7 +134,9 @@ def report(out: Path, seeds: list[int], budgets: list[int]) -> str:
         lines.append(f"\nbudget {budget}: best non-learned by nDCG@10 = {best}")
         for a, b, metric in [("gnn", best, "ndcg@10"), ("gnn", best, "needed_recall"),
                              ("gnn", "linucb", "ndcg@10"), ("gnn", "gnn_no_mp", "ndcg@10"),
-                             ("gnn", "gnn_no_mp", "needed_recall")]:  # fmt: skip
+                             ("gnn", "gnn_no_mp", "needed_recall"), ("gnn", "signet_predictor", "ndcg@10"),
+                             ("signet_predictor", "desire_prior", "ndcg@10"),
+                             ("signet_predictor", "best_flat", "ndcg@10")]:  # fmt: skip
             if a in r.index and b in r.index:
                 p = paired(rows, a, b, metric, budget)
                 lines.append(f"  {a} - {b} {metric}: {p['mean']:+.4f} [{p['lo']:+.4f}, {p['hi']:+.4f}] (n={p['n']})")
@@ -145,19 +156,26 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--eval-every", type=int, default=100)
     ap.add_argument("--budgets", type=int, nargs="+", default=[400, 2000])
-    ap.add_argument("--learned", nargs="+", default=list(LEARNED))
+    ap.add_argument("--learned", nargs="+", default=DEFAULT_LEARNED, choices=list(LEARNED))
     ap.add_argument("--out", default="runs/scratch/gnn_targets")
     ap.add_argument("--no-baselines", action="store_true", help="evaluate only the learned scorers")
     ap.add_argument("--max-val", type=int, default=100, help="validation queries per curve point")
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--set", nargs="*", default=[], metavar="LABEL.KEY=VALUE",
+                    help="a learned scorer's setting chosen on validation, e.g. signet_predictor.final_alpha=0")
     args = ap.parse_args()
     out = Path(args.out)
+    overrides: dict[str, dict[str, Any]] = {}
+    for item in args.set:
+        key, value = item.split("=", 1)
+        label, name = key.split(".", 1)
+        overrides.setdefault(label, {})[name] = yaml.safe_load(value)
     out.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
         for seed in args.seeds:
             if not (out / f"rows-{_tag(seed, args.learned, not args.no_baselines)}.csv").exists():
                 run_seed(args.preset, seed, args.epochs, args.eval_every, args.budgets, args.learned, out,
-                         baselines=not args.no_baselines, max_val=args.max_val)  # fmt: skip
+                         baselines=not args.no_baselines, max_val=args.max_val, overrides=overrides)  # fmt: skip
     text = report(out, args.seeds, args.budgets)
     (out / "report.txt").write_text(text + "\n")
     print(text)

@@ -6,6 +6,11 @@ and, per retriever and budget, validation nDCG@10 and needed recall. Used to cho
 ``conf/scorer/gnn.yaml`` and ``conf/scorer/linucb.yaml`` (docs/results.md, "Learned scorer: tuning").
 
     python experiments/learned_validation.py --spec synthetic:small:0 --scorer gnn --set lr=0.003
+
+``--template-holdout`` runs on :func:`~signet_rl.datasets.synthetic_v2.template_holdout`'s inner split instead
+(test queries dropped): training on the kept templates' training queries, ``val`` on the held-out template
+family, ``in_family`` on the kept templates' validation queries, and paired learned − desire_fused intervals
+on both (what a template shift costs, measured without the test split).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import torch
 import yaml
 
 from signet_rl.datasets import load_dataset
+from signet_rl.datasets.synthetic_v2 import template_holdout
 from signet_rl.evaluation.harness import evaluate, validation_callback
 from signet_rl.evaluation.oracle import OracleScorer
 from signet_rl.learning.trainer import BanditConfig, BanditTrainer
@@ -34,12 +40,14 @@ def _value(text: str) -> Any:
 
 
 def run(spec: str, version: int, scorer_name: str, overrides: dict[str, Any], task: dict[str, Any],
-        budgets: list[int], baselines: list[str], seed: int) -> dict[str, Any]:  # fmt: skip
+        budgets: list[int], baselines: list[str], seed: int, holdout: bool = False) -> dict[str, Any]:  # fmt: skip
     torch.set_num_threads(1)
     conf = yaml.safe_load((project_root() / "conf" / "scorer" / f"{scorer_name}.yaml").read_text())
     conf.pop("name")
     conf.update(overrides)
     ds = load_dataset(spec, options={"version": version})
+    if holdout:
+        ds = template_holdout(ds)
     torch.manual_seed(seed)
     scorer = make_scorer(scorer_name, **conf)
     bandit = yaml.safe_load((project_root() / "conf" / "task" / "bandit.yaml").read_text())
@@ -62,15 +70,24 @@ def run(spec: str, version: int, scorer_name: str, overrides: dict[str, Any], ta
                            "curve": [{k: round(v, 4) for k, v in row.items()
                                       if k in ("interactions", "val/ndcg@10", "val/needed_recall")}
                                      for row in curve], "val": {}}  # fmt: skip
-    for budget in budgets:
-        res = evaluate(ds, named, split="validation", budget_chars=budget, max_queries=config.max_val_queries,
-                       seed=seed, n_boot=1)  # fmt: skip
-        rows = res.rows[res.rows["n_needed"] > 0]
-        for name, g in rows.groupby("retriever"):
-            out["val"][f"{name}@{budget}"] = {
-                "ndcg@10": round(float(g["ndcg@10"].mean()), 4),
-                "needed_recall": round(float(g["needed_recall"].mean()), 4),
-            }
+    splits = {"val": "validation", **({"in_family": "test"} if holdout else {})}
+    for key, split in splits.items():
+        out.setdefault(key, {})
+        for budget in budgets:
+            res = evaluate(ds, named, split=split, budget_chars=budget, max_queries=config.max_val_queries,
+                           seed=seed, n_boot=1)  # fmt: skip
+            rows = res.rows[res.rows["n_needed"] > 0]
+            for name, g in rows.groupby("retriever"):
+                out[key][f"{name}@{budget}"] = {
+                    "ndcg@10": round(float(g["ndcg@10"].mean()), 4),
+                    "needed_recall": round(float(g["needed_recall"].mean()), 4),
+                }
+            if "desire_fused" in named:
+                from gnn_targets import paired  # this script's folder is on sys.path when run as a file
+
+                p = paired(res.rows.assign(seed=seed, budget=str(budget)), "learned", "desire_fused",
+                           "ndcg@10", budget)  # fmt: skip
+                out[key][f"learned-fused@{budget}"] = {k: round(v, 4) for k, v in p.items()}
     return out
 
 
@@ -85,11 +102,13 @@ def main() -> None:
     ap.add_argument("--baselines", nargs="*", default=["prior", "ppr", "fused", "ceiling"],
                     help="non-learned scorers (and 'ceiling', the oracle over the candidates)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--template-holdout", action="store_true",
+                    help="train and validate on the inner template-shift split (no test queries)")
     args = ap.parse_args()
     over = {k: _value(v) for k, v in (s.split("=", 1) for s in args.set)}
     task = {k: _value(v) for k, v in (s.split("=", 1) for s in args.task)}
     print(json.dumps(run(args.spec, args.version, args.scorer, over, task, args.budgets, args.baselines,
-                         args.seed)))  # fmt: skip
+                         args.seed, args.template_holdout)))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -41,7 +41,9 @@ entity) and ``hidden`` (the hidden component, with ``period`` ``pre``/``post`` w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -49,7 +51,7 @@ import pandas as pd
 
 from signet_rl.core.types import Query
 from signet_rl.datasets import vocab as V
-from signet_rl.datasets.base import Dataset, Truth
+from signet_rl.datasets.base import Dataset, GroundTruth, Truth
 from signet_rl.datasets.synthetic import (
     BRIDGE,
     DAY,
@@ -64,7 +66,16 @@ from signet_rl.datasets.synthetic import (
 )
 from signet_rl.graph.model import KnowledgeGraph
 
-__all__ = ["GENERATOR_VERSION", "HIDDEN_INTENTS", "SyntheticConfigV2", "generate_v2", "make_config_v2"]
+__all__ = [
+    "GENERATOR_VERSION",
+    "HELD_TEMPLATES",
+    "HIDDEN_INTENTS",
+    "SyntheticConfigV2",
+    "generate_v2",
+    "make_config_v2",
+    "query_template",
+    "template_holdout",
+]
 
 GENERATOR_VERSION = 2
 #: Intents with a need (``none`` needs nothing); rows of the hidden table ``H``.
@@ -643,3 +654,75 @@ class _GeneratorV2(_Generator):
             "drift_domains": self.drifted,
             "drift_at_day": None if not np.isfinite(self.drift_t) else self.drift_t / DAY,
         }
+
+
+# -- an inner template shift (a split of a generated dataset; the generator is untouched) -------------------
+
+#: The ``seen`` templates :func:`template_holdout` holds out: the last template of every query kind that has
+#: more than one (and the last two chit-chat texts), so that each held template has a kept sibling of its
+#: kind, as each ``unseen`` (test) template has ``seen`` ones.
+HELD_TEMPLATES: tuple[str, ...] = tuple(
+    t
+    for key, tpls in V.QUERIES_V2["seen"].items()
+    for t in (tpls[-2:] if key == "none" else tpls[-1:] if len(tpls) > 1 else ())
+)
+
+
+def _template_patterns() -> list[tuple[str, re.Pattern[str]]]:
+    """Every ``seen`` template with a regex of its text (slots match anything), most literal text first, so
+    ``tell me about the {aspect} of {x}`` is tried before ``tell me about {x}``."""
+    out = []
+    for tpls in V.QUERIES_V2["seen"].values():
+        for t in tpls:
+            parts = re.split(r"\{(?:x|y|aspect)\}", t)
+            out.append((t, re.compile("^" + "(.+)".join(re.escape(p) for p in parts) + "$", re.DOTALL)))
+    return sorted(out, key=lambda tp: -len(re.sub(r"\{(?:x|y|aspect)\}", "", tp[0])))
+
+
+def query_template(text: str) -> str | None:
+    """The generator-v2 ``seen`` template a query text was filled from (None: no seen template matches)."""
+    for template, pattern in _template_patterns():
+        if pattern.match(text):
+            return template
+    return None
+
+
+def template_holdout(dataset: Dataset, held: Sequence[str] = HELD_TEMPLATES) -> Dataset:
+    """An inner split of a generator-v2 dataset that shifts templates as its test split does, without
+    touching the test split: a validation that measures what a template shift costs.
+
+    The copy has no test queries of ``dataset`` at all (and no truth for them). Its ``train`` split is the
+    training queries whose template is not in ``held``; its ``validation`` split is every training or
+    validation query whose template is in ``held`` (a family of wordings the copy's training never sees);
+    its ``test`` split is the validation queries of the kept templates (the same templates as training: the
+    in-family yardstick beside the shifted one). ``dataset`` itself is not changed.
+
+    Raises:
+        ValueError: ``held`` names a text that is no ``seen`` template, or a non-test query matches no
+            ``seen`` template (the dataset is not generator v2's), naming it.
+    """
+    seen = {t for tpls in V.QUERIES_V2["seen"].values() for t in tpls}
+    unknown = [t for t in held if t not in seen]
+    if unknown:
+        raise ValueError(
+            f"template_holdout: {unknown[0]!r} is not a seen template of generator v2; pick from "
+            "signet_rl.datasets.vocab.QUERIES_V2['seen']"
+        )
+    held_set = set(held)
+    queries = []
+    for q in dataset.queries:
+        if q.split == "test":
+            continue
+        template = query_template(q.text)
+        if template is None:
+            raise ValueError(
+                f"template_holdout: {dataset.name} query {q.id!r} ({q.text!r}) matches no seen template of "
+                "generator v2; the template holdout needs a synthetic dataset built with version=2"
+            )
+        if template in held_set:
+            queries.append(replace(q, split="validation"))
+        else:
+            queries.append(replace(q, split="train" if q.split == "train" else "test"))
+    truth = GroundTruth([dataset.truth[q.id] for q in queries], dataset.truth.labels)
+    meta = {**dataset.meta, "template_holdout": sorted(held_set)}
+    return Dataset(dataset.name, dataset.graphs, queries, truth, dataset.report, meta)

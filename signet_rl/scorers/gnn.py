@@ -123,6 +123,8 @@ ADDED_ARGUMENTS: dict[str, Any] = {
     # the hand-made path features a scorer was built with: PATH_FEATURES grows at its end (the hybrid entry
     # added 13), and a scorer reads only its first ``hand_feature_count`` columns
     "hand_feature_count": 28,
+    # what of the query's wording the net reads (issue 25's template shift): both on before the switches
+    "query_text": True, "aspect_intent": True,
 }  # fmt: skip
 
 
@@ -423,6 +425,12 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             ``lr / sqrt(1 + u / lr_decay_updates)`` (0: constant).
         aspect_buckets: with > 0, learn a bias per head for each (predicted intent, aspect name hashed into
             this many buckets) pair and add it to the path's score (0: none).
+        query_text: feed the query's text embedding to the net's query conditioning (False, the default:
+            zeros in its place, so the net reads only the predicted intent and time of the query; the
+            wording of a query template cannot be keyed on; chosen on issue 25's template-holdout
+            validation). The hand features' query-path similarities are kept either way.
+        aspect_intent: key the aspect bias by (predicted intent, aspect) (False: by aspect alone, one bias
+            shared by every intent, so a mispredicted intent does not pick the wrong bias).
         refresh_edge_stats: re-read the desire-path statistics (``edge_stats``) into the edge features
             whenever they changed, at every use (else they are a snapshot taken when the graph's state was
             built, the behaviour of scorers saved before this switch).
@@ -463,6 +471,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         lr_decay_updates: int = 200,
         refresh_edge_stats: bool = True,
         aspect_buckets: int = 64,
+        query_text: bool = False,
+        aspect_intent: bool = True,
         hand_feature_count: int | None = None,
         name_dim: int = 16,
         type_buckets: int = 32,
@@ -501,6 +511,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             "hand_features": hand_features, "base_scores": base_scores, "base_scale": base_scale,
             "lr_decay_updates": lr_decay_updates, "refresh_edge_stats": refresh_edge_stats,
             "aspect_buckets": aspect_buckets, "hand_feature_count": hand_feature_count,
+            "query_text": query_text, "aspect_intent": aspect_intent,
             "name_dim": name_dim, "type_buckets": type_buckets,
             "edge_type_buckets": edge_type_buckets, "community_buckets": community_buckets,
             "encoder": encoder, "seed": seed,
@@ -519,6 +530,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         if aspect_buckets == 1:
             raise ValueError(f"{who}: aspect_buckets must be 0 (off) or >= 2, got 1")
         self.aspect_buckets = aspect_buckets
+        self.query_text = bool(query_text)
+        self.aspect_intent = bool(aspect_intent)
         self.layers = layers
         self.query_featurizer = QueryFeaturizer(encoder, classifier)
         self._init_graph_states(edge_stats)

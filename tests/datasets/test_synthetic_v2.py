@@ -167,3 +167,48 @@ def test_every_needed_fact_exists_at_query_time(v2):
     for q in v2.queries:
         for a in v2.truth[q.id].needed:
             assert created[a] <= q.timestamp
+
+
+def test_template_holdout_is_an_inner_shift_without_the_test_split(v2):
+    from signet_rl.datasets.synthetic_v2 import HELD_TEMPLATES, query_template, template_holdout
+
+    before = dataset_hash(v2)
+    inner = template_holdout(v2)
+    assert dataset_hash(v2) == before  # the generated dataset is not touched
+    test_ids = {q.id for q in v2.split("test")}
+    assert test_ids and not test_ids & {q.id for q in inner.queries}
+    assert not test_ids & set(inner.truth)
+    split_of = {q.id: q.split for q in v2.queries}
+    held = set(HELD_TEMPLATES)
+    for q in inner.queries:
+        template = query_template(q.text)
+        assert (template in held) == (q.split == "validation"), (q.text, q.split)
+        if q.split == "train":
+            assert split_of[q.id] == "train"
+        if q.split == "test":  # the in-family yardstick: validation queries of the kept templates
+            assert split_of[q.id] == "validation"
+    # small:0 v2: 240 / 80 / 80 queries become 149 train, 112 held-out-family, 59 in-family
+    assert [len(inner.split(s)) for s in ("train", "validation", "test")] == [149, 112, 59]
+    assert HELD_TEMPLATES == (
+        "give me the rundown on {x}", "tell me about the {aspect} of {x}", "what connects {x} and {y}?",
+        "how should I handle {x} now?", "has anything about {x} changed?", "haha ok", "sounds good",
+    )  # fmt: skip
+    # the more literal template wins: a topic wording is not read as its plain sibling
+    assert query_template("tell me about the billing of auth-api") == "tell me about the {aspect} of {x}"
+    assert query_template("tell me about auth-api") == "tell me about {x}"
+    assert query_template("catch me up on auth-api") is None
+
+
+def test_template_holdout_refuses_what_it_cannot_split(v2):
+    from signet_rl.datasets.synthetic_v2 import template_holdout
+
+    with pytest.raises(ValueError) as e:
+        template_holdout(v2, held=["catch me up on {x}"])
+    assert str(e.value) == (
+        "template_holdout: 'catch me up on {x}' is not a seen template of generator v2; pick from "
+        "signet_rl.datasets.vocab.QUERIES_V2['seen']"
+    )
+    v1 = generate("tiny", seed=0)
+    q = next(q for q in v1.queries if q.split != "test")
+    with pytest.raises(ValueError, match=re.escape(f"query {q.id!r} ({q.text!r}) matches no seen template")):
+        template_holdout(v1)

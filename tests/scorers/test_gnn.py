@@ -15,6 +15,7 @@ from bandit_task import (  # the shared hand-made task (tests/scorers/bandit_tas
     run_bandit,
 )
 
+from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.scorers import GNNPathScorer, PriorScorer, RandomScorer, make_scorer
 from signet_rl.scorers.base import Feedback, PathScorer, ScoringContext
@@ -366,3 +367,37 @@ def test_path_inputs_wording_switches(ctx):
     np.testing.assert_array_equal(full.aspect_key, INTENTS.index(intent) * 16 + shared.aspect_key)
     assert INTENTS.index(intent) > 0
     assert shared.aspect_key.max() < 16 and (shared.aspect_key > 0).any()
+
+
+def test_query_wording_switches_hide_the_text_and_the_intent_from_the_net(graph, arrays, ctx):
+    # issue 25: test queries are worded unlike training ones; these switches keep the net from keying on it
+    changed = Query(id="q-x", text="what changed about atlas?", graph_id="main", split="train",
+                    timestamp=Q.timestamp)  # fmt: skip
+    items = [(Q, ROUTES, ctx), (changed, ROUTES, ctx)]
+
+    def inputs(**over):
+        s = GNNPathScorer(**_small(seed=0, aspect_buckets=16, **over))
+        assert [s.query_featurizer.intent(q) for q, _, _ in items] == ["what", "changed"]
+        return s, s._inputs(s._graph_state(graph, arrays), items, train=False)
+
+    s, full = inputs()
+    dim = s.query_featurizer.embedding_dim
+    assert float(full.query[:, :dim].abs().sum()) > 0.0
+    half = len(ROUTES)
+    assert not torch.equal(full.aspect_key[:half], full.aspect_key[half:])  # keyed by intent
+    _, blind = inputs(query_text=False, aspect_intent=False)
+    assert float(blind.query[:, :dim].abs().sum()) == 0.0  # no text embedding reaches the net
+    torch.testing.assert_close(blind.query[:, dim:], full.query[:, dim:])  # intent and time still do
+    torch.testing.assert_close(blind.hand, full.hand)  # the query-path similarities are kept
+    assert torch.equal(blind.aspect_key[:half], blind.aspect_key[half:])  # one bias for every intent
+    assert torch.equal(blind.aspect_key[:half], full.aspect_key[:half])  # ... the "what" row's buckets
+
+
+def test_a_gnn_blind_to_wording_keeps_what_it_learned_when_queries_are_worded_anew(ctx):
+    # trained on TEXTS, asked in a wording it never saw (which the rules even read as "none")
+    gnn = GNNPathScorer(**_small(seed=0, query_text=False))
+    greedy = run_bandit(gnn, stop_at=0.8)
+    assert greedy[-WINDOW:].mean() >= 0.8
+    new = Query(id="q-new", text="catch me up on atlas, quickly", graph_id="main", split="test",
+                timestamp=Q.timestamp)  # fmt: skip
+    assert int(np.argmax(gnn.score(new, ROUTES, ctx))) == 4  # the useful route the prior ranks last
