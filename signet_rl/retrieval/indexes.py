@@ -27,7 +27,7 @@ import re
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -84,8 +84,9 @@ class VectorIndex:
         ef_search: HNSW search breadth (raised to ``k`` when ``k`` is larger).
         ef_construction: HNSW build breadth.
         sparse_below: when at most this share of the held vectors' entries is non-zero, an exact index
-            scores by a sparse product (CSR, float64 sums; ``None``: never). Same top ``k`` as the dense
-            scan up to float rounding (ties by row), in time proportional to the non-zeros.
+            scores by a sparse product (CSR, float64 sums; ``None``: never; ``"auto"``:
+            :attr:`SPARSE_BELOW`). Same top ``k`` as the dense scan up to float rounding (ties by row), in
+            time proportional to the non-zeros.
 
     Example:
         >>> index = VectorIndex(2)
@@ -94,6 +95,10 @@ class VectorIndex:
         array([[0]])
     """
 
+    #: The default ``sparse_below``: hashing vectors of names (about 4% non-zero) qualify, those of
+    #: sentences and turns (30-60%) and dense model embeddings do not.
+    SPARSE_BELOW: float | None = 0.1
+
     def __init__(
         self,
         dim: int,
@@ -101,7 +106,7 @@ class VectorIndex:
         hnsw_m: int = 32,
         ef_search: int = 64,
         ef_construction: int = 80,
-        sparse_below: float | None = 0.1,
+        sparse_below: float | None | Literal["auto"] = "auto",
     ) -> None:
         import faiss
 
@@ -124,7 +129,7 @@ class VectorIndex:
         self._vectors = np.zeros((0, dim), dtype=np.float32)
         self._index: Any = faiss.IndexFlatIP(dim)
         self._exact: Any = None
-        self.sparse_below = sparse_below
+        self.sparse_below = self.SPARSE_BELOW if sparse_below == "auto" else sparse_below
         self._csr: Any = None  # the held vectors as a CSR matrix, when sparse enough (see sparse_below)
 
     @property
