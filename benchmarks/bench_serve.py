@@ -152,39 +152,55 @@ def desire_staged(svc: Any, query: Any, budget: int) -> dict[str, float]:
     return out
 
 
-def http_run(store: Path, policy: Path, queries: list[str], clients: int, requests: int) -> dict[str, Any]:
-    """Recall over HTTP: ``clients`` threads, ``requests`` each, against a uvicorn subprocess on loopback."""
-    import httpx
+class HttpService:
+    """A real ``python -m signet_rl.serve --hybrid`` process on loopback, started at once (it loads while the
+    in-process service loads) and waited for before anything is timed."""
 
-    work = Path(tempfile.mkdtemp(prefix="bench_serve-http-"))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = (work / "serve.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "signet_rl.serve", "--db", str(store), "--policy", str(policy), "--state",
-         str(work / "state_http.sqlite"), "--port", str(port), "--hybrid"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=log,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    t = time.perf_counter()
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the service exited ({proc.returncode}); see {work / 'serve.log'}")
+    def __init__(self, store: Path, policy: Path) -> None:
+        self.work = Path(tempfile.mkdtemp(prefix="bench_serve-http-"))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.log = (self.work / "serve.log").open("w")
+        self.t0 = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "signet_rl.serve", "--db", str(store), "--policy", str(policy), "--state",
+             str(self.work / "state_http.sqlite"), "--port", str(port), "--hybrid"],
+            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=self.log,
+        )  # fmt: skip
+        self.url = f"http://127.0.0.1:{port}"
+        self.startup_s: float | None = None
+
+    def wait(self) -> None:
+        """Block until ``/health`` answers (the service has loaded)."""
+        import httpx
+
+        while self.startup_s is None:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the service exited ({self.proc.returncode}); see {self.work / 'serve.log'}")
             try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    self.startup_s = time.perf_counter() - self.t0
             except httpx.HTTPError:
                 time.sleep(0.5)
-        startup = time.perf_counter() - t
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+    def run(self, queries: list[str], clients: int, requests: int) -> dict[str, Any]:
+        """Recall over HTTP: ``clients`` threads, ``requests`` each."""
+        import httpx
+
+        self.wait()
         lat: list[float] = []
         errors = 0
         lock = threading.Lock()
 
         def client(c: int) -> None:
             nonlocal errors
-            with httpx.Client(base_url=url, timeout=120) as http:
+            with httpx.Client(base_url=self.url, timeout=120) as http:
                 for i in range(requests):
                     text = queries[(c * requests + i) % len(queries)]
                     t0 = time.perf_counter()
@@ -204,13 +220,9 @@ def http_run(store: Path, policy: Path, queries: list[str], clients: int, reques
         for th in threads:
             th.join()
         wall = time.perf_counter() - t
-    finally:
-        proc.kill()
-        proc.wait()
-        log.close()
-    return {**_stats(lat), "requests_per_s": round(len(lat) / wall, 1), "errors": errors, "clients": clients,
-            "requests": len(lat), "startup_s": round(startup, 1), "load_avg_before": load_before,
-            "load_avg_after": _load()}  # fmt: skip
+        return {**_stats(lat), "requests_per_s": round(len(lat) / wall, 1), "errors": errors,
+                "clients": clients, "requests": len(lat), "startup_s": round(float(self.startup_s or 0), 1),
+                "load_avg_before": load_before, "load_avg_after": _load()}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -240,12 +252,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     prep_s = time.perf_counter() - t
     texts = texts[: args.queries]
     work = Path(tempfile.mkdtemp(prefix="bench_serve-"))
+    server = HttpService(store, policy) if args.requests > 0 else None
     t = time.perf_counter()
     svc = Service(store, policy, work / "state.sqlite", traversal=HYBRID, budget_chars=args.budget)
     load_s = time.perf_counter() - t
     print(f"synthetic:{args.preset}:0 store: {svc.graph.num_entities:,} entities, {svc.graph.num_memories:,} "
           f"memories; policy {svc.policy.name} ({policy}); store and policy ready in {prep_s:.1f} s, service "
           f"loaded in {load_s:.1f} s", flush=True)  # fmt: skip
+    if server is not None:
+        server.wait()  # loaded and idle before anything is timed
     queries = [Query(id=f"b{i}", text=x, graph_id="main", split="test") for i, x in enumerate(texts)]
     for q in queries[:5]:  # warm caches (encoder, scorer state)
         desire_once(svc, q, args.budget)
@@ -282,7 +297,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     inproc_load = {"before": load_before, "after": _load()}
     svc.state.close()
 
-    http = http_run(store, policy, texts, args.clients, args.requests) if args.requests > 0 else None
+    http = None
+    if server is not None:
+        try:
+            http = server.run(texts, args.clients, args.requests)
+        finally:
+            server.close()
 
     print(f"{'in process (ms)':<30} {'p50':>8} {'p95':>8}   load average {load_before} -> {inproc_load['after']}")
     for name, s in inproc.items():

@@ -273,6 +273,10 @@ class VectorIndex:
         return f"VectorIndex(dim={self.dim}, n={self.ntotal}, kind={kind!r})"
 
 
+#: bm25s tokens of recent queries, by query text (insertion order: the oldest is dropped first).
+_QUERY_TOKENS: dict[str, tuple[str, ...]] = {}
+
+
 class BM25Index:
     """Lucene BM25 (``k1`` 1.5, ``b`` 0.75) over ``texts``, tokenised by bm25s (lower-cased, ``\\w\\w+``
     tokens, English stop words removed), with the corpus statistics of the rows a query may see.
@@ -302,6 +306,7 @@ class BM25Index:
         self._docs = np.zeros(0, dtype=np.int64)
         self._tf = np.zeros(0, dtype=np.float64)
         self._length = np.zeros(self.n, dtype=np.float64)
+        self._norm: np.ndarray | None = None  # the length normalisation under every row's statistics
         if self.n:
             tok = bm25s.tokenize(
                 [clean_text(t) for t in texts], stopwords="en", return_ids=True, show_progress=False
@@ -323,12 +328,17 @@ class BM25Index:
         return self.n
 
     def tokens(self, query: str) -> list[str]:
-        """The query's tokens as the index sees them (stop words removed)."""
-        return list(
-            self._bm25s.tokenize([clean_text(query)], stopwords="en", return_ids=False, show_progress=False)[
-                0
-            ]
-        )
+        """The query's tokens as the index sees them (stop words removed); the last few queries' tokens are
+        kept process-wide (several indexes search the same query: entry search's legs, flat's)."""
+        got = _QUERY_TOKENS.get(query)
+        if got is None:
+            got = tuple(
+                self._bm25s.tokenize([clean_text(query)], stopwords="en", return_ids=False, show_progress=False)[0]
+            )
+            if len(_QUERY_TOKENS) >= 256:
+                _QUERY_TOKENS.pop(next(iter(_QUERY_TOKENS)))
+            _QUERY_TOKENS[query] = got
+        return list(got)
 
     def scores(self, query: str, mask: np.ndarray | None = None) -> np.ndarray:
         """``float64 [n]``: every row's BM25 score for ``query`` under the statistics of the ``mask``-ed
@@ -341,14 +351,18 @@ class BM25Index:
         if not ids:
             return out
         if mask is None:
-            n_docs, avg = float(self.n), float(self._length.mean())
+            if self._norm is None:  # the statistics of every row: computed once
+                avg = float(self._length.mean())
+                avg = avg if avg > 0 else 1.0
+                self._norm = self.k1 * ((1.0 - self.b) + self.b * self._length / avg)
+            n_docs, norm = float(self.n), self._norm
         else:
             n_docs = float(mask.sum())
             if not n_docs:
                 return out
             avg = float(self._length[mask].mean())
-        avg = avg if avg > 0 else 1.0
-        norm = self.k1 * ((1.0 - self.b) + self.b * self._length / avg)
+            avg = avg if avg > 0 else 1.0
+            norm = self.k1 * ((1.0 - self.b) + self.b * self._length / avg)
         for t in ids:  # a repeated query token counts each time, as in bm25s
             lo, hi = self._indptr[t], self._indptr[t + 1]
             docs, tf = self._docs[lo:hi], self._tf[lo:hi]
