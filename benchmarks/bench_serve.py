@@ -1,20 +1,27 @@
 """Serving latency: in-process recall with an exported policy beside flat recall, and an HTTP load run.
 
-On a Signet store written from a synthetic preset (default ``synthetic:xl:0``, 43,520 entities), with an
-exported policy artifact (``--policy DIR``; without one, a LinUCB policy is trained in smoke mode on
-``synthetic:tiny:0`` and exported: a store is never the training graph, so this is the served situation):
+On a Signet store written from a synthetic preset (default ``synthetic:xl:0``, 43,520 entities; the store and
+the policy are cached under ``data/bench/``), with an exported policy artifact (``--policy DIR``; without
+one, the exportable GNN — ``scorer.base_scores=false scorer.aspect_buckets=0`` — or, with ``--scorer
+linucb``, LinUCB, trained in smoke mode on ``synthetic:tiny:0`` and exported: a store is never the training
+graph, so this is the served situation), served with the hybrid entry on (``serve --hybrid``):
 
-1. **In process** (same queries, one process, warm): the desire retriever's end to end — query encoding,
-   entry search, traversal, scoring with all inputs, construction — against the flat recall the service
-   mixes in (``flat_signet``), p50 / p95 per query; and the whole recall request the service answers
-   (desire + flat + the mixed slate + logging to the state file).
-2. **HTTP** (``--clients`` threads on loopback against a real uvicorn process): requests per second,
-   p50 / p95 and errors, for recall alone.
+1. **In process** (same queries, one process, warm), sharing issue 24's latency definition: desire end to
+   end — query encoding, entry search with flat hits, traversal (graph walk and the hybrid pool), scoring
+   with all inputs (the policy's own feature pass and forward pass), construction — against **flat**, the
+   floor retriever of the same service (``flat_signet``: what the service mixes in), p50 / p95 per query.
+   The two alternate per query (desire first on even queries, flat first on odd ones) so that a shared
+   machine's load falls on both alike, and the process-wide query-vector memo is cleared before each call,
+   so each encodes its query. Then desire stage by stage (a second pass) and the whole recall request the
+   service answers (desire, its flat hits reused, the mixed slate, logging to the state file).
+2. **HTTP** (``--clients`` threads on loopback against a real ``python -m signet_rl.serve --hybrid``
+   process): requests per second, p50 / p95 and errors, for recall alone.
 
-Prints a table and writes ``benchmarks/results/serve.json``; nothing is asserted (issue 27's target:
-in-process desire p50 <= 10 ms and <= 2x flat).
+Prints a table with the load average and writes ``benchmarks/results/serve.json``; nothing is asserted
+(issue 27's target: in-process desire p50 <= 10 ms and <= 2x flat).
 
-    python benchmarks/bench_serve.py                          # xl, 300 queries, 8 clients x 50 requests
+    python benchmarks/bench_serve.py                          # xl, 200 queries, 8 clients x 25 requests
+    python benchmarks/bench_serve.py --scorer linucb
     python benchmarks/bench_serve.py --preset small --queries 100 --policy artifacts/gnn
 """
 
@@ -23,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import socket
 import subprocess
 import sys
@@ -30,10 +38,17 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+CACHE = ROOT / "data" / "bench"
+STAGES = ("query_encoding", "entry_and_flat_hits", "traversal", "scoring", "construction")
+SCORERS = {
+    "gnn": ["scorer=gnn", "scorer.base_scores=false", "scorer.aspect_buckets=0"],
+    "linucb": ["scorer=linucb"],
+}
 
 
 def _stats(ms: list[float]) -> dict[str, float]:
@@ -45,26 +60,182 @@ def _stats(ms: list[float]) -> dict[str, float]:
     }
 
 
-def _policy(work: Path) -> Path:
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def store_for(preset: str) -> tuple[Path, list[str]]:
+    """The Signet store of ``synthetic:<preset>:0`` and its test queries (written once, then reused)."""
+    from signet_rl.datasets.synthetic import generate
+    from signet_rl.graph.store import write_graph
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    store, queries = CACHE / f"serve_{preset}.db", CACHE / f"serve_{preset}_queries.json"
+    if not (store.exists() and queries.exists()):
+        ds = generate(preset, seed=0)
+        tmp = store.with_suffix(".tmp")
+        tmp.unlink(missing_ok=True)
+        write_graph(ds.graph, tmp)
+        tmp.replace(store)
+        queries.write_text(json.dumps([q.text for q in ds.split("test")]))
+    return store, json.loads(queries.read_text())
+
+
+def policy_for(scorer: str) -> Path:
+    """An exported ``scorer`` policy trained in smoke mode on ``synthetic:tiny:0`` (trained once, then reused)."""
     from signet_rl.export import export_run
 
-    run = work / "run"
+    artifact = CACHE / f"serve_policy_{scorer}"
+    if (artifact / "manifest.json").exists():
+        return artifact
+    work = Path(tempfile.mkdtemp(prefix="bench_serve-train-"))
     env = {**os.environ, "SIGNET_RL_SMOKE": "1", "PYTHONPATH": str(ROOT)}
-    subprocess.run([sys.executable, "-m", "signet_rl.train", "scorer=linucb", "dataset.spec=synthetic:tiny:0",
-                    f"run_dir={run}", "mlflow.enabled=false"], cwd=work, env=env, check=True,
+    subprocess.run([sys.executable, "-m", "signet_rl.train", *SCORERS[scorer], "dataset.spec=synthetic:tiny:0",
+                    f"run_dir={work / 'run'}", "mlflow.enabled=false"], cwd=work, env=env, check=True,
                    capture_output=True)  # fmt: skip
-    return export_run(run, work / "artifact")
+    return export_run(work / "run", artifact)
 
 
-def main() -> None:
+def desire_once(svc: Any, query: Any, budget: int) -> None:
+    """One desire recall as the service runs it: candidates (encoding, entry search with flat hits,
+    traversal), the policy's scores, the slate."""
+    cands = svc.desire.candidates(query, budget)
+    if cands is None:
+        return
+    paths = cands.walk.paths
+    scores = svc.policy.score(query, paths, cands.context) if paths else np.zeros(0)
+    svc.desire.slate(query, cands, zip(paths, scores.tolist(), strict=True), budget)
+
+
+def desire_staged(svc: Any, query: Any, budget: int) -> dict[str, float]:
+    """:func:`desire_once` stage by stage (the steps of ``DesirePathRetriever._hybrid_candidates``)."""
+    from signet_rl.retrieval import flat as flat_module
+    from signet_rl.text.terms import capped_query
+    from signet_rl.traversal.walk import Walk
+
+    d = svc.desire
+    out: dict[str, float] = {}
+    query = capped_query(query)
+    state = d._state(query.graph_id)
+    flat_module._QUERY_VECTORS.clear()
+    t = time.perf_counter()
+    qv = state.encoder.encode([query.text[:1000]])[0]
+    out["query_encoding"] = time.perf_counter() - t
+    t = time.perf_counter()
+    intent = d.classifier.predict([query.text])[0]
+    walk_intent = "what" if intent == "none" else intent
+    entries = d.entries(query, walk_intent)
+    flat_units = d.flat.retrieve(query, None)
+    out["entry_and_flat_hits"] = time.perf_counter() - t
+    t = time.perf_counter()
+    vectors = state.attr_vectors
+    rel = (lambda idx: vectors[idx] @ qv) if vectors is not None else None  # noqa: E731
+    state.traverser.edge_weight = (
+        None if d.edge_weight_fn is None else d.edge_weight_fn(query.graph_id, walk_intent, query.timestamp)
+    )
+    walk = state.traverser.walk(entries, walk_intent, query.timestamp, relevance=rel) if entries else Walk()
+    pool = state.hybrid.pool(query, d.config, budget, flat_units, entries, qv, None, state.conf_ok,
+                             list(walk.paths))  # fmt: skip
+    out["traversal"] = time.perf_counter() - t
+    t = time.perf_counter()
+    context = d.context(query, entries, rel)
+    context.path_info = pool.info
+    scores = svc.policy.score(query, pool.paths, context) if pool.paths else np.zeros(0)
+    out["scoring"] = time.perf_counter() - t
+    t = time.perf_counter()
+    from signet_rl.traversal.construct import build_slate
+
+    build_slate(zip(pool.paths, scores.tolist(), strict=True), walk.constraints, budget, state.builder,
+                at=query.timestamp)  # fmt: skip
+    out["construction"] = time.perf_counter() - t
+    out["candidates"] = float(len(pool.paths))
+    return out
+
+
+class HttpService:
+    """A real ``python -m signet_rl.serve --hybrid`` process on loopback, started at once (it loads while the
+    in-process service loads) and waited for before anything is timed."""
+
+    def __init__(self, store: Path, policy: Path) -> None:
+        self.work = Path(tempfile.mkdtemp(prefix="bench_serve-http-"))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.log = (self.work / "serve.log").open("w")
+        self.t0 = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "signet_rl.serve", "--db", str(store), "--policy", str(policy), "--state",
+             str(self.work / "state_http.sqlite"), "--port", str(port), "--hybrid"],
+            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=self.log,
+        )  # fmt: skip
+        self.url = f"http://127.0.0.1:{port}"
+        self.startup_s: float | None = None
+
+    def wait(self) -> None:
+        """Block until ``/health`` answers (the service has loaded)."""
+        import httpx
+
+        while self.startup_s is None:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the service exited ({self.proc.returncode}); see {self.work / 'serve.log'}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    self.startup_s = time.perf_counter() - self.t0
+            except httpx.HTTPError:
+                time.sleep(0.5)
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+    def run(self, queries: list[str], clients: int, requests: int) -> dict[str, Any]:
+        """Recall over HTTP: ``clients`` threads, ``requests`` each."""
+        import httpx
+
+        self.wait()
+        lat: list[float] = []
+        errors = 0
+        lock = threading.Lock()
+
+        def client(c: int) -> None:
+            nonlocal errors
+            with httpx.Client(base_url=self.url, timeout=120) as http:
+                for i in range(requests):
+                    text = queries[(c * requests + i) % len(queries)]
+                    t0 = time.perf_counter()
+                    try:
+                        ok = http.post("/api/memory/recall", json={"query": text}).status_code == 200
+                    except httpx.HTTPError:
+                        ok = False
+                    with lock:
+                        lat.append(1000 * (time.perf_counter() - t0))
+                        errors += 0 if ok else 1
+
+        load_before = _load()
+        t = time.perf_counter()
+        threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        wall = time.perf_counter() - t
+        return {**_stats(lat), "requests_per_s": round(len(lat) / wall, 1), "errors": errors,
+                "clients": clients, "requests": len(lat), "startup_s": round(float(self.startup_s or 0), 1),
+                "load_avg_before": load_before, "load_avg_after": _load()}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="xl")
-    ap.add_argument("--queries", type=int, default=300)
-    ap.add_argument("--policy", default=None, help="an exported artifact (default: a smoke-trained LinUCB)")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--budget", type=int, default=2000)
+    ap.add_argument("--scorer", default="gnn", choices=sorted(SCORERS), help="the policy trained when no --policy")
+    ap.add_argument("--policy", default=None, help="an exported artifact (default: a smoke-trained --scorer)")
     ap.add_argument("--clients", type=int, default=8)
-    ap.add_argument("--requests", type=int, default=50, help="HTTP requests per client")
+    ap.add_argument("--requests", type=int, default=25, help="HTTP requests per client (0: no HTTP run)")
     ap.add_argument("--output", default=str(ROOT / "benchmarks" / "results" / "serve.json"))
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     from signet_rl import smoke
 
     if smoke.enabled():  # SIGNET_RL_SMOKE=1 (the README test): the same path, tiny
@@ -72,124 +243,91 @@ def main() -> None:
         args.output = str(Path(tempfile.mkdtemp(prefix="bench_serve-")) / "serve.json")
 
     from signet_rl.core.types import Query
-    from signet_rl.datasets.synthetic import generate
-    from signet_rl.graph.store import write_graph
-    from signet_rl.serving.app import RecallBody, Service
+    from signet_rl.retrieval import flat as flat_module
+    from signet_rl.serving.app import HYBRID, RecallBody, Service
 
+    t = time.perf_counter()
+    store, texts = store_for(args.preset)
+    policy = Path(args.policy) if args.policy else policy_for(args.scorer)
+    prep_s = time.perf_counter() - t
+    texts = texts[: args.queries]
     work = Path(tempfile.mkdtemp(prefix="bench_serve-"))
-    ds = generate(args.preset, seed=0)
-    queries = ds.split("test")[: args.queries]
+    server = HttpService(store, policy) if args.requests > 0 else None
     t = time.perf_counter()
-    store = write_graph(ds.graph, work / "memories.db")
-    write_s = time.perf_counter() - t
-    policy = Path(args.policy) if args.policy else _policy(work)
-    t = time.perf_counter()
-    svc = Service(store, policy, work / "state.sqlite")
+    svc = Service(store, policy, work / "state.sqlite", traversal=HYBRID, budget_chars=args.budget)
     load_s = time.perf_counter() - t
-    print(
-        f"{ds.name}: {ds.graph.num_entities:,} entities, {ds.graph.num_memories:,} memories; policy "
-        f"{svc.policy.name}; store written in {write_s:.1f} s, service loaded in {load_s:.1f} s"
-    )
+    print(f"synthetic:{args.preset}:0 store: {svc.graph.num_entities:,} entities, {svc.graph.num_memories:,} "
+          f"memories; policy {svc.policy.name} ({policy}); store and policy ready in {prep_s:.1f} s, service "
+          f"loaded in {load_s:.1f} s", flush=True)  # fmt: skip
+    if server is not None:
+        server.wait()  # loaded and idle before anything is timed
+    queries = [Query(id=f"b{i}", text=x, graph_id="main", split="test") for i, x in enumerate(texts)]
+    for q in queries[:5]:  # warm caches (encoder, scorer state)
+        desire_once(svc, q, args.budget)
+        svc.flat.retrieve(q, None)
 
-    def q(text: str, i: int) -> Query:
-        return Query(id=f"b{i}", text=text, graph_id="main", split="test")
+    def timed(fn: Any) -> float:
+        flat_module._QUERY_VECTORS.clear()  # each call encodes its query
+        t0 = time.perf_counter()
+        fn()
+        return 1000 * (time.perf_counter() - t0)
 
-    for i, query in enumerate(queries[:5]):  # warm caches (encoder, scorer state)
-        svc.desire.retrieve(q(query.text, i), 2000)
-        svc.flat.retrieve(q(query.text, i), None)
+    load_before = _load()
     desire_ms, flat_ms, request_ms = [], [], []
-    for i, query in enumerate(queries):
-        t = time.perf_counter()
-        svc.desire.retrieve(q(query.text, i), 2000)
-        desire_ms.append(1000 * (time.perf_counter() - t))
-        t = time.perf_counter()
-        svc.flat.retrieve(q(query.text, i), None)
-        flat_ms.append(1000 * (time.perf_counter() - t))
-        t = time.perf_counter()
-        svc.recall(RecallBody(query=query.text, sessionKey=f"s{i % 20}"))
-        request_ms.append(1000 * (time.perf_counter() - t))
+    for i, q in enumerate(queries):
+        run_desire = lambda q=q: desire_once(svc, q, args.budget)  # noqa: E731
+        run_flat = lambda q=q: svc.flat.retrieve(q, None)  # noqa: E731
+        if i % 2 == 0:
+            desire_ms.append(timed(run_desire))
+            flat_ms.append(timed(run_flat))
+        else:
+            flat_ms.append(timed(run_flat))
+            desire_ms.append(timed(run_desire))
+    stages: dict[str, list[float]] = {s: [] for s in STAGES}
+    cands: list[float] = []
+    for q in queries:
+        s = desire_staged(svc, q, args.budget)
+        for k in STAGES:
+            stages[k].append(1000 * s[k])
+        cands.append(s["candidates"])
+    for i, q in enumerate(queries):
+        request_ms.append(timed(lambda q=q, i=i: svc.recall(RecallBody(query=q.text, sessionKey=f"s{i % 20}"))))
     inproc = {"desire": _stats(desire_ms), "flat": _stats(flat_ms), "recall_request": _stats(request_ms)}
     ratio = inproc["desire"]["p50_ms"] / max(inproc["flat"]["p50_ms"], 1e-9)
+    inproc_load = {"before": load_before, "after": _load()}
     svc.state.close()
 
-    # HTTP: a real uvicorn process on loopback
-    import httpx
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = (work / "serve.log").open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "signet_rl.serve",
-            "--db",
-            str(store),
-            "--policy",
-            str(policy),
-            "--state",
-            str(work / "state_http.sqlite"),
-            "--port",
-            str(port),
-        ],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 600
-    while time.time() < deadline:
+    http = None
+    if server is not None:
         try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    lat: list[float] = []
-    errors = 0
-    lock = threading.Lock()
+            http = server.run(texts, args.clients, args.requests)
+        finally:
+            server.close()
 
-    def client(c: int) -> None:
-        nonlocal errors
-        with httpx.Client(base_url=url, timeout=60) as http:
-            for i in range(args.requests):
-                text = queries[(c * args.requests + i) % len(queries)].text
-                t0 = time.perf_counter()
-                try:
-                    ok = http.post("/api/memory/recall", json={"query": text}).status_code == 200
-                except httpx.HTTPError:
-                    ok = False
-                with lock:
-                    lat.append(1000 * (time.perf_counter() - t0))
-                    errors += 0 if ok else 1
-
-    t = time.perf_counter()
-    threads = [threading.Thread(target=client, args=(c,)) for c in range(args.clients)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    wall = time.perf_counter() - t
-    proc.kill()
-    proc.wait()
-    log.close()
-    http = {**_stats(lat), "requests_per_s": round(len(lat) / wall, 1), "errors": errors,
-            "clients": args.clients}  # fmt: skip
-
-    print(f"{'in process (ms)':<26} {'p50':>8} {'p95':>8}")
+    print(f"{'in process (ms)':<30} {'p50':>8} {'p95':>8}   load average {load_before} -> {inproc_load['after']}")
     for name, s in inproc.items():
-        print(f"  {name:<24} {s['p50_ms']:>8.2f} {s['p95_ms']:>8.2f}")
-    print(f"  desire p50 / flat p50    {ratio:>8.2f}x   (target <= 10 ms and <= 2x)")
-    print(
-        f"HTTP recall, {args.clients} clients: {http['requests_per_s']} req/s, p50 {http['p50_ms']:.1f} ms, "
-        f"p95 {http['p95_ms']:.1f} ms, errors {errors}"
-    )
-    out = {"dataset": ds.name, "entities": int(ds.graph.num_entities), "memories": int(ds.graph.num_memories),
-           "policy": svc.policy.name, "queries": len(queries), "in_process": inproc, "desire_over_flat_p50": ratio,
-           "http": http, "cpu_count": os.cpu_count(), "load_s": round(load_s, 2)}  # fmt: skip
+        print(f"  {name:<28} {s['p50_ms']:>8.2f} {s['p95_ms']:>8.2f}")
+    for k in STAGES:
+        s = _stats(stages[k])
+        print(f"    desire: {k:<20} {s['p50_ms']:>8.2f} {s['p95_ms']:>8.2f}")
+    print(f"  candidates per query: mean {np.mean(cands):.1f}")
+    print(f"  desire p50 / flat p50        {ratio:>8.2f}x   (target: desire p50 <= 10 ms and <= 2x flat)")
+    if http is not None:
+        print(f"HTTP recall, {http['clients']} clients x {args.requests}: {http['requests_per_s']} req/s, p50 "
+              f"{http['p50_ms']:.1f} ms, p95 {http['p95_ms']:.1f} ms, errors {http['errors']} (load average "
+              f"{http['load_avg_before']} -> {http['load_avg_after']}; service started in {http['startup_s']} s)")  # fmt: skip
+    out = {"dataset": f"synthetic:{args.preset}:0", "entities": int(svc.graph.num_entities),
+           "memories": int(svc.graph.num_memories), "policy": svc.policy.name, "policy_dir": str(policy),
+           "traversal": "hybrid (floor, session, entity_walks, graph_walk)", "queries": len(queries),
+           "budget_chars": args.budget, "in_process": inproc, "desire_over_flat_p50": round(ratio, 3),
+           "desire_stages": {k: _stats(v) for k, v in stages.items()}, "mean_candidates": float(np.mean(cands)),
+           "in_process_load_avg": inproc_load, "http": http, "cpu_count": os.cpu_count(),
+           "load_s": round(load_s, 2), "platform": platform.platform(), "python": platform.python_version(),
+           "date": time.strftime("%Y-%m-%d %H:%M")}  # fmt: skip
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {args.output}")
+    return out
 
 
 if __name__ == "__main__":

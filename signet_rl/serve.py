@@ -1,7 +1,7 @@
 """``python -m signet_rl.serve``: serve an exported policy over a Signet store.
 
-* ``python -m signet_rl.serve --db PATH --policy DIR [--host 127.0.0.1] [--port 3850] [--state FILE]``: the
-  HTTP service (:mod:`signet_rl.serving.app`): recall, feedback, expand, impact, health, status. Binding
+* ``python -m signet_rl.serve --db PATH --policy DIR [--host 127.0.0.1] [--port 3850] [--state FILE]
+  [--hybrid]``: the HTTP service (:mod:`signet_rl.serving.app`): recall, feedback, expand, impact, health, status. Binding
   anything but loopback needs a bearer token (``--token`` or ``SIGNET_RL_SERVE_TOKEN``).
 * ``python -m signet_rl.serve report --db PATH [--state FILE]``: the online comparison against flat recall
   from the service's log (win rate with its interval, IPS / SNIPS / DR of the desire policy).
@@ -55,6 +55,9 @@ def _http(argv: list[str]) -> int:
     parser.add_argument("--emergence", default="",
                         help="issue 29's mechanisms to switch on, comma-separated: bridges, principles, health "
                              "(all off by default; their state lives in the --state file)")
+    parser.add_argument("--hybrid", action="store_true",
+                        help="the hybrid entry on top of the policy's traversal: flat's hits as the floor, "
+                             "session-DAG steps and entity walks")  # fmt: skip
     args = parser.parse_args(argv)
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.token:
         print(f"error: binding {args.host} exposes the memory store beyond this machine; give a bearer token "
@@ -62,12 +65,13 @@ def _http(argv: list[str]) -> int:
         return 2
     import uvicorn
 
-    from signet_rl.serving.app import Service, create_app
+    from signet_rl.serving.app import HYBRID, Service, create_app
 
     try:
         switches = [s.strip() for s in args.emergence.split(",") if s.strip()]
         service = Service(args.db, args.policy, args.state, k=args.k, seed=args.seed, prewarm=_prewarm(args),
-                          emergence={s: True for s in switches})
+                          emergence={s: True for s in switches},
+                          traversal=HYBRID if args.hybrid else None)  # fmt: skip
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -70,6 +70,9 @@ class Candidates:
     #: The hybrid entry's candidate set (floor, session steps, entity walks), when it is on; ``walk.paths``
     #: then holds the same paths.
     pool: Pool | None = None
+    #: The flat retriever's units for the query (the hybrid entry's floor source), so a caller that also
+    #: shows flat's results (the service's online comparison) need not run flat a second time.
+    flat_units: list[Unit] | None = None
 
 
 #: ``edge_weight_fn(graph_id, intent, timestamp) -> EdgeWeight | None``: learned desire-path edge order.
@@ -251,7 +254,7 @@ class DesirePathRetriever:
         walk.paths = list(pool.paths)
         context = self.context(query, entries, rel)
         context.path_info = pool.info
-        return Candidates(intent, entries, walk, context, pool)
+        return Candidates(intent, entries, walk, context, pool, flat_units)
 
     def context(self, query: Query, entries: list[str], relevance: Any = False) -> ScoringContext:
         """The scoring context of ``query`` with these entries (query relevance recomputed unless given)."""

@@ -90,6 +90,7 @@ class HybridEntry:
         self.encoder = encoder
         self._texts = text.tolist()
         self._vectors: npt.NDArray[np.float32] | None = None
+        self._chars: dict[Path, int] = {}  # candidate text lengths (see chars)
 
     @property
     def vectors(self) -> npt.NDArray[np.float32]:
@@ -100,6 +101,19 @@ class HybridEntry:
             else:
                 self._vectors = np.zeros((0, self.encoder.dim), dtype=np.float32)
         return self._vectors
+
+    #: Most candidate text lengths :meth:`chars` keeps (then it starts afresh).
+    CHARS_CACHE = 200_000
+
+    def chars(self, path: Path) -> int:
+        """The length of ``path``'s constructed text, which depends on the path alone (the graph is fixed),
+        so each distinct candidate is constructed once for the bounds however many queries meet it."""
+        n = self._chars.get(path)
+        if n is None:
+            if len(self._chars) >= self.CHARS_CACHE:
+                self._chars.clear()
+            n = self._chars[path] = self.builder.construct(path).chars
+        return n
 
     # -- pieces --------------------------------------------------------------------------------------
 
@@ -296,7 +310,7 @@ class HybridEntry:
                 break
             if path in seen_paths or (row >= 0 and row in seen_rows):
                 continue
-            chars = self.builder.construct(path).chars
+            chars = self.chars(path)
             if used + chars > char_cap:
                 continue
             used += chars

@@ -318,8 +318,10 @@ class EntrySearch:
             if seen is not None and not seen.any():
                 continue
             if leg.bm25 is not None:
-                s, ids = leg.bm25.search(query, len(leg.bm25), seen)
-                rows, scores = self._rows(leg, ids, s, t)
+                # every matching text (the scores search returns, unsorted: the scatter keeps each entity's best)
+                every = leg.bm25.scores(query, seen).astype(np.float32)
+                ids = np.flatnonzero(every > 0)
+                rows, scores = self._rows(leg, ids, every[ids], t)
                 self._scatter(total, name, rows, scores, w[f"kw_{name}"], t, normalise=True)
             if leg.vectors is not None and qvec is not None:
                 s, ids = leg.vectors.search(qvec, min(self.candidates, len(leg.vectors)), seen)

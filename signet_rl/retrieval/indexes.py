@@ -6,7 +6,10 @@ see (time visibility, importance filters). A masked row is never returned.
 
 * :class:`VectorIndex` is exact (``IndexFlatIP``) unless ``hnsw_above`` is set and it holds more vectors
   than that; then HNSW, whose recall against exact search :meth:`VectorIndex.recall_against_exact` reports.
-  Queries are ``[q, dim]`` and results ``[q, k]``, padded with id ``-1`` and score ``-inf``.
+  Queries are ``[q, dim]`` and results ``[q, k]``, padded with id ``-1`` and score ``-inf``. Sparse vectors
+  (the hashing encoder's on short texts such as entity names: a few dozen of 384 buckets set) are searched
+  exactly as a sparse matrix product instead (``sparse_below``), the same ranking at a fraction of the
+  dense scan's cost.
 * :class:`BM25Index` is Lucene BM25 (``k1`` 1.5, ``b`` 0.75) over bm25s's English-stop-word-filtered
   tokens, with the corpus statistics (IDF, average length) of the visible rows only.
 * :class:`FTS5Index` reproduces Signet's keyword leg: FTS5 ``bm25()`` over a ``memories_fts`` table built
@@ -24,7 +27,7 @@ import re
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -60,6 +63,16 @@ def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return cand[order][:k]
 
 
+def _best(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` highest ``scores`` (any sign), best first, ties by position."""
+    cand = np.arange(len(scores))
+    if len(scores) > k:
+        part = np.argpartition(-scores, k - 1)[:k]
+        kth = scores[part].min()
+        cand = np.flatnonzero(scores >= kth)  # every tie of the k-th score, cut after ordering
+    return cand[np.lexsort((cand, -scores[cand]))][:k]
+
+
 class VectorIndex:
     """Inner-product search over L2-normalised vectors (cosine similarity) with faiss.
 
@@ -70,6 +83,10 @@ class VectorIndex:
         hnsw_m: HNSW graph degree.
         ef_search: HNSW search breadth (raised to ``k`` when ``k`` is larger).
         ef_construction: HNSW build breadth.
+        sparse_below: when at most this share of the held vectors' entries is non-zero, an exact index
+            scores by a sparse product (CSR, float64 sums; ``None``: never; ``"auto"``:
+            :attr:`SPARSE_BELOW`). Same top ``k`` as the dense scan up to float rounding (ties by row), in
+            time proportional to the non-zeros.
 
     Example:
         >>> index = VectorIndex(2)
@@ -78,6 +95,10 @@ class VectorIndex:
         array([[0]])
     """
 
+    #: The default ``sparse_below``: hashing vectors of names (about 4% non-zero) qualify, those of
+    #: sentences and turns (30-60%) and dense model embeddings do not.
+    SPARSE_BELOW: float | None = 0.1
+
     def __init__(
         self,
         dim: int,
@@ -85,6 +106,7 @@ class VectorIndex:
         hnsw_m: int = 32,
         ef_search: int = 64,
         ef_construction: int = 80,
+        sparse_below: float | None | Literal["auto"] = "auto",
     ) -> None:
         import faiss
 
@@ -107,6 +129,8 @@ class VectorIndex:
         self._vectors = np.zeros((0, dim), dtype=np.float32)
         self._index: Any = faiss.IndexFlatIP(dim)
         self._exact: Any = None
+        self.sparse_below = self.SPARSE_BELOW if sparse_below == "auto" else sparse_below
+        self._csr: Any = None  # the held vectors as a CSR matrix, when sparse enough (see sparse_below)
 
     @property
     def ntotal(self) -> int:
@@ -141,6 +165,12 @@ class VectorIndex:
         v = self._as_matrix(vectors, "added")
         self._vectors = np.concatenate([self._vectors, v]) if self.ntotal else v.copy()
         self._exact = None
+        self._csr = None
+        if self.sparse_below is not None and self.ntotal:
+            if np.count_nonzero(self._vectors) <= self.sparse_below * self._vectors.size:
+                from scipy import sparse
+
+                self._csr = sparse.csr_matrix(self._vectors.astype(np.float64))
         if self.hnsw_above is not None and self.ntotal > self.hnsw_above and not self.is_hnsw:
             hnsw = self._faiss.IndexHNSWFlat(self.dim, self.hnsw_m, self._faiss.METRIC_INNER_PRODUCT)
             hnsw.hnsw.efConstruction = self.ef_construction
@@ -189,6 +219,8 @@ class VectorIndex:
         ids = np.full((len(q), k), -1, dtype=np.int64)
         if not self.ntotal or not len(q) or (mask is not None and not mask.any()):
             return scores, ids
+        if self._csr is not None and not self.is_hnsw:
+            return self._sparse_search(q, k, mask, scores, ids)
         params = self._params(k, mask)
         d, i = self._index.search(q, k, params=params) if params is not None else self._index.search(q, k)
         valid = i >= 0
@@ -199,6 +231,20 @@ class VectorIndex:
             n = int(keep.sum())
             scores[row, :n] = d[row, keep]
             ids[row, :n] = i[row, keep]
+        return scores, ids
+
+    def _sparse_search(
+        self, q: np.ndarray, k: int, mask: np.ndarray | None, scores: np.ndarray, ids: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`search` on the CSR copy: every row's inner product (float64 sums), the ``k`` best of the
+        rows ``mask`` allows, best first, ties by row."""
+        allowed = np.flatnonzero(mask) if mask is not None else None
+        every = np.asarray(self._csr @ q.astype(np.float64).T).T  # [q, n]
+        for row in range(len(q)):
+            s = every[row] if allowed is None else every[row][allowed]
+            top = _best(s, k)
+            scores[row, : len(top)] = s[top]
+            ids[row, : len(top)] = top if allowed is None else allowed[top]
         return scores, ids
 
     def recall_against_exact(self, queries: np.ndarray, k: int) -> float:
@@ -225,6 +271,10 @@ class VectorIndex:
     def __repr__(self) -> str:
         kind = "hnsw" if self.is_hnsw else "flat"
         return f"VectorIndex(dim={self.dim}, n={self.ntotal}, kind={kind!r})"
+
+
+#: bm25s tokens of recent queries, by query text (insertion order: the oldest is dropped first).
+_QUERY_TOKENS: dict[str, tuple[str, ...]] = {}
 
 
 class BM25Index:
@@ -256,6 +306,7 @@ class BM25Index:
         self._docs = np.zeros(0, dtype=np.int64)
         self._tf = np.zeros(0, dtype=np.float64)
         self._length = np.zeros(self.n, dtype=np.float64)
+        self._norm: np.ndarray | None = None  # the length normalisation under every row's statistics
         if self.n:
             tok = bm25s.tokenize(
                 [clean_text(t) for t in texts], stopwords="en", return_ids=True, show_progress=False
@@ -277,12 +328,17 @@ class BM25Index:
         return self.n
 
     def tokens(self, query: str) -> list[str]:
-        """The query's tokens as the index sees them (stop words removed)."""
-        return list(
-            self._bm25s.tokenize([clean_text(query)], stopwords="en", return_ids=False, show_progress=False)[
-                0
-            ]
-        )
+        """The query's tokens as the index sees them (stop words removed); the last few queries' tokens are
+        kept process-wide (several indexes search the same query: entry search's legs, flat's)."""
+        got = _QUERY_TOKENS.get(query)
+        if got is None:
+            got = tuple(
+                self._bm25s.tokenize([clean_text(query)], stopwords="en", return_ids=False, show_progress=False)[0]
+            )
+            if len(_QUERY_TOKENS) >= 256:
+                _QUERY_TOKENS.pop(next(iter(_QUERY_TOKENS)))
+            _QUERY_TOKENS[query] = got
+        return list(got)
 
     def scores(self, query: str, mask: np.ndarray | None = None) -> np.ndarray:
         """``float64 [n]``: every row's BM25 score for ``query`` under the statistics of the ``mask``-ed
@@ -295,14 +351,18 @@ class BM25Index:
         if not ids:
             return out
         if mask is None:
-            n_docs, avg = float(self.n), float(self._length.mean())
+            if self._norm is None:  # the statistics of every row: computed once
+                avg = float(self._length.mean())
+                avg = avg if avg > 0 else 1.0
+                self._norm = self.k1 * ((1.0 - self.b) + self.b * self._length / avg)
+            n_docs, norm = float(self.n), self._norm
         else:
             n_docs = float(mask.sum())
             if not n_docs:
                 return out
             avg = float(self._length[mask].mean())
-        avg = avg if avg > 0 else 1.0
-        norm = self.k1 * ((1.0 - self.b) + self.b * self._length / avg)
+            avg = avg if avg > 0 else 1.0
+            norm = self.k1 * ((1.0 - self.b) + self.b * self._length / avg)
         for t in ids:  # a repeated query token counts each time, as in bm25s
             lo, hi = self._indptr[t], self._indptr[t + 1]
             docs, tf = self._docs[lo:hi], self._tf[lo:hi]

@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -111,10 +112,14 @@ class PPRScorer:
 
     PageRank runs over the dependencies that existed at the query time only
     (:class:`~signet_rl.graph.timeslice.TimeSlices`): one igraph graph per graph, with the edges written
-    later weighted 0 (their weight lists cached per slice).
+    later weighted 0 (their weight lists cached per slice). The rank vector of the last
+    :attr:`RANK_CACHE` (entry set, time slice) pairs is kept: a service answering several queries about the
+    same entities solves PageRank once (the same solve, so the same ranks).
     """
 
     name = "ppr"
+    #: Rank vectors kept (per scorer, most recently used; one float64 per entity each).
+    RANK_CACHE = 64
 
     def __init__(self, damping: float = 0.5) -> None:
         check_range("damping", damping, 0, 1, lo_open=True, hi_open=True)
@@ -123,6 +128,26 @@ class PPRScorer:
         self._slices: dict[int, TimeSlices] = {}
         self._graphs: dict[int, tuple[GraphArrays, ig.Graph]] = {}
         self._mem_index: dict[int, tuple[GraphArrays, dict[str, int]]] = {}
+        self._ranks: OrderedDict[tuple[Any, ...], tuple[GraphArrays, np.ndarray]] = OrderedDict()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> PPRScorer:
+        """A fresh instance with the same damping (per-graph state and cached ranks are rebuilt on use)."""
+        return PPRScorer(self.damping)
+
+    def _rank(self, arrays: GraphArrays, timestamp: float | None, entries: list[int]) -> np.ndarray:
+        """Personalized PageRank reset at ``entries`` over the edges that existed at ``timestamp``
+        (cached per entry set and time slice, see the class docstring)."""
+        g, weights = self._graph(arrays, timestamp)
+        key = (id(arrays), self._slices[id(arrays)].key(timestamp), tuple(entries))
+        hit = self._ranks.get(key)
+        if hit is not None and hit[0] is arrays:
+            self._ranks.move_to_end(key)
+            return hit[1]
+        rank = np.asarray(g.personalized_pagerank(damping=self.damping, reset_vertices=entries, weights=weights))
+        self._ranks[key] = (arrays, rank)
+        while len(self._ranks) > self.RANK_CACHE:
+            self._ranks.popitem(last=False)
+        return rank
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         self._slices[id(arrays)] = TimeSlices(arrays)
@@ -168,9 +193,7 @@ class PPRScorer:
             return np.zeros(len(paths))
         key = f"ppr:{context.timestamp}:" + ",".join(map(str, entries))
         if key not in context.cache:
-            context.cache[key] = np.asarray(
-                g.personalized_pagerank(damping=self.damping, reset_vertices=entries, weights=weights)
-            )
+            context.cache[key] = self._rank(a, context.timestamp, entries)
         rank = context.cache[key]
         out = np.empty(len(paths), dtype=np.float64)
         mem_index = self._memory_index(a)

@@ -63,9 +63,13 @@ from signet_rl.graph.impact import impact_report
 from signet_rl.serving.compare import MixedSlate, compare_report, mix
 from signet_rl.serving.state import FeedbackRow, IssuedResult, ServiceState, StateError, UnknownIdError
 
-__all__ = ["MAX_BODY", "Service", "create_app", "default_state_path"]
+__all__ = ["HYBRID", "MAX_BODY", "Service", "create_app", "default_state_path"]
 
 log = logging.getLogger(__name__)
+
+#: Traversal overrides that switch the hybrid entry on (``serve --hybrid``): flat's hits as the floor,
+#: session-DAG steps and entity walks beside the policy's graph walk.
+HYBRID: dict[str, Any] = {"floor": True, "session": True, "entity_walks": True, "graph_walk": True}
 
 #: Largest request body accepted (bytes); larger ones get 413.
 MAX_BODY = 64 * 1024
@@ -141,13 +145,18 @@ class Service:
         budget_chars: the desire retriever's character budget per recall.
         alpha, temperature: the online comparison's mixing (see :mod:`~signet_rl.serving.compare`).
         seed: seeds the slate draws.
+        flat: the flat recall mixed in, which is also the desire retriever's floor when the traversal
+            switches on a hybrid-entry piece (a Signet store has no frozen ``best_flat``).
+        traversal: traversal overrides on top of the one the policy was trained with (e.g. the hybrid
+            entry's ``floor``, ``session``, ``entity_walks``).
         prewarm: temporal pre-warm settings; None (the default) leaves ``/api/session/start`` off.
     """
 
     def __init__(self, store: str | Path, policy: str | Path, state: str | Path | None = None, *, k: int = 5,
                  budget_chars: int = 2000, alpha: float = 0.5, temperature: float = 0.02, seed: int = 0,
                  flat: str = "flat_signet", prewarm: PrewarmConfig | None = None,
-                 emergence: Mapping[str, Any] | None = None) -> None:  # fmt: skip
+                 emergence: Mapping[str, Any] | None = None,
+                 traversal: Mapping[str, Any] | None = None) -> None:  # fmt: skip
         from signet_rl.retrieval.flat import flat_variant
         from signet_rl.serving.policy import load_policy
 
@@ -159,10 +168,12 @@ class Service:
         self.emergence = self._emergence(emergence)
         self.dataset = Dataset(name=f"signet:{self.store}", graphs={"main": self.graph}, queries=[],
                                truth=GroundTruth(), report=LoadReport(files=[str(self.store)]))  # fmt: skip
-        self.desire = self.policy.retriever(name="desire")
-        self.desire.index(self.dataset)
         self.flat = flat_variant(flat, encoder=self.policy.encoder)
-        self.flat.index(self.dataset)
+        self.desire = self.policy.retriever(name="desire", config=traversal)
+        self.desire.flat_spec = self.flat  # the floor of a hybrid traversal: indexed once, by whoever is first
+        self.desire.index(self.dataset)
+        if getattr(self.flat, "_floor_indexed", None) is not self.dataset:
+            self.flat.index(self.dataset)
         self.arrays = self.desire._state("main").arrays
         self.edge_index = {str(e): i for i, e in enumerate(self.arrays.edge_ids)}
         self.stats = self.policy.edge_stats(self.arrays)
@@ -224,12 +235,15 @@ class Service:
 
     # -- recall -------------------------------------------------------------------------------------------
 
-    def _desire(self, query: Query, budget: int) -> tuple[list[Any], dict[str, list[float]]]:
-        """The desire retriever's constructed memories for ``query`` and, when the policy has an
-        online-learnable head (LinUCB), each scored path's context-path vector by path id."""
+    def _desire(
+        self, query: Query, budget: int
+    ) -> tuple[list[Any], dict[str, list[float]], list[Any] | None]:
+        """The desire retriever's constructed memories for ``query``; when the policy has an
+        online-learnable head (LinUCB), each scored path's context-path vector by path id; and flat's units
+        when the hybrid entry already ran flat for this query (``None``: run it)."""
         cands = self.desire.candidates(query)
         if cands is None:
-            return [], {}
+            return [], {}, None
         paths = cands.walk.paths
         scores = self.policy.score(query, paths, cands.context) if paths else np.zeros(0)
         units = [u for u in self.desire.slate(query, cands, zip(paths, scores.tolist(), strict=True), budget)
@@ -242,15 +256,16 @@ class Service:
             if chosen:
                 x = self.policy.scorer.design(query, chosen, cands.context)
                 designs = {p.id: row.tolist() for p, row in zip(chosen, x, strict=True)}
-        return units, designs
+        return units, designs, cands.flat_units
 
     def recall(self, body: RecallBody) -> dict[str, Any]:
         limit = body.limit or self.k
         query = Query(id=f"serve:{uuid.uuid4().hex}", text=body.query, graph_id="main", split="test",
                       meta={"session": body.sessionKey} if body.sessionKey else {})  # fmt: skip
         with self._lock:
-            desire_units, designs = self._desire(query, body.budgetChars or self.budget_chars)
-            flat_units = self.flat.retrieve(query, None)
+            desire_units, designs, floor_units = self._desire(query, body.budgetChars or self.budget_chars)
+            # the hybrid entry's floor is this same flat retriever: its units for this query are reused
+            flat_units = floor_units if floor_units is not None else self.flat.retrieve(query, None)
             d_keys = _unique([f"p:{u.meta.get('path_id', u.text[:40])}" for u in desire_units])
             f_keys = _unique([f"m:{u.items[0]}" if u.items else f"f:{i}" for i, u in enumerate(flat_units)])
             units = {**dict(zip(d_keys, desire_units, strict=False)),
@@ -501,6 +516,7 @@ def _provenance(unit: Any, memory_ids_of_graph: frozenset[str]) -> dict[str, Any
     aspects: list[str] = []
     attributes: list[str] = []
     deps: list[str] = []
+    hop_memories: list[str] = []  # the hybrid entry's memory hops (floor hits, session steps, entity walks)
     text = unit.meta.get("path")
     if text:
         lists = {
@@ -508,10 +524,12 @@ def _provenance(unit: Any, memory_ids_of_graph: frozenset[str]) -> dict[str, Any
             HopKind.ASPECT: aspects,
             HopKind.ATTRIBUTE: attributes,
             HopKind.DEPENDENCY: deps,
+            HopKind.MEMORY: hop_memories,
         }
         for hop in WalkPath.parse(str(text)).hops:
             lists[hop.kind].append(str(hop.id))
     memory_ids = [str(m) for m in (unit.meta.get("memories") or ())]
+    memory_ids += [m for m in hop_memories if m in memory_ids_of_graph and m not in memory_ids]
     for item in unit.items:
         if str(item) in memory_ids_of_graph and str(item) not in memory_ids:
             memory_ids.append(str(item))

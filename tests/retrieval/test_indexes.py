@@ -204,3 +204,48 @@ def test_fts5_over_an_existing_store(tmp_path):
     _, ids = index.search("daemon sqlite", 5)
     assert sorted(index.ids[i] for i in ids) == ["m1", "m2"]
     index.close()
+
+
+def _reference_top(vectors: np.ndarray, q: np.ndarray, k: int, mask: np.ndarray | None) -> list[int]:
+    """The plain reference: every row's exact inner product (``math.fsum`` of float64 products, which are
+    exact for float32 inputs), the ``k`` best allowed rows, ties by row."""
+    scores = [math.fsum(float(a) * float(b) for a, b in zip(row, q, strict=True)) for row in vectors]
+    rows = [i for i in range(len(vectors)) if mask is None or mask[i]]
+    return sorted(rows, key=lambda i: (-scores[i], i))[:k]
+
+
+def test_sparse_search_ranks_as_the_plain_reference_and_faiss():
+    """Hashing vectors of names are sparse: the CSR path must return the reference's rows, in its order, and
+    the dense faiss scan's scores (the ranking an optimisation could have changed)."""
+    from signet_rl.datasets.synthetic import generate
+    from signet_rl.text.encoders import make_encoder
+
+    enc = make_encoder("hashing")
+    names = list(dict.fromkeys(generate("tiny", seed=0).graph.entities["name"].astype(str)))
+    vectors = enc.encode(names)
+    sparse, dense = VectorIndex(enc.dim), VectorIndex(enc.dim, sparse_below=None)
+    sparse.add(vectors)
+    dense.add(vectors)
+    assert sparse._csr is not None and dense._csr is None
+    rng = np.random.default_rng(0)
+    queries = enc.encode([f"{names[i]} {names[j]}" for i, j in rng.integers(0, len(names), (12, 2))])
+    mask = rng.random(len(names)) < 0.7
+    for q in queries:
+        for m in (None, mask):
+            s, ids = sparse.search(q, 10, m)
+            assert ids[0].tolist() == _reference_top(vectors, q, 10, m)
+            d, dense_ids = dense.search(q, 10, m)
+            assert np.allclose(s, d, atol=1e-6)
+            assert set(ids[0][s[0] > d[0][-1] + 1e-6].tolist()) <= set(dense_ids[0].tolist())
+    # fewer allowed rows than k: padded as the dense index pads
+    few = np.zeros(len(names), dtype=bool)
+    few[[3, 5]] = True
+    s, ids = sparse.search(queries[0], 4, few)
+    assert sorted(ids[0][:2].tolist()) == [3, 5] and ids[0][2:].tolist() == [-1, -1]
+    assert np.isneginf(s[0][2:]).all()
+
+
+def test_dense_vectors_keep_the_faiss_scan():
+    index = VectorIndex(16)
+    index.add(_clustered(50, 16))
+    assert index._csr is None

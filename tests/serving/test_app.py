@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from signet_rl.core.types import Query
 from signet_rl.serving.app import MAX_BODY, FeedbackBody, RecallBody, ResultFeedback, Service, create_app
 
 
@@ -179,3 +180,40 @@ def test_serve_report_prints_the_comparison_and_http_refuses_an_open_bind_withou
         "binding 0.0.0.0 exposes the memory store beyond this machine; give a bearer token"
         in capsys.readouterr().err
     )
+
+
+def test_a_hybrid_service_floors_on_its_flat_reuses_its_hits_and_names_memory_hops(served, tmp_path, monkeypatch):
+    """With the hybrid entry on (``serve --hybrid``), the desire retriever's floor is the service's own flat
+    recall (a Signet store has no frozen best_flat), a recall runs flat once and shows flat's units as flat
+    computes them, and a result whose path is made of memory hops (a floor hit, a session step) carries
+    those memories as provenance (before: a KeyError on the memory hop)."""
+    from signet_rl.serving.app import HYBRID
+    from signet_rl.traversal.path import HopKind
+
+    svc = Service(served["store"], served["artifact"], tmp_path / "state.sqlite", k=10, traversal=HYBRID)
+    try:
+        assert svc.desire.flat is svc.flat and svc.desire.config.floor and svc.desire.config.session
+        texts = [f"what do we know about {n}" for n in svc.graph.entities["name"].iloc[:6]]
+        calls = []
+        original = svc.flat.retrieve
+
+        def counted(query, budget_chars=None):
+            calls.append(query.text)
+            return original(query, budget_chars)
+
+        monkeypatch.setattr(svc.flat, "retrieve", counted)
+        hops = 0
+        for text in texts:
+            calls.clear()
+            body = svc.recall(RecallBody(query=text, sessionKey="h"))
+            assert calls == [text]  # once: the floor's hits are the flat side of the slate
+            expected = {u.text for u in original(Query(id="x", text=text, graph_id="main", split="test"))}
+            assert {r["content"] for r in body["results"] if r["system"] == "flat"} <= expected
+            cands = svc.desire.candidates(Query(id="y", text=text, graph_id="main", split="test"))
+            hops += sum(any(h.kind == HopKind.MEMORY for h in p.hops) for p in cands.walk.paths)
+            for r in body["results"]:
+                if r["system"] == "desire":  # entity walks and session steps end in memory hops
+                    assert r["path"]["memory_ids"] and set(r["path"]["memory_ids"]) <= svc.memory_ids
+        assert hops > 0
+    finally:
+        svc.state.close()
