@@ -63,16 +63,16 @@ SYNTHETIC_VERSION = REPORT_SYNTHETIC_VERSION
 
 
 def configured_traversal(dataset: str, conf_dir: str | Path | None = None) -> dict:
-    """The ``traversal`` block of ``conf/dataset/<kind>.yaml``: the hybrid entry's candidate bounds and
-    ``floor_share`` chosen on validation by ``experiments/hybrid_split.py`` (the same block
-    ``python -m signet_rl.evaluate`` and ``signet_rl.train`` read as ``dataset.traversal``); ``{}`` when the
-    file or the block is absent."""
+    """The ``hybrid`` block of ``conf/dataset/<kind>.yaml``: the hybrid entry's candidate bounds and
+    ``floor_share`` chosen on validation by ``experiments/hybrid_split.py``, laid under the ablations'
+    pieces (a block apart from ``dataset.traversal``, so runs trained under the old traversal still
+    resume); ``{}`` when the file or the block is absent."""
     import yaml
 
     file = Path(conf_dir if conf_dir is not None else DATASET_CONF) / f"{dataset.split(':', 1)[0]}.yaml"
     if not file.is_file():
         return {}
-    return dict((yaml.safe_load(file.read_text()) or {}).get("traversal") or {})
+    return dict((yaml.safe_load(file.read_text()) or {}).get("hybrid") or {})
 
 
 def section_name(dataset: str) -> str:
@@ -225,8 +225,9 @@ def main(argv: list[str] | None = None) -> str:
     ds = load_test_data(args.dataset, args.synthetic_version)
     synthetic = args.dataset.startswith("synthetic:")
     fold = ds.meta.get("learning_split")
-    # none of the loaders set one today; the dataset config's block (chosen on validation) does
-    traversal = {**configured_traversal(args.dataset), **(ds.meta.get("traversal") or {})} or None
+    traversal = ds.meta.get("traversal")  # none of the loaders set one today; dataset configs may
+    if args.ablations:  # the hybrid bounds chosen on validation (conf/dataset/<kind>.yaml's hybrid block)
+        traversal = {**configured_traversal(args.dataset), **(traversal or {})} or None
     subset = f" --max-queries {args.max_queries}" if args.max_queries else ""
     subset += f" --split {args.split}" if args.split != "test" else ""
     subset += f" --ablations --encoder {args.encoder}" if args.ablations else ""
@@ -254,7 +255,7 @@ def main(argv: list[str] | None = None) -> str:
         "",
     ]
     if args.ablations and traversal:
-        lines += [f"Hybrid-entry settings (`traversal` of `conf/dataset/{args.dataset.split(':', 1)[0]}.yaml`, "
+        lines += [f"Hybrid-entry settings (`hybrid` of `conf/dataset/{args.dataset.split(':', 1)[0]}.yaml`, "
                   f"chosen on validation by `experiments/hybrid_split.py`): `{json.dumps(traversal)}`.", ""]
     own = own_caps(ds, args.n_boot, args.max_queries, args.split)
     for budget in args.budgets:

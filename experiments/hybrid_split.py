@@ -12,7 +12,7 @@ Two choices, both on the validation fold of the dataset's learning split (k=5, f
    non-learned desire retriever (``prior``) on the chosen pool. The share with the highest needed recall
    wins (ties: the larger share, i.e. the one closer to flat).
 
-It prints the figures and the chosen setting as a ``traversal`` block for ``conf/dataset/<kind>.yaml``
+It prints the figures and the chosen setting as the ``hybrid`` block of ``conf/dataset/<kind>.yaml``
 (which ``experiments/desire_report.py`` reads); it writes nothing.
 
     python experiments/hybrid_split.py --dataset locomo --encoder minilm --budget 2000 --max-queries 120
@@ -43,6 +43,11 @@ POOLS: dict[str, dict] = {
     "sess20": {"max_floor_paths": 16, "session_paths": 20, "walk_paths": 14},
     "anchors8": {"max_floor_paths": 16, "session_paths": 16, "walk_paths": 18, "session_anchors": 8,
                  "session_window": 2},
+    "deep": {"max_floor_paths": 30, "floor_budget_factor": 3.0, "session_paths": 10, "walk_paths": 10},
+    "deep_w1": {"max_floor_paths": 30, "floor_budget_factor": 3.0, "session_paths": 8, "walk_paths": 12,
+                "walk_memories_per_entity": 1},
+    "deep_walk15": {"max_floor_paths": 30, "floor_budget_factor": 3.0, "session_paths": 5, "walk_paths": 15},
+    "deeper": {"max_floor_paths": 36, "floor_budget_factor": 4.0, "session_paths": 7, "walk_paths": 7},
 }
 
 
@@ -53,7 +58,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--budget", type=int, default=2000)
     ap.add_argument("--max-queries", type=int, default=None)
     ap.add_argument("--pools", nargs="+", default=list(POOLS), choices=list(POOLS))
-    ap.add_argument("--shares", nargs="+", type=float, default=[1.0, 0.8, 0.6, 0.4])
+    ap.add_argument("--shares", nargs="*", type=float, default=[1.0, 0.8, 0.6, 0.4])
     ap.add_argument("--n-boot", type=int, default=200)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -72,6 +77,9 @@ def main(argv: list[str] | None = None) -> dict:
     ceilings = {n: float(summ.loc[f"ceiling[{n}]", "needed_recall"]) for n in args.pools}
     pool = max(args.pools, key=lambda n: (ceilings[n], -args.pools.index(n)))
     print(f"ceilings {json.dumps(ceilings)} -> pool {pool}", flush=True)
+    if not args.shares:
+        print("hybrid:", json.dumps(POOLS[pool]), f"({time.perf_counter() - t0:.0f} s)")
+        return dict(POOLS[pool])
     named = {"best_flat": floor}
     for share in args.shares:
         cfg = {**PIECES, **POOLS[pool], "floor_share": share}
@@ -86,7 +94,7 @@ def main(argv: list[str] | None = None) -> dict:
     share = max(args.shares, key=lambda s: (recall[s], s))
     chosen = {**POOLS[pool], "floor_share": share}
     print(f"recall by share {json.dumps({f'{k:g}': v for k, v in recall.items()})} -> floor_share {share:g}")
-    print("traversal:", json.dumps(chosen), f"({time.perf_counter() - t0:.0f} s)")
+    print("hybrid:", json.dumps(chosen), f"({time.perf_counter() - t0:.0f} s)")
     return chosen
 
 

@@ -62,9 +62,9 @@ def test_desire_report_runs_tiny_with_the_candidate_ceiling(tmp_path):
     assert text.count(report.START) == 1 and text.count(report.END) == 1
 
 
-def test_desire_report_reads_the_dataset_configs_traversal_block(tmp_path):
+def test_desire_report_reads_the_dataset_configs_hybrid_block(tmp_path):
     report = _load("desire_report")
-    (tmp_path / "locomo.yaml").write_text("spec: locomo\ntraversal:\n  floor_share: 0.6\n  walk_paths: 24\n")
+    (tmp_path / "locomo.yaml").write_text("spec: locomo\nhybrid:\n  floor_share: 0.6\n  walk_paths: 24\n")
     (tmp_path / "musique.yaml").write_text("spec: musique\n")
     assert report.configured_traversal("locomo", tmp_path) == {"floor_share": 0.6, "walk_paths": 24}
     assert report.configured_traversal("musique", tmp_path) == {}
