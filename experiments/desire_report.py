@@ -36,6 +36,7 @@ fold ``best_flat`` was chosen on); use it for anything that chooses, never the t
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import time
 from pathlib import Path
@@ -43,7 +44,7 @@ from pathlib import Path
 import pandas as pd
 
 from signet_rl import smoke
-from signet_rl.datasets.registry import REPORT_SYNTHETIC_VERSION, load_test_data
+from signet_rl.datasets.registry import DATASET_CONF, REPORT_SYNTHETIC_VERSION, load_test_data
 from signet_rl.evaluation.harness import EvaluationResult, evaluate, render_markdown
 from signet_rl.evaluation.oracle import OracleScorer
 from signet_rl.pipeline.desire import DesirePathRetriever
@@ -59,6 +60,19 @@ START, END = "<!-- desire:start -->", "<!-- desire:end -->"
 SECONDS = re.compile(r", \d+ s\)")
 #: The synthetic generator version every report uses by default (v1 stays selectable).
 SYNTHETIC_VERSION = REPORT_SYNTHETIC_VERSION
+
+
+def configured_traversal(dataset: str, conf_dir: str | Path | None = None) -> dict:
+    """The ``hybrid`` block of ``conf/dataset/<kind>.yaml``: the hybrid entry's candidate bounds and
+    ``floor_share`` chosen on validation by ``experiments/hybrid_split.py``, laid under the ablations'
+    pieces (a block apart from ``dataset.traversal``, so runs trained under the old traversal still
+    resume); ``{}`` when the file or the block is absent."""
+    import yaml
+
+    file = Path(conf_dir if conf_dir is not None else DATASET_CONF) / f"{dataset.split(':', 1)[0]}.yaml"
+    if not file.is_file():
+        return {}
+    return dict((yaml.safe_load(file.read_text()) or {}).get("hybrid") or {})
 
 
 def section_name(dataset: str) -> str:
@@ -212,6 +226,8 @@ def main(argv: list[str] | None = None) -> str:
     synthetic = args.dataset.startswith("synthetic:")
     fold = ds.meta.get("learning_split")
     traversal = ds.meta.get("traversal")  # none of the loaders set one today; dataset configs may
+    if args.ablations:  # the hybrid bounds chosen on validation (conf/dataset/<kind>.yaml's hybrid block)
+        traversal = {**configured_traversal(args.dataset), **(traversal or {})} or None
     subset = f" --max-queries {args.max_queries}" if args.max_queries else ""
     subset += f" --split {args.split}" if args.split != "test" else ""
     subset += f" --ablations --encoder {args.encoder}" if args.ablations else ""
@@ -238,6 +254,9 @@ def main(argv: list[str] | None = None) -> str:
         "(budget `none`): it is unpaired with the budgeted rows and the same in every table.",
         "",
     ]
+    if args.ablations and traversal:
+        lines += [f"Hybrid-entry settings (`hybrid` of `conf/dataset/{args.dataset.split(':', 1)[0]}.yaml`, "
+                  f"chosen on validation by `experiments/hybrid_split.py`): `{json.dumps(traversal)}`.", ""]
     own = own_caps(ds, args.n_boot, args.max_queries, args.split)
     for budget in args.budgets:
         named = ablation_retrievers(ds, traversal, args.encoder) if args.ablations else None
@@ -253,6 +272,7 @@ def main(argv: list[str] | None = None) -> str:
         "n_boot": args.n_boot,
         **({"split": args.split} if args.split != "test" else {}),
         **({"ablations": True, "encoder": args.encoder} if args.ablations else {}),
+        **({"traversal": traversal} if args.ablations and traversal else {}),
     }
     publish(
         args.output,

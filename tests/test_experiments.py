@@ -62,6 +62,15 @@ def test_desire_report_runs_tiny_with_the_candidate_ceiling(tmp_path):
     assert text.count(report.START) == 1 and text.count(report.END) == 1
 
 
+def test_desire_report_reads_the_dataset_configs_hybrid_block(tmp_path):
+    report = _load("desire_report")
+    (tmp_path / "locomo.yaml").write_text("spec: locomo\nhybrid:\n  floor_share: 0.6\n  walk_paths: 24\n")
+    (tmp_path / "musique.yaml").write_text("spec: musique\n")
+    assert report.configured_traversal("locomo", tmp_path) == {"floor_share": 0.6, "walk_paths": 24}
+    assert report.configured_traversal("musique", tmp_path) == {}
+    assert report.configured_traversal("signet:/some/store.db", tmp_path) == {}
+
+
 def _kg_results(mrr: float, train_s: float, anchor: float | dict | None = None) -> dict:
     metrics = {"hits@1": mrr - 0.1, "hits@3": mrr, "hits@10": mrr + 0.1, "mrr": mrr}
     anchors = anchor if isinstance(anchor, dict) else {}

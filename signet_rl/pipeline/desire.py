@@ -22,7 +22,7 @@ from signet_rl.core.types import DEFAULT_BUDGET_CHARS, Query, Unit
 from signet_rl.datasets.base import Dataset
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
-from signet_rl.pipeline.hybrid import HybridEntry, Pool, floor_first
+from signet_rl.pipeline.hybrid import HybridEntry, Pool, floor_first, floor_share_first
 from signet_rl.retrieval.base import Retriever
 from signet_rl.retrieval.entry import EntrySearch
 from signet_rl.retrieval.flat import BEST_FLAT, flat_variant
@@ -55,7 +55,11 @@ class _GraphState:
             content = graph.attributes.set_index("id")["content"]
             texts = content.reindex(self.arrays.attribute_ids).fillna("").astype(str).tolist()
             self.attr_vectors = CachedEncoder(self.encoder).encode(texts)
-        self.hybrid = HybridEntry(graph, self.arrays, self.builder, self.encoder) if config.hybrid else None
+        self.hybrid = (
+            HybridEntry(graph, self.arrays, self.builder, self.encoder, config.session_source)
+            if config.hybrid
+            else None
+        )
         self.conf_ok = self.arrays.dep_confidence >= config.min_confidence
 
 
@@ -314,7 +318,12 @@ class DesirePathRetriever:
             return []
         paths = cands.walk.paths
         scores = self.scorer.score(query, paths, cands.context) if paths else np.zeros(0)
-        if cands.pool is not None and self.floor_first:
+        if cands.pool is not None and self.floor_first and self.config.floor_share < 1.0:
+            builder = self._state(query.graph_id).builder
+            budget = DEFAULT_BUDGET_CHARS if budget_chars is None else budget_chars
+            chars = [builder.construct(p).chars for p in paths]
+            scores = floor_share_first(scores, paths, cands.pool.info, chars, budget, self.config.floor_share)
+        elif cands.pool is not None and self.floor_first:
             scores = floor_first(scores, paths, cands.pool.info)
         units = self.slate(query, cands, zip(paths, scores.tolist(), strict=True), budget_chars)
         if cands.pool is not None:  # the pool size travels with every unit (reported per query)

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from signet_rl.core.types import Query, Unit, fit_budget
+from signet_rl.datasets.extract import session_dag
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.text.encoders import CachedEncoder, Encoder
@@ -42,10 +43,34 @@ from signet_rl.traversal.construct import MemoryBuilder
 from signet_rl.traversal.path import Hop, Path
 from signet_rl.traversal.session import SessionDAG
 
-__all__ = ["PIECES", "HybridEntry", "Pool", "floor_first"]
+__all__ = ["PIECES", "SESSION_SOURCES", "HybridEntry", "Pool", "floor_first", "session_dag_of"]
 
 #: Candidate pieces, in the order they fill the candidate set.
 PIECES: tuple[str, ...] = ("floor", "session", "walk", "graph")
+
+
+#: Where the session DAG comes from (:attr:`~signet_rl.traversal.config.TraversalConfig.session_source`).
+SESSION_SOURCES: tuple[str, ...] = ("tags", "graph", "auto")
+
+
+def session_dag_of(graph: KnowledgeGraph, arrays: GraphArrays, source: str = "tags") -> SessionDAG:
+    """The session DAG the walk steps through: from the memories' ``session_<n>`` tags (``tags``), from
+    the extractor's session entities, their turns and ``next_session`` edges (``graph``;
+    :func:`~signet_rl.datasets.extract.session_dag`), or the graph's when it has session entities and the
+    tags' otherwise (``auto``). On an extracted LoCoMo conversation both give the same DAG; the graph's
+    also serves a store whose memories carry no session tags.
+
+    Raises:
+        ValueError: an unknown source (naming the known ones).
+    """
+    if source not in SESSION_SOURCES:
+        raise ValueError(f"unknown session_source {source!r}; known: {', '.join(SESSION_SOURCES)}")
+    if source == "tags":
+        return SessionDAG.from_graph(graph, arrays)
+    dag = session_dag(graph)
+    if source == "auto" and not dag.sessions:
+        return SessionDAG.from_graph(graph, arrays)
+    return SessionDAG.from_sessions(graph, [dag.turns[s] for s in dag.sessions], arrays)
 
 
 @dataclass
@@ -77,12 +102,17 @@ class HybridEntry:
     """
 
     def __init__(
-        self, graph: KnowledgeGraph, arrays: GraphArrays, builder: MemoryBuilder, encoder: Encoder
+        self,
+        graph: KnowledgeGraph,
+        arrays: GraphArrays,
+        builder: MemoryBuilder,
+        encoder: Encoder,
+        session_source: str = "tags",
     ) -> None:
         self.graph = graph
         self.arrays = arrays
         self.builder = builder
-        self.dag = SessionDAG.from_graph(graph, arrays)
+        self.dag = session_dag_of(graph, arrays, session_source)
         self.memory_index = {str(m): i for i, m in enumerate(arrays.memory_ids)}
         self.attr_index = {str(t): i for i, t in enumerate(arrays.attribute_ids)}
         text = graph.memories.set_index("id")["content"].reindex(arrays.memory_ids).fillna("").astype(str)
@@ -347,6 +377,42 @@ def floor_first(scores: np.ndarray, paths: list[Path], info: dict[str, dict[str,
     nf = max(int(floor.sum()), 1)
     out[floor] = 2.0 - ranks[floor] / nf
     rest = np.flatnonzero(~floor)
+    if len(rest):
+        order = rest[np.argsort(-np.asarray(scores, dtype=np.float64)[rest], kind="stable")]
+        out[order] = 1.0 - (np.arange(len(order)) + 1.0) / (len(order) + 1.0)
+    return out
+
+
+def floor_share_first(
+    scores: np.ndarray,
+    paths: list[Path],
+    info: dict[str, dict[str, float]],
+    chars: list[int],
+    budget: int,
+    share: float,
+) -> np.ndarray:
+    """:func:`floor_first` with the budget split between the floor and the walks
+    (:attr:`~signet_rl.traversal.config.TraversalConfig.floor_share`): the floor units that fit
+    ``share × budget`` characters, taken in flat's order (a unit that would overflow is skipped, as the
+    budget rule skips it), go first in that order (scores in ``(1, 2]``); every other candidate — the rest
+    of the floor, session steps and walks alike — follows in the scorer's order (scores in ``[0, 1)``), so
+    a walked or session unit the scorer rates above flat's later hits takes their place. ``share >= 1`` is
+    :func:`floor_first` exactly."""
+    if share >= 1.0:
+        return floor_first(scores, paths, info)
+    n = len(paths)
+    ranks = np.asarray([info.get(p.id, {}).get("floor_rank", -1.0) for p in paths], dtype=np.float64)
+    out = np.zeros(n, dtype=np.float64)
+    guaranteed = np.zeros(n, dtype=bool)
+    room = share * budget
+    used = 0
+    for i in np.flatnonzero(ranks >= 0)[np.argsort(ranks[ranks >= 0], kind="stable")].tolist():
+        if used + chars[i] <= room:
+            used += chars[i]
+            guaranteed[i] = True
+    ng = max(int(guaranteed.sum()), 1)
+    out[guaranteed] = 2.0 - ranks[guaranteed] / (ng + 1.0)
+    rest = np.flatnonzero(~guaranteed)
     if len(rest):
         order = rest[np.argsort(-np.asarray(scores, dtype=np.float64)[rest], kind="stable")]
         out[order] = 1.0 - (np.arange(len(order)) + 1.0) / (len(order) + 1.0)

@@ -297,6 +297,11 @@ class MiniLMEncoder:
         batch_size = self.batch_size if batch_size is None else batch_size
         _check_batch(batch_size)
         cleaned = [clean_text(t) for t in texts]
+        # one text (a query): every retriever of a run encodes the same query; the model's answer for a
+        # one-text call is the same each time, so it is kept (process-wide, bounded) and copied out
+        memo_key = (self.model_path, self.device, cleaned[0]) if len(cleaned) == 1 else None
+        if memo_key is not None and memo_key in _ONE_TEXT_MEMO:
+            return _ONE_TEXT_MEMO[memo_key].copy()
         out = np.zeros((len(cleaned), self.dim), dtype=np.float32)
         keep = [i for i, t in enumerate(cleaned) if t.strip()]
         if keep:
@@ -312,10 +317,19 @@ class MiniLMEncoder:
                     f"{self.model_path} gives {emb.shape[1]}-dimensional vectors, expected {self.dim}"
                 )
             out[keep] = emb.astype(np.float32, copy=False)
+        if memo_key is not None:
+            if len(_ONE_TEXT_MEMO) >= _ONE_TEXT_MEMO_SIZE:
+                _ONE_TEXT_MEMO.pop(next(iter(_ONE_TEXT_MEMO)))  # the oldest
+            _ONE_TEXT_MEMO[memo_key] = out.copy()
         return out
 
     def __repr__(self) -> str:
         return f"MiniLMEncoder(batch_size={self.batch_size}, device={self.device!r})"
+
+
+#: One-text MiniLM encodings (queries), process-wide: (model path, device, cleaned text) -> ``[1, 384]``.
+_ONE_TEXT_MEMO: dict[tuple[str, str | None, str], np.ndarray] = {}
+_ONE_TEXT_MEMO_SIZE = 4096
 
 
 def default_cache_dir() -> Path:

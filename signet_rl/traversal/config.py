@@ -51,6 +51,13 @@ class TraversalConfig:
         walk_paths: most entity-walk candidates.
         walk_memories_per_entity: memories one entity contributes to the entity walks.
         candidate_chars_factor: candidate text is capped at this many budgets (at most 10).
+        session_source: where session steps read the session DAG: ``tags`` (the memories'
+            ``session_<n>`` tags), ``graph`` (the extractor's session entities and ``next_session`` edges)
+            or ``auto`` (the graph's when it has session entities, else the tags').
+        floor_share: with the floor ranked first (the non-learned desire retriever), the share of the
+            budget the floor is guaranteed, in flat's order; the rest goes to every remaining candidate
+            (floor, session and walk units alike) in the scorer's order. 1.0: the floor first throughout.
+            A setting chosen on validation (``experiments/hybrid_split.py``).
         aspect_chunks: when the walk ranks facts by query relevance, an entry entity's aspect holding more
             than ``max_attributes_per_aspect`` current facts yields up to this many paths, the next most
             relevant facts on each (a speaker's hundreds of observations need more than one path), >= 1.
@@ -78,6 +85,8 @@ class TraversalConfig:
     walk_paths: int = 15
     walk_memories_per_entity: int = 3
     candidate_chars_factor: float = 10.0
+    session_source: str = "auto"
+    floor_share: float = 1.0
 
     @property
     def hybrid(self) -> bool:
@@ -111,6 +120,13 @@ class TraversalConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= hi:
                 raise ValueError(f"TraversalConfig.{name} must be a number in (0, {hi:g}], got {value!r}")
+        if self.session_source not in ("tags", "graph", "auto"):
+            raise ValueError(
+                f"TraversalConfig.session_source must be one of tags, graph, auto, got {self.session_source!r}"
+            )
+        fs = self.floor_share
+        if isinstance(fs, bool) or not isinstance(fs, int | float) or not 0 <= fs <= 1:
+            raise ValueError(f"TraversalConfig.floor_share must be a number in [0, 1], got {fs!r}")
         if self.hybrid and self.max_paths > 50:
             raise ValueError(
                 f"TraversalConfig.max_paths is {self.max_paths}; the hybrid entry (floor, session, "
@@ -129,7 +145,7 @@ class TraversalConfig:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"TraversalConfig: unknown keys {unknown}; known: {sorted(known)}")
-        for key in ("min_confidence", "floor_budget_factor", "candidate_chars_factor"):
+        for key in ("min_confidence", "floor_budget_factor", "candidate_chars_factor", "floor_share"):
             if isinstance(values.get(key), int) and not isinstance(values[key], bool):
                 values[key] = float(values[key])
         return cls(**values)

@@ -124,6 +124,48 @@ class SessionDAG:
             pos_in_session=pos,
         )
 
+    @classmethod
+    def from_sessions(
+        cls, graph: KnowledgeGraph, sessions: Sequence[Sequence[str]], arrays: GraphArrays | None = None
+    ) -> SessionDAG:
+        """Build the DAG from explicit sessions: ``sessions`` in order, each its memory ids in turn order
+        (the extractor's session entities, ordered by their ``next_session`` edges, each with its turns;
+        :func:`signet_rl.datasets.extract.session_dag`). Memories in no session (or unknown ids) have no
+        session; ``session_number`` is the session's position. Time order (``order``, ``rank``) is as in
+        :meth:`from_graph`. Unlike :meth:`from_graph` it needs no ``session_<n>`` tags, so a store whose
+        memories carry none still gets session steps once the extractor has written its session nodes."""
+        a = arrays if arrays is not None else GraphArrays.from_graph(graph)
+        ids = np.asarray(a.memory_ids, dtype=object)
+        index = {str(m): i for i, m in enumerate(ids.tolist())}
+        created = np.asarray(a.memory_created, dtype=np.float64)
+        order = np.lexsort((ids.astype(str), created)).astype(np.int64) if len(ids) else np.zeros(0, np.int64)
+        rank = np.empty(len(ids), dtype=np.int64)
+        rank[order] = np.arange(len(ids))
+        session = np.full(len(ids), -1, dtype=np.int64)
+        pos = np.full(len(ids), -1, dtype=np.int64)
+        rows: list[int] = []
+        counts: list[int] = []
+        for s, turns in enumerate(sessions):
+            kept = [index[str(m)] for m in turns if str(m) in index and session[index[str(m)]] < 0]
+            for p, r in enumerate(kept):
+                session[r], pos[r] = len(counts), p
+            rows += kept
+            counts.append(len(kept))
+        indptr = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(np.asarray(counts, dtype=np.int64), out=indptr[1:])
+        return cls(
+            memory_ids=ids,
+            created=created,
+            deleted=np.asarray(a.memory_deleted, dtype=bool),
+            session=session,
+            session_number=session.copy(),
+            order=order,
+            rank=rank,
+            sess_indptr=indptr,
+            sess_turns=np.asarray(rows, dtype=np.int64),
+            pos_in_session=pos,
+        )
+
     @property
     def num_sessions(self) -> int:
         return len(self.sess_indptr) - 1

@@ -275,3 +275,92 @@ def test_envs_expose_the_floor_and_session_steps_and_pass_the_checker():
     assert walk.stopped_paths()[-1].kind == "floor"
     obs, reward, terminated, _, info = walk.step(k + 1)
     assert terminated and len(walk.stopped_ratings()) == 2
+
+
+# -- the session DAG from the extractor's session entities ---------------------------------------------
+
+
+def extracted_conversation() -> KnowledgeGraph:
+    """The hand conversation run through the extractor (hashing names): session entities with their turns
+    and ``next_session`` edges, and the ``session_<n>`` tags."""
+    from signet_rl.datasets.extract import ExtractConfig, MemoryText, extract_graph
+
+    turns = [MemoryText(f"c:D{s}:{i + 1}", text.split(": ", 1)[1], T0 + pd.Timedelta(days=7 * s, seconds=i),
+                        text.split(":")[0], s)
+             for s, texts in TEXTS.items() for i, text in enumerate(texts)]  # fmt: skip
+    return extract_graph(turns, ExtractConfig(encoder="hashing"), cache=False)
+
+
+def _steps(dag: SessionDAG, anchor: str) -> list[tuple[str, str]]:
+    ids = dag.memory_ids
+    row = int(np.flatnonzero(ids == anchor)[0])
+    return [(str(ids[m]), kind) for m, kind, _ in dag.steps([row], window=1)]
+
+
+def test_session_steps_read_the_extractors_session_entities():
+    from signet_rl.graph.arrays import GraphArrays
+    from signet_rl.pipeline.hybrid import session_dag_of
+
+    graph = extracted_conversation()
+    arrays = GraphArrays.from_graph(graph)
+    tags = session_dag_of(graph, arrays, "tags")
+    from_graph = session_dag_of(graph, arrays, "graph")
+    want = [("c:D2:1", "turn"), ("c:D2:3", "turn"), ("c:D2:4", "session"), ("c:D3:1", "next"),
+            ("c:D3:2", "next"), ("c:D3:3", "next"), ("c:D3:4", "next"), ("c:D1:1", "previous"),
+            ("c:D1:2", "previous"), ("c:D1:3", "previous"), ("c:D1:4", "previous")]  # fmt: skip
+    assert _steps(tags, "c:D2:2") == want and _steps(from_graph, "c:D2:2") == want
+    assert from_graph.session.tolist() == tags.session.tolist()
+    # a store whose memories carry no session tags: only the graph's session nodes give the steps
+    untagged = graph.replace(memories=graph.memories.assign(tags=None))
+    ua = GraphArrays.from_graph(untagged)
+    assert _steps(session_dag_of(untagged, ua, "tags"), "c:D2:2") == []
+    assert _steps(session_dag_of(untagged, ua, "graph"), "c:D2:2") == want
+    assert _steps(session_dag_of(untagged, ua, "auto"), "c:D2:2") == want
+    # without session entities, auto falls back to the tags
+    plain = conversation().graphs["c"]
+    pa = GraphArrays.from_graph(plain)
+    assert _steps(session_dag_of(plain, pa, "auto"), "c:D2:2") == want
+    assert _steps(session_dag_of(plain, pa, "graph"), "c:D2:2") == []
+    with pytest.raises(ValueError, match=r"unknown session_source 'days'; known: tags, graph, auto"):
+        session_dag_of(plain, pa, "days")
+    with pytest.raises(ValueError, match=r"TraversalConfig.session_source must be one of tags, graph, auto, "
+                                         r"got 'days'"):
+        TraversalConfig(session_source="days")
+
+
+# -- the budget split between the floor and the walks -------------------------------------------------
+
+
+def test_floor_share_guarantees_the_floor_its_share_and_lets_walks_compete_for_the_rest():
+    from signet_rl.pipeline.hybrid import floor_first, floor_share_first
+
+    paths = [Path.parse(f"M:m{i}", strategy="floor") for i in range(4)] + [
+        Path.parse("E:e>M:w1", strategy="mention"), Path.parse("E:e>M:w2", strategy="mention")]
+    info = {p.id: {"floor_rank": float(i)} for i, p in enumerate(paths[:4])}
+    chars = [100, 100, 100, 100, 100, 100]
+    scores = np.asarray([0.1, 0.2, 0.9, 0.3, 0.8, 0.05])  # the scorer likes floor m2 and walk w1
+    # share 1: the floor first throughout, exactly floor_first
+    np.testing.assert_array_equal(floor_share_first(scores, paths, info, chars, 300, 1.0),
+                                  floor_first(scores, paths, info))
+    # share 0.5 of 300: m0 is guaranteed (100 <= 150, m1 would overflow); then m2, w1, m3, m1, w2 by score
+    out = floor_share_first(scores, paths, info, chars, 300, 0.5)
+    names = ["m0", "m1", "m2", "m3", "w1", "w2"]
+    assert [names[i] for i in np.argsort(-out, kind="stable")] == ["m0", "m2", "w1", "m3", "m1", "w2"]
+    # share 0: the scorer's order over everything
+    out = floor_share_first(scores, paths, info, chars, 300, 0.0)
+    assert [names[i] for i in np.argsort(-out, kind="stable")] == ["m2", "w1", "m3", "m1", "m0", "w2"]
+    with pytest.raises(ValueError, match=r"TraversalConfig.floor_share must be a number in \[0, 1\], got 1.5"):
+        TraversalConfig(floor_share=1.5)
+
+
+def test_floor_share_one_keeps_the_non_learned_ranking():
+    ds = conversation()
+    a = DesirePathRetriever("prior", config=HYBRID, flat=flat())
+    b = DesirePathRetriever("prior", config={**HYBRID, "floor_share": 0.5}, flat=flat())
+    a.index(ds)
+    b.index(ds)
+    q = ds.queries[0]
+    top = [u.items for u in a.retrieve(q, 120)]
+    got = [u.items for u in b.retrieve(q, 120)]
+    assert got[0] == top[0]  # the floor's first turn keeps its place within the guaranteed share
+    assert a.config.floor_share == 1.0 and a.config.session_source == "auto"

