@@ -11,7 +11,9 @@ Three steps, each resumable (a finished run folder is skipped, an interrupted on
    configuration of its later runs) and records the choice with the validation figures that made it in
    ``experiments/kg_runs/frozen.json``. It refuses when no probe of that recipe finished, and when a final
    (test) run of that dataset and setting already exists: a recipe is chosen before its test run or not at
-   all. Commit the frozen file before running step 3.
+   all. ``--freeze-best <dataset>@<setting> <recipe> <recipe> ...`` freezes the candidate :func:`best_probe`
+   picks: the higher validation MRR, a tie to the higher validation H@1, then to the first listed.
+   Commit the frozen file before running step 3.
 3. **Final.** ``--final`` runs every frozen recipe of ``--datasets`` in ``--setting`` on fresh seeds
    (default 10, 11, 12), ranks validation and test, copies each run into ``experiments/kg_runs/final.json``
    and publishes the table (section ``kg-protocol`` of ``docs/results.md``): one row per dataset and
@@ -246,6 +248,32 @@ def freeze(key: str, recipe: str, ledger: Path = LEDGER, folder: Path = FROZEN_D
     return path
 
 
+def best_probe(key: str, candidates: Sequence[str], ledger: Path = LEDGER) -> str:
+    """The candidate recipe the freeze rule picks for ``key`` from its probes' validation figures.
+
+    The rule, fixed before any probe runs: the higher mean validation MRR over the probed seeds; a tie (to
+    six decimals) goes to the higher mean validation H@1, then to the candidate listed first.
+
+    Raises:
+        ValueError: no candidate of ``key`` has a finished probe, naming the candidates.
+    """
+    dataset, _, setting = key.partition("@")
+    key_of(dataset, setting)
+    book = _read(ledger, PROBES).values()
+    scored = []
+    for order, recipe in enumerate(candidates):
+        runs = [e for e in book if (e["dataset"], e["setting"], e["recipe"]) == (dataset, setting, recipe)]
+        if runs:
+            mrr = round(float(np.mean([e["validation"]["kg_walk/mrr"] for e in runs])), 6)
+            h1 = round(float(np.mean([e["validation"]["kg_walk/hits@1"] for e in runs])), 6)
+            scored.append(((mrr, h1, -order), recipe))
+    if not scored:
+        raise ValueError(
+            f"{key}: no finished probe of any candidate ({', '.join(candidates)}) in {ledger / PROBES}"
+        )
+    return max(scored)[1]
+
+
 def frozen_recipe(key: str, folder: Path = FROZEN_DIR) -> dict:
     path = folder / f"{key}.yaml"
     if not path.is_file():
@@ -348,6 +376,12 @@ def main(argv: list[str] | None = None) -> str:
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--probe", action="store_true", help="validation-only runs of candidate recipes")
     mode.add_argument("--freeze", nargs=2, metavar=("DATASET@SETTING", "RECIPE"))
+    mode.add_argument(
+        "--freeze-best",
+        nargs="+",
+        metavar="ARG",
+        help="DATASET@SETTING RECIPE [RECIPE ...]: freeze the candidate best_probe picks on validation",
+    )
     mode.add_argument("--final", action="store_true", help="frozen recipes on fresh seeds, test ranked")
     mode.add_argument("--report-only", action="store_true")
     ap.add_argument("--datasets", nargs="*", default=[])
@@ -364,6 +398,11 @@ def main(argv: list[str] | None = None) -> str:
         return body
     if args.freeze:
         return str(freeze(*args.freeze))
+    if args.freeze_best:
+        if len(args.freeze_best) < 2:
+            ap.error("--freeze-best needs DATASET@SETTING and at least one candidate recipe")
+        key, *candidates = args.freeze_best
+        return str(freeze(key, best_probe(key, candidates)))
     if args.final:
         final(args.datasets, args.setting, args.seeds or FINAL_SEEDS)
     body = report()

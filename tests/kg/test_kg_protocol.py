@@ -98,3 +98,36 @@ def test_published_rows_sit_beside_their_own_setting(env):
         ["multihopkg", "MultiHopKG (ComplEx) (published)"],
         ["multihopkg", "ComplEx (published)"],
     ]
+
+
+def test_the_freeze_rule_takes_validation_mrr_then_hits1_then_the_first_listed(env):
+    kp = _load()
+    ledger = env / "ledger"
+
+    def probe(recipe: str, seed: int, mrr: float, h1: float) -> dict:
+        return {
+            "dataset": "tinykg",
+            "setting": "minerva",
+            "recipe": recipe,
+            "seed": seed,
+            "budget_s": 1.0,
+            "validation": {"kg_walk/mrr": mrr, "kg_walk/hits@1": h1},
+            "timing": {},
+        }
+
+    kp._write(
+        ledger,
+        kp.PROBES,
+        {
+            "a0": probe("a", 0, 0.80, 0.70),
+            "a1": probe("a", 1, 0.90, 0.70),  # mean MRR 0.85
+            "b0": probe("b", 0, 0.85, 0.75),  # same MRR, higher H@1
+            "c0": probe("c", 0, 0.85, 0.75),  # a full tie with b
+            "d0": {**probe("d", 0, 0.99, 0.99), "setting": "multihopkg"},  # another setting: not a candidate
+        },
+    )
+    assert kp.best_probe("tinykg@minerva", ["a", "b", "c", "d"], ledger) == "b"
+    assert kp.best_probe("tinykg@minerva", ["c", "b"], ledger) == "c"  # the tie goes to the first listed
+    assert kp.best_probe("tinykg@minerva", ["a", "missing"], ledger) == "a"
+    with pytest.raises(ValueError, match=r"^tinykg@minerva: no finished probe of any candidate \(d, e\) in "):
+        kp.best_probe("tinykg@minerva", ["d", "e"], ledger)
