@@ -12,7 +12,8 @@ Parts (``--part``):
 * ``bridges``: :func:`~signet_rl.emergence.bridges.find_bridges` over every attribute (ingest of the
   whole graph), then a simulated explorer: for each training query (timeline order, ``--epochs`` passes)
   one candidate bridge with an end among the query's entry entities (the retriever's own entry search) is
-  walked — the attribute on the far side is shown — and the simulated rater rates it; the
+  walked — the one whose far side is closest to the query in meaning; that attribute is shown — and the
+  simulated rater rates it; the
   :class:`~signet_rl.emergence.bridges.BridgeTracker` promotes or fades. Reports candidates, promoted
   precision and recall against the planted pairs, and the ratings promotion took.
 * ``principles``: :func:`~signet_rl.emergence.principles.detect_principles`; a detected principle matches a
@@ -109,32 +110,44 @@ def entries_by_query(ds: Dataset) -> dict[str, list[str]]:
     return out
 
 
-def simulate_bridges(ds: Dataset, cands: list[Any], entries: dict[str, list[str]], promote_after: int,
-                     epochs: int, seed: int) -> tuple[BridgeTracker, dict[str, int]]:
-    """The explorer walks one candidate bridge per training query that has an end among its entries."""
+def explorer_vectors(ds: Dataset, encoder: Any, qids: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Query vectors (training queries) and attribute vectors: the explorer walks to the bridge whose far
+    side is closest in meaning to the query."""
+    from signet_rl.emergence.similar import active_attributes, encode
+
+    text = {q.id: q.text for q in ds.split("train")}
+    qv = encode(encoder, [text[i] for i in qids])
+    attrs = active_attributes(ds.graph)
+    av = encode(encoder, attrs["content"].tolist())
+    return dict(zip(qids, qv, strict=True)), dict(zip(attrs["id"], av, strict=True))
+
+
+def simulate_bridges(ds: Dataset, cands: list[Any], entries: dict[str, list[str]], vectors: tuple[Any, Any],
+                     promote_after: int, epochs: int, seed: int) -> tuple[BridgeTracker, dict[str, int]]:
+    """For each training query (timeline order, ``epochs`` passes) the explorer walks one candidate bridge
+    with an end among the query's entries — the one whose far side is closest to the query in meaning —
+    and the simulated rater rates the far side's attribute."""
     from signet_rl.rating.rater import SimulatedRater
 
+    qv, av = vectors
     rater = SimulatedRater(ds.truth, 0.05, 0.8, seed=seed)
     tracker = BridgeTracker(promote_after=promote_after)
     tracker.add(cands)
-    by_entity: dict[str, list[str]] = {}
+    by_entity: dict[str, list[tuple[str, str]]] = {}  # entity -> [(bridge id, the far side's attribute)]
     for b in cands:
-        by_entity.setdefault(b.entity_a, []).append(b.id)
-        by_entity.setdefault(b.entity_b, []).append(b.id)
+        by_entity.setdefault(b.entity_a, []).append((b.id, b.attribute_b))
+        by_entity.setdefault(b.entity_b, []).append((b.id, b.attribute_a))
     ratings: Counter[str] = Counter()
     until: dict[str, int] = {}
     g = ds.graph
-    used: Counter[str] = Counter()
     for _ in range(epochs):
         for qid, ents in entries.items():
-            pool = [bid for e in ents for bid in by_entity.get(e, [])
+            pool = [(bid, far) for e in ents for bid, far in by_entity.get(e, [])
                     if tracker.states[bid].status == "candidate"]
             if not pool:
                 continue
-            bid = min(pool, key=lambda b: (used[b], -tracker.states[b].bridge.similarity, b))
-            used[bid] += 1
-            b = tracker.states[bid].bridge
-            far = b.attribute_b if b.entity_a in ents else b.attribute_a
+            sims = np.asarray([av[far] for _, far in pool]) @ qv[qid]
+            bid, far = pool[int(np.argmax(sims))]
             r = rater.rate(qid, [far])
             if r is None:
                 continue
@@ -163,30 +176,33 @@ def bridge_scores(planted: set[frozenset[str]], cands: list[Any], tracker: Bridg
 
 
 def run_bridges(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
-    grid_sim, grid_lex, grid_promote = (0.5, 0.6, 0.7, 0.8), (0.0, 0.1, 0.2, 0.3), (2, 3, 4)
+    grid_sim, grid_lex, grid_promote = (0.5, 0.6, 0.7, 0.8), (0.0, 0.1, 0.2, 0.3), (2, 3)
     val = dataset(args.preset, args.val_seed, control=False)
     all_cands = bridge_candidates(val, encoder, min(grid_sim), 0.0)
     entries = entries_by_query(val)
+    vectors = explorer_vectors(val, encoder, list(entries))
     planted = planted_bridges(val)
     best, table = None, []
     for s in grid_sim:
         for lx in grid_lex:
             cands = [b for b in all_cands if b.similarity >= s and b.lexical >= lx]
             for p in grid_promote:
-                tracker, until = simulate_bridges(val, cands, entries, p, args.epochs, args.val_seed)
+                tracker, until = simulate_bridges(val, cands, entries, vectors, p, args.epochs, args.val_seed)
                 sc = bridge_scores(planted, cands, tracker, until)
                 f1 = _f1(sc["precision"], sc["recall"])
-                table.append({"min_similarity": s, "min_lexical": lx, "promote_after": p, "f1": f1})
+                table.append({"min_similarity": s, "min_lexical": lx, "promote_after": p, "f1": f1, **sc})
                 if best is None or f1 > best[0]:
                     best = (f1, s, lx, p)
     assert best is not None
     _, s, lx, p = best
     out: dict[str, Any] = {"chosen": {"min_similarity": s, "min_lexical": lx, "promote_after": p},
-                           "validation_f1": best[0]}
+                           "validation_f1": best[0], "validation": table}
     for name, control in (("planted", False), ("control", True)):
         ds = dataset(args.preset, args.seed, control=control)
         cands = bridge_candidates(ds, encoder, s, lx)
-        tracker, until = simulate_bridges(ds, cands, entries_by_query(ds), p, args.epochs, args.seed)
+        entries = entries_by_query(ds)
+        tracker, until = simulate_bridges(ds, cands, entries, explorer_vectors(ds, encoder, list(entries)), p,
+                                          args.epochs, args.seed)
         out[name] = bridge_scores(planted_bridges(ds), cands, tracker, until)
     return out
 
@@ -197,8 +213,9 @@ def run_bridges(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
 
 def principle_scores(ds: Dataset, found: list[Any]) -> dict[str, Any]:
     lab = ds.truth.labels["attributes"]
-    of = dict(zip(lab["attribute_id"], lab["principle"], strict=True))
-    names = {n for n in lab["principle"].dropna()}
+    # planted principle facts only (the column is None or NaN elsewhere: never a name to match)
+    of = {a: p for a, p in zip(lab["attribute_id"], lab["principle"], strict=True) if isinstance(p, str)}
+    names = set(of.values())
     matched: list[str | None] = []
     for p in found:
         votes = Counter(of.get(e["attribute_id"]) for e in p.evidence)

@@ -286,3 +286,20 @@ def test_emergence_report_bridges_and_pruning_run_tiny(tmp_path):
     pruning = report.main(["--part", "pruning", "--seed", "3", *common])
     assert pruning["control"]["chosen"]["noise"] == 0
     assert pruning["planted"]["unused_and_sick"]["pruned"] >= pruning["planted"]["chosen"]["pruned"]
+
+
+def test_emergence_report_matches_principles_against_planted_facts_only():
+    """A bug: a NaN label (an attribute of no principle) counted as a principle name to match."""
+    from types import SimpleNamespace as NS
+
+    import numpy as np
+    import pandas as pd
+
+    report = _load("emergence_report")
+    lab = pd.DataFrame({"attribute_id": ["a", "b", "c", "d"],
+                        "principle": ["privacy", "privacy", np.nan, None]})
+    ds = NS(truth=NS(labels={"attributes": lab}))
+    found = [NS(evidence=[{"attribute_id": "a"}, {"attribute_id": "b"}, {"attribute_id": "c"}]),
+             NS(evidence=[{"attribute_id": "c"}, {"attribute_id": "d"}])]
+    assert report.principle_scores(ds, found) == {"planted": 1, "detected": 2, "matching": 1,
+                                                  "precision": 0.5, "recall": 1.0, "spurious_share": 0.5}
