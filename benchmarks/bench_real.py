@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from signet_rl.datasets import load_dataset
-from signet_rl.pipeline.desire import DesirePathRetriever
+from signet_rl.pipeline.desire import DesirePathRetriever, _entry_vector
 from signet_rl.pipeline.hybrid import floor_first
 from signet_rl.retrieval import flat as flat_module
 from signet_rl.retrieval.flat import best_flat
@@ -71,7 +71,7 @@ def staged(desire: DesirePathRetriever, featurizers: dict[str, PathFeaturizer], 
     t = time.perf_counter()
     intent = desire.classifier.predict([query.text])[0]
     walk_intent = "what" if intent == "none" else intent
-    entries = desire.entries(query, walk_intent)
+    entries = desire.entries(query, walk_intent, _entry_vector(state, query.text, qv))  # encoded once
     flat_units = desire.flat.retrieve(query, None)  # type: ignore[union-attr]
     out["entry_and_flat_hits"] = time.perf_counter() - t
     t = time.perf_counter()

@@ -109,6 +109,7 @@ def desire_once(svc: Any, query: Any, budget: int) -> None:
 
 def desire_staged(svc: Any, query: Any, budget: int) -> dict[str, float]:
     """:func:`desire_once` stage by stage (the steps of ``DesirePathRetriever._hybrid_candidates``)."""
+    from signet_rl.pipeline.desire import _entry_vector
     from signet_rl.retrieval import flat as flat_module
     from signet_rl.text.terms import capped_query
     from signet_rl.traversal.walk import Walk
@@ -124,7 +125,7 @@ def desire_staged(svc: Any, query: Any, budget: int) -> dict[str, float]:
     t = time.perf_counter()
     intent = d.classifier.predict([query.text])[0]
     walk_intent = "what" if intent == "none" else intent
-    entries = d.entries(query, walk_intent)
+    entries = d.entries(query, walk_intent, _entry_vector(state, query.text, qv))
     flat_units = d.flat.retrieve(query, None)
     out["entry_and_flat_hits"] = time.perf_counter() - t
     t = time.perf_counter()

@@ -29,13 +29,22 @@ from signet_rl.retrieval.flat import BEST_FLAT, flat_variant
 from signet_rl.retrieval.intent import IntentClassifier, RuleIntentClassifier
 from signet_rl.scorers.base import PathScorer, ScoringContext, make_scorer
 from signet_rl.text.encoders import CachedEncoder, make_encoder
-from signet_rl.text.terms import capped_query
+from signet_rl.text.terms import capped_query, clean_text
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.construct import MemoryBuilder, build_slate
 from signet_rl.traversal.path import Path as PathType
 from signet_rl.traversal.walk import STRATEGIES, EdgeWeight, Traverser, Walk
 
 __all__ = ["Candidates", "DesirePathRetriever", "EdgeWeightFn"]
+
+
+def _entry_vector(state: _GraphState, text: str, qv: np.ndarray) -> np.ndarray | None:
+    """``qv`` (the state encoder's vector of ``text[:1000]``) when entry search would encode that very text
+    with that very encoder, so the query is encoded once; else ``None`` (entry search encodes its own)."""
+    entry = state.entry
+    if entry.encoder is not state.encoder:
+        return None
+    return qv if clean_text(text)[: entry.max_query_chars] == text[:1000] else None
 
 
 class _GraphState:
@@ -173,10 +182,13 @@ class DesirePathRetriever:
             self.scorer.prepare(graph, state.arrays)
             self._states[gid] = state
 
-    def entries(self, query: Query, intent: str) -> list[str]:
-        """The entry entities of ``query`` (two for *relate* when a second one scores close enough)."""
+    def entries(self, query: Query, intent: str, query_vector: np.ndarray | None = None) -> list[str]:
+        """The entry entities of ``query`` (two for *relate* when a second one scores close enough);
+        ``query_vector``: entry search's encoding of the query, when the caller has it."""
         state = self._state(query.graph_id)
-        found = state.entry.search(query.text, k=self.entry_k, timestamp=query.timestamp)
+        found = state.entry.search(
+            query.text, k=self.entry_k, timestamp=query.timestamp, query_vector=query_vector
+        )
         if not found:
             return []
         best = found[0][1]
@@ -233,9 +245,9 @@ class DesirePathRetriever:
         assert state.hybrid is not None and self.flat is not None
         budget = DEFAULT_BUDGET_CHARS if budget_chars is None else budget_chars
         walk_intent = "what" if intent == "none" else intent
-        entries = self.entries(query, walk_intent)
-        flat_units = self.flat.retrieve(query, None)
         qv = state.encoder.encode([query.text[:1000]])[0]
+        entries = self.entries(query, walk_intent, _entry_vector(state, query.text, qv))
+        flat_units = self.flat.retrieve(query, None)
         rel = None
         if state.attr_vectors is not None:
             vectors = state.attr_vectors

@@ -284,9 +284,12 @@ class EntrySearch:
 
     # -- search ---------------------------------------------------------------------------------------
 
-    def scores(self, text: str, timestamp: Any = None) -> npt.NDArray[np.float64]:
+    def scores(
+        self, text: str, timestamp: Any = None, query_vector: np.ndarray | None = None
+    ) -> npt.NDArray[np.float64]:
         """The score of every entity for ``text`` at ``timestamp`` (0 where there is no evidence or the
-        entity did not exist yet). Shape ``[N]``.
+        entity did not exist yet). Shape ``[N]``. ``query_vector``: this search's encoder's vector of the
+        query it reads (``clean_text(text)[:max_query_chars]``), when the caller already encoded that text.
 
         Raises:
             RuntimeError: :meth:`index` was not called.
@@ -312,13 +315,17 @@ class EntrySearch:
                 total[np.asarray(hits, dtype=np.int64)] = w["exact"]
         qvec = None
         if self.encoder is not None:
-            qvec = self.encoder.encode([query])
+            qvec = (
+                self.encoder.encode([query])
+                if query_vector is None
+                else np.asarray(query_vector, dtype=np.float32).reshape(1, -1)
+            )
         for name, leg in self._legs.items():
             seen = leg.visible_texts(t)
             if seen is not None and not seen.any():
                 continue
             if leg.bm25 is not None:
-                # every matching text (the scores search returns, unsorted: the scatter keeps each entity's best)
+                # every matching text (what search returns, unsorted: the scatter keeps each entity's best)
                 every = leg.bm25.scores(query, seen).astype(np.float32)
                 ids = np.flatnonzero(every > 0)
                 rows, scores = self._rows(leg, ids, every[ids], t)
@@ -378,7 +385,9 @@ class EntrySearch:
         if top > 0:
             total += weight * (best / top if normalise else best)
 
-    def search(self, text: str, k: int = 10, timestamp: Any = None) -> list[tuple[str, float]]:
+    def search(
+        self, text: str, k: int = 10, timestamp: Any = None, query_vector: np.ndarray | None = None
+    ) -> list[tuple[str, float]]:
         """The ``k`` best entry entities for ``text`` as ``(entity_id, score)``, best first (ties by entity
         row); only entities with positive evidence. ``[]`` when there is none (see the module docstring for
         bad inputs).
@@ -387,7 +396,7 @@ class EntrySearch:
             ValueError: ``k`` < 1 or an unparseable ``timestamp``.
         """
         check_integer("k", k, 1)
-        s = self.scores(text, timestamp)
+        s = self.scores(text, timestamp, query_vector)
         cand = np.flatnonzero(s > 0)
         if len(cand) > k:
             cand = cand[np.argpartition(-s[cand], k - 1)[:k]]

@@ -106,7 +106,7 @@ class VectorIndex:
         hnsw_m: int = 32,
         ef_search: int = 64,
         ef_construction: int = 80,
-        sparse_below: float | None | Literal["auto"] = "auto",
+        sparse_below: float | Literal["auto"] | None = "auto",
     ) -> None:
         import faiss
 
@@ -166,11 +166,11 @@ class VectorIndex:
         self._vectors = np.concatenate([self._vectors, v]) if self.ntotal else v.copy()
         self._exact = None
         self._csr = None
-        if self.sparse_below is not None and self.ntotal:
-            if np.count_nonzero(self._vectors) <= self.sparse_below * self._vectors.size:
-                from scipy import sparse
+        sparse_enough = self.sparse_below is not None and self.ntotal > 0
+        if sparse_enough and np.count_nonzero(self._vectors) <= self.sparse_below * self._vectors.size:
+            from scipy import sparse
 
-                self._csr = sparse.csr_matrix(self._vectors.astype(np.float64))
+            self._csr = sparse.csr_matrix(self._vectors.astype(np.float64))
         if self.hnsw_above is not None and self.ntotal > self.hnsw_above and not self.is_hnsw:
             hnsw = self._faiss.IndexHNSWFlat(self.dim, self.hnsw_m, self._faiss.METRIC_INNER_PRODUCT)
             hnsw.hnsw.efConstruction = self.ef_construction
@@ -332,9 +332,8 @@ class BM25Index:
         kept process-wide (several indexes search the same query: entry search's legs, flat's)."""
         got = _QUERY_TOKENS.get(query)
         if got is None:
-            got = tuple(
-                self._bm25s.tokenize([clean_text(query)], stopwords="en", return_ids=False, show_progress=False)[0]
-            )
+            tok = self._bm25s.tokenize([clean_text(query)], stopwords="en", return_ids=False, show_progress=False)
+            got = tuple(tok[0])
             if len(_QUERY_TOKENS) >= 256:
                 _QUERY_TOKENS.pop(next(iter(_QUERY_TOKENS)))
             _QUERY_TOKENS[query] = got

@@ -143,7 +143,8 @@ class PPRScorer:
         if hit is not None and hit[0] is arrays:
             self._ranks.move_to_end(key)
             return hit[1]
-        rank = np.asarray(g.personalized_pagerank(damping=self.damping, reset_vertices=entries, weights=weights))
+        rank = g.personalized_pagerank(damping=self.damping, reset_vertices=entries, weights=weights)
+        rank = np.asarray(rank)
         self._ranks[key] = (arrays, rank)
         while len(self._ranks) > self.RANK_CACHE:
             self._ranks.popitem(last=False)

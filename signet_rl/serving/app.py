@@ -170,7 +170,7 @@ class Service:
                                truth=GroundTruth(), report=LoadReport(files=[str(self.store)]))  # fmt: skip
         self.flat = flat_variant(flat, encoder=self.policy.encoder)
         self.desire = self.policy.retriever(name="desire", config=traversal)
-        self.desire.flat_spec = self.flat  # the floor of a hybrid traversal: indexed once, by whoever is first
+        self.desire.flat_spec = self.flat  # a hybrid traversal's floor: indexed once, by whoever is first
         self.desire.index(self.dataset)
         if getattr(self.flat, "_floor_indexed", None) is not self.dataset:
             self.flat.index(self.dataset)

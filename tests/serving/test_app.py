@@ -182,7 +182,9 @@ def test_serve_report_prints_the_comparison_and_http_refuses_an_open_bind_withou
     )
 
 
-def test_a_hybrid_service_floors_on_its_flat_reuses_its_hits_and_names_memory_hops(served, tmp_path, monkeypatch):
+def test_a_hybrid_service_floors_on_its_flat_reuses_its_hits_and_names_memory_hops(
+    served, tmp_path, monkeypatch
+):
     """With the hybrid entry on (``serve --hybrid``), the desire retriever's floor is the service's own flat
     recall (a Signet store has no frozen best_flat), a recall runs flat once and shows flat's units as flat
     computes them, and a result whose path is made of memory hops (a floor hit, a session step) carries
