@@ -2,8 +2,9 @@
 
 On a Signet store written from a synthetic preset (default ``synthetic:xl:0``, 43,520 entities; the store and
 the policy are cached under ``data/bench/``), with an exported policy artifact (``--policy DIR``; without
-one, the exportable GNN — ``scorer.base_scores=false scorer.aspect_buckets=0`` — or, with ``--scorer
-linucb``, LinUCB, trained in smoke mode on ``synthetic:tiny:0`` and exported: a store is never the training
+one, the default GNN — or, with ``--scorer gnn_plain``, the GNN without the base-score residual and the
+aspect bias (``scorer.base_scores=false scorer.aspect_buckets=0``), or with ``--scorer linucb``, LinUCB —
+trained in smoke mode on ``synthetic:tiny:0`` and exported: a store is never the training
 graph, so this is the served situation), served with the hybrid entry on (``serve --hybrid``):
 
 1. **In process** (same queries, one process, warm), sharing issue 24's latency definition: desire end to
@@ -46,7 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "data" / "bench"
 STAGES = ("query_encoding", "entry_and_flat_hits", "traversal", "scoring", "construction")
 SCORERS = {
-    "gnn": ["scorer=gnn", "scorer.base_scores=false", "scorer.aspect_buckets=0"],
+    "gnn": ["scorer=gnn"],  # the default GNN (base-score residual and intent x aspect bias), exported
+    "gnn_plain": ["scorer=gnn", "scorer.base_scores=false", "scorer.aspect_buckets=0"],  # without them
     "linucb": ["scorer=linucb"],
 }
 
