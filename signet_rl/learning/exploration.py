@@ -529,11 +529,17 @@ def speculative_candidates(
             raise ValueError(
                 f"entity_vectors must have shape [{arrays.num_entities}, {len(q)}], got {vecs.shape}"
             )
-        ends = np.fromiter((arrays.entity_index[p.entities[-1]] for p in paths), np.int64, num)
-        v = vecs[ends]
+        # a path with no entity (the hybrid entry's floor and session steps: memories only) is never
+        # "close in meaning, far in the graph": it keeps close = 0
+        ends = np.fromiter(
+            (arrays.entity_index[p.entities[-1]] if p.entities else -1 for p in paths), np.int64, num
+        )
+        has = ends >= 0
+        v = vecs[np.where(has, ends, 0)]
         denom = np.linalg.norm(v, axis=1) * np.linalg.norm(q)
         cos = np.divide(v @ q, denom, out=np.zeros(num), where=denom > 0)
-        close = np.where(_near_entries(arrays, entries)[ends], 0.0, np.clip(cos, 0.0, 1.0))
+        far = has & ~_near_entries(arrays, entries)[np.where(has, ends, 0)]
+        close = np.where(far, np.clip(cos, 0.0, 1.0), 0.0)
     score = uncertain + close
     order = np.lexsort((np.arange(num), -close, -score))
     order = order[score[order] > 0]

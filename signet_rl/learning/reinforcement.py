@@ -51,6 +51,12 @@ if TYPE_CHECKING:  # the scorers package imports igraph; only the type is needed
 
 __all__ = ["DEFAULT_INTENTS", "EdgeStats", "edge_index", "path_edges"]
 
+#: Path strategies of the hybrid entry (:mod:`signet_rl.pipeline.hybrid`): not intents, never reinforced
+#: per intent (floor: flat's hits; turn/session/next/previous: session steps; mention/dependency: walks).
+HYBRID_STRATEGIES: frozenset[str] = frozenset(
+    {"floor", "turn", "session", "next", "previous", "mention", "dependency"}
+)
+
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]
 
@@ -286,6 +292,10 @@ class EdgeStats:
                 path = fb.paths[j]
                 edges = self.edges_of(path, fb.context.arrays)
                 walked.append(edges)
+                if rating is not None and path.strategy in HYBRID_STRATEGIES:
+                    # the hybrid entry's floor, session steps and entity walks follow no intent's strategy:
+                    # their edges count as walked, but no intent's weights learn from them
+                    continue
                 if rating is not None:
                     self._intent_index(path.strategy)
                     updates.append((edges, path.strategy, b, rating))

@@ -294,3 +294,12 @@ def test_speculative_without_vectors_or_stats(chain):
     assert speculative_candidates([], arrays, stats, None, None, ["a"], 3).tolist() == []
     with pytest.raises(ValueError, match=r"entity_vectors must have shape \[5, 2\], got \(5, 3\)"):
         speculative_candidates(paths, arrays, stats, np.ones(2), np.ones((5, 3)), ["a"], 3)
+
+
+def test_speculative_skips_the_hybrid_entrys_memory_only_paths(chain):
+    # the floor and session steps are memories only (no entity): they used to raise IndexError mid-training
+    arrays, paths, stats, ent_vec = chain
+    memory_only = [Path.of(Hop.memory("m1")), Path.of(Hop.memory("m1"), Hop.memory("m2"))]
+    q = np.array([1.0, 0.0])
+    got = speculative_candidates([*memory_only, *paths], arrays, stats, q, ent_vec, ["a"], 10).tolist()
+    assert got == [6, 5, 3, 4]  # the same order as without them, shifted by two; they are never chosen

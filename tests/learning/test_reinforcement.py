@@ -378,3 +378,19 @@ def test_apply_with_one_bad_feedback_in_a_batch_changes_nothing(star, ratings, b
         stats.apply(batch)
     after = stats.state_dict()
     assert all(np.array_equal(before[key], after[key]) for key in before)  # nothing half-applied
+
+
+def test_apply_counts_hybrid_entry_paths_as_walked_without_reinforcing_an_intent(star):
+    # a dependency walk of the hybrid entry (strategy "dependency") used to raise "unknown intent" mid-training
+    g, arrays = star
+    stats = EdgeStats(arrays.num_dependencies, cool=0.5)
+    stats.weights[:] = 2.0
+    query = Query(id="q", text="?", graph_id="g", split="train", timestamp=pd.Timestamp("2026-01-01 19:00"))
+    fb = Feedback(query=query, paths=[to("d-far", "far", "dependency")],
+                  context=ScoringContext(graph=g, arrays=arrays), shown=[0], ratings=[1])  # fmt: skip
+    stats.apply([fb])
+    far = arrays.edge_ids.tolist().index("d-far")
+    near = arrays.edge_ids.tolist().index("d-near")
+    assert stats.walks[far] == 0 and stats.step == 1  # no intent learned from it
+    assert (stats.weights[far] == 2).all()  # walked, so not cooled
+    assert (stats.weights[near] == 1.5).all()  # not walked: halfway back to init
