@@ -234,3 +234,13 @@ def test_the_locomo_figures_beside_dragon_search_dialog_turns_only(tmp_path):
         kinds[name] = {u.kind for u in retriever.retrieve(ds.queries[0])}
     assert kinds == {"full": {"memory", "attribute"}, "turns": {"memory"}}
     assert ds.meta["pool_attribute_aspects"] == ["observations"]  # the dataset itself is left as it was
+
+
+def test_the_flat_tables_of_locomo_and_musique_name_flat_signet_beside_best_flat():
+    """Issue 23: every headline table names best_flat and flat_signet under its own caps (unpaired)."""
+    report = _load("flat_baseline_report")
+    found = report.flat_retrievers(report.Settings(encoders=("hashing",)), [])
+    assert list(found) == ["flat_signet_uncapped[hashing]", "flat_signet (own caps, unpaired)"]
+    own = found["flat_signet (own caps, unpaired)"]
+    assert own.name == "flat_signet (own caps, unpaired)"
+    assert (own.max_results, own.importance_min) == (5, 0.3)  # Signet's own caps and filter, not UNCAPPED
