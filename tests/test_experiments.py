@@ -303,3 +303,12 @@ def test_emergence_report_matches_principles_against_planted_facts_only():
              NS(evidence=[{"attribute_id": "c"}, {"attribute_id": "d"}])]
     assert report.principle_scores(ds, found) == {"planted": 1, "detected": 2, "matching": 1,
                                                   "precision": 0.5, "recall": 1.0, "spurious_share": 0.5}
+
+def test_the_flat_tables_of_locomo_and_musique_name_flat_signet_beside_best_flat():
+    """Issue 23: every headline table names best_flat and flat_signet under its own caps (unpaired)."""
+    report = _load("flat_baseline_report")
+    found = report.flat_retrievers(report.Settings(encoders=("hashing",)), [])
+    assert list(found) == ["flat_signet_uncapped[hashing]", "flat_signet (own caps, unpaired)"]
+    own = found["flat_signet (own caps, unpaired)"]
+    assert own.name == "flat_signet (own caps, unpaired)"
+    assert (own.max_results, own.importance_min) == (5, 0.3)  # Signet's own caps and filter, not UNCAPPED
