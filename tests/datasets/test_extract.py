@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
 import numpy as np
+import pandas as pd
 import pytest
 
 from signet_rl.datasets.extract import (
@@ -76,9 +76,9 @@ def test_entities_and_merges_are_exact(graph):
         "session:2": {"name": "session 2", "entity_type": "session", "canonical_name": "session 2", "mentions": 2},
     }
     # "Congrats" (an interjection spaCy calls a group) is no entity; the "Caroline" after it (a proper noun
-    # NER left unlabelled, confidence 0.7) is the speaker Caroline Smith (first name). "Mel" is Melanie Jones (short form of a speaker), "Melanie's" too (possessive, then
-    # alias), "the Metropolitan Museum" is the Metropolitan Museum of Art (alias score 0.805 >= 0.6), and
-    # "puppies" / "kids" are their singular.
+    # NER left unlabelled, confidence 0.7) is the speaker Caroline Smith (first name). "Mel" is Melanie Jones
+    # (short form of a speaker), "Melanie's" too (possessive, then alias), "the Metropolitan Museum" is the
+    # Metropolitan Museum of Art (alias score 0.805 >= 0.6), and "puppies" / "kids" are their singular.
     ment = graph.mentions[~graph.mentions["entity_id"].str.startswith("session:")]
     got = sorted(zip(ment["memory_id"], ment["entity_id"], ment["mention_text"], ment["confidence"], strict=True))
     assert got == [
