@@ -292,7 +292,8 @@ def run_readme(tmp_path: Path, ray: bool) -> int:
             repo = copy_repository(tmp_path / f"repo-{i}")
             shutil.copy2(store, repo / "mlflow.db")
             paths = path_literals(step.text) if step.kind == "python" else path_args(words)
-            # a Hydra override naming a path an earlier command wrote (policy=data/policies/gnn) is carried too
+            # a Hydra override naming a path an earlier command wrote (policy=data/policies/gnn) is carried
+            # too
             values = [w.split("=", 1)[1] for w in words if step.kind != "python" and "=" in w
                       and re.fullmatch(r"[\w.-]+(/[\w.-]+)+/?", w.split("=", 1)[1])]  # fmt: skip
             carry(paths + values, copies, repo)
