@@ -60,7 +60,9 @@ def percentiles(seconds: list[float]) -> dict[str, float]:
             "mean_ms": float(ms.mean())}  # fmt: skip
 
 
-def staged(desire: DesirePathRetriever, featurizers: dict[str, PathFeaturizer], query: Any, budget: int) -> dict[str, float]:
+def staged(
+    desire: DesirePathRetriever, featurizers: dict[str, PathFeaturizer], query: Any, budget: int
+) -> dict[str, float]:
     """One desire retrieval, stage by stage (the same steps as ``retrieve``)."""
     out: dict[str, float] = {}
     state = desire._state(query.graph_id)
@@ -76,7 +78,7 @@ def staged(desire: DesirePathRetriever, featurizers: dict[str, PathFeaturizer], 
     out["entry_and_flat_hits"] = time.perf_counter() - t
     t = time.perf_counter()
     vectors = state.attr_vectors
-    rel = (lambda idx: vectors[idx] @ qv) if vectors is not None else None  # noqa: E731
+    rel = (lambda idx: vectors[idx] @ qv) if vectors is not None else None
     walk = (
         state.traverser.walk(entries, walk_intent, query.timestamp, relevance=rel)
         if desire.config.graph_walk and entries
@@ -126,7 +128,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     desire_index_s = time.perf_counter() - t
     rng = np.random.default_rng(args.seed)
     queries = list(ds.queries)
-    queries = [queries[i] for i in sorted(rng.choice(len(queries), min(args.queries, len(queries)), replace=False))]
+    picked = rng.choice(len(queries), min(args.queries, len(queries)), replace=False)
+    queries = [queries[i] for i in sorted(picked)]
     for q in queries[:5]:  # warm caches (the encoder's first call, lazy vectors)
         desire.retrieve(q, args.budget)
         flat.retrieve(q, args.budget)
@@ -150,7 +153,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         cands.append(s["candidates"])
     result: dict[str, Any] = {
         "dataset": ds.name, "queries": len(queries), "budget_chars": args.budget, "encoder": encoder,
-        "encoder_note": note, "load_s": load_s, "desire_index_s": desire_index_s, "mean_candidates": float(np.mean(cands)),
+        "encoder_note": note, "load_s": load_s, "desire_index_s": desire_index_s,
+        "mean_candidates": float(np.mean(cands)),
         "best_flat": percentiles(flat_total), "desire_prior": percentiles(desire_total),
         "desire_stages": {k: percentiles(v) for k, v in stages.items()},
         "platform": platform.platform(), "python": platform.python_version(),
@@ -159,10 +163,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ratio = result["desire_prior"]["p50_ms"] / result["best_flat"]["p50_ms"]
     result["p50_ratio_desire_over_best_flat"] = ratio
     print(f"{ds.name}: {len(queries)} queries, {args.budget} characters, {result['mean_candidates']:.1f} "
-          f"candidates per query; load {load_s:.1f} s, index (desire with best_flat) {desire_index_s:.1f} s")  # fmt: skip
+          f"candidates per query; load {load_s:.1f} s, index (desire with best_flat) "
+          f"{desire_index_s:.1f} s")  # fmt: skip
     print(f"{'':28s}{'p50 ms':>10s}{'p95 ms':>10s}")
-    for name, p in [("best_flat (end to end)", result["best_flat"]), ("desire_prior (end to end)",
-                    result["desire_prior"])] + [(f"  desire: {k}", v) for k, v in result["desire_stages"].items()]:  # fmt: skip
+    stage_rows = [(f"  desire: {k}", v) for k, v in result["desire_stages"].items()]
+    for name, p in [("best_flat (end to end)", result["best_flat"]),
+                    ("desire_prior (end to end)", result["desire_prior"]), *stage_rows]:  # fmt: skip
         print(f"{name:28s}{p['p50_ms']:10.2f}{p['p95_ms']:10.2f}")
     print(f"desire p50 / best_flat p50 = {ratio:.2f} (target <= 2)")
     out = Path(args.output)

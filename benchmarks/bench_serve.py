@@ -84,7 +84,8 @@ def store_for(preset: str) -> tuple[Path, list[str]]:
 
 
 def policy_for(scorer: str) -> Path:
-    """An exported ``scorer`` policy trained in smoke mode on ``synthetic:tiny:0`` (trained once, then reused)."""
+    """An exported ``scorer`` policy trained in smoke mode on ``synthetic:tiny:0`` (trained once, then
+    reused)."""
     from signet_rl.export import export_run
 
     artifact = CACHE / f"serve_policy_{scorer}"
@@ -92,8 +93,9 @@ def policy_for(scorer: str) -> Path:
         return artifact
     work = Path(tempfile.mkdtemp(prefix="bench_serve-train-"))
     env = {**os.environ, "SIGNET_RL_SMOKE": "1", "PYTHONPATH": str(ROOT)}
-    subprocess.run([sys.executable, "-m", "signet_rl.train", *SCORERS[scorer], "dataset.spec=synthetic:tiny:0",
-                    f"run_dir={work / 'run'}", "mlflow.enabled=false"], cwd=work, env=env, check=True,
+    subprocess.run([sys.executable, "-m", "signet_rl.train", *SCORERS[scorer],
+                    "dataset.spec=synthetic:tiny:0", f"run_dir={work / 'run'}", "mlflow.enabled=false"],
+                   cwd=work, env=env, check=True,
                    capture_output=True)  # fmt: skip
     return export_run(work / "run", artifact)
 
@@ -132,7 +134,7 @@ def desire_staged(svc: Any, query: Any, budget: int) -> dict[str, float]:
     out["entry_and_flat_hits"] = time.perf_counter() - t
     t = time.perf_counter()
     vectors = state.attr_vectors
-    rel = (lambda idx: vectors[idx] @ qv) if vectors is not None else None  # noqa: E731
+    rel = (lambda idx: vectors[idx] @ qv) if vectors is not None else None
     state.traverser.edge_weight = (
         None if d.edge_weight_fn is None else d.edge_weight_fn(query.graph_id, walk_intent, query.timestamp)
     )
@@ -180,7 +182,9 @@ class HttpService:
 
         while self.startup_s is None:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"the service exited ({self.proc.returncode}); see {self.work / 'serve.log'}")
+                raise RuntimeError(
+                    f"the service exited ({self.proc.returncode}); see {self.work / 'serve.log'}"
+                )
             try:
                 if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
                     self.startup_s = time.perf_counter() - self.t0
@@ -233,7 +237,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--preset", default="xl")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--budget", type=int, default=2000)
-    ap.add_argument("--scorer", default="gnn", choices=sorted(SCORERS), help="the policy trained when no --policy")
+    ap.add_argument("--scorer", default="gnn", choices=sorted(SCORERS),
+                    help="the policy trained when no --policy")
     ap.add_argument("--policy", default=None, help="an exported artifact (default: a smoke-trained --scorer)")
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--requests", type=int, default=25, help="HTTP requests per client (0: no HTTP run)")
@@ -294,7 +299,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             stages[k].append(1000 * s[k])
         cands.append(s["candidates"])
     for i, q in enumerate(queries):
-        request_ms.append(timed(lambda q=q, i=i: svc.recall(RecallBody(query=q.text, sessionKey=f"s{i % 20}"))))
+        request_ms.append(
+            timed(lambda q=q, i=i: svc.recall(RecallBody(query=q.text, sessionKey=f"s{i % 20}")))
+        )
     inproc = {"desire": _stats(desire_ms), "flat": _stats(flat_ms), "recall_request": _stats(request_ms)}
     ratio = inproc["desire"]["p50_ms"] / max(inproc["flat"]["p50_ms"], 1e-9)
     inproc_load = {"before": load_before, "after": _load()}
@@ -307,7 +314,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         finally:
             server.close()
 
-    print(f"{'in process (ms)':<30} {'p50':>8} {'p95':>8}   load average {load_before} -> {inproc_load['after']}")
+    print(f"{'in process (ms)':<30} {'p50':>8} {'p95':>8}   "
+          f"load average {load_before} -> {inproc_load['after']}")
     for name, s in inproc.items():
         print(f"  {name:<28} {s['p50_ms']:>8.2f} {s['p95_ms']:>8.2f}")
     for k in STAGES:
@@ -316,14 +324,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"  candidates per query: mean {np.mean(cands):.1f}")
     print(f"  desire p50 / flat p50        {ratio:>8.2f}x   (target: desire p50 <= 10 ms and <= 2x flat)")
     if http is not None:
-        print(f"HTTP recall, {http['clients']} clients x {args.requests}: {http['requests_per_s']} req/s, p50 "
-              f"{http['p50_ms']:.1f} ms, p95 {http['p95_ms']:.1f} ms, errors {http['errors']} (load average "
-              f"{http['load_avg_before']} -> {http['load_avg_after']}; service started in {http['startup_s']} s)")  # fmt: skip
+        print(f"HTTP recall, {http['clients']} clients x {args.requests}: {http['requests_per_s']} req/s, "
+              f"p50 {http['p50_ms']:.1f} ms, p95 {http['p95_ms']:.1f} ms, errors {http['errors']} "
+              f"(load average {http['load_avg_before']} -> {http['load_avg_after']}; "
+              f"service started in {http['startup_s']} s)")  # fmt: skip
     out = {"dataset": f"synthetic:{args.preset}:0", "entities": int(svc.graph.num_entities),
            "memories": int(svc.graph.num_memories), "policy": svc.policy.name, "policy_dir": str(policy),
            "traversal": "hybrid (floor, session, entity_walks, graph_walk)", "queries": len(queries),
            "budget_chars": args.budget, "in_process": inproc, "desire_over_flat_p50": round(ratio, 3),
-           "desire_stages": {k: _stats(v) for k, v in stages.items()}, "mean_candidates": float(np.mean(cands)),
+           "desire_stages": {k: _stats(v) for k, v in stages.items()},
+           "mean_candidates": float(np.mean(cands)),
            "in_process_load_avg": inproc_load, "http": http, "cpu_count": os.cpu_count(),
            "load_s": round(load_s, 2), "platform": platform.platform(), "python": platform.python_version(),
            "date": time.strftime("%Y-%m-%d %H:%M")}  # fmt: skip

@@ -61,7 +61,8 @@ def choose(table: pd.DataFrame) -> float:
 def main(argv: list[str] | None = None) -> dict[str, dict[str, object]]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--encoders", nargs="+", default=["hashing", "minilm"])
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "merge_threshold.json"))
+    default_out = Path(__file__).resolve().parent / "results" / "merge_threshold.json"
+    ap.add_argument("--out", default=str(default_out))
     args = ap.parse_args(argv)
     sample = read_sample()
     labels = sample["same"].to_numpy()

@@ -1,4 +1,4 @@
-"""Choose the weights of ``desire_fused`` (:class:`signet_rl.scorers.fused.FusedScorer`) on VALIDATION queries.
+"""Choose ``desire_fused``'s weights (:class:`signet_rl.scorers.fused.FusedScorer`) on VALIDATION queries.
 
 The candidates of every validation query are walked once (the non-learned walk: no desire-path order) and
 the standardised prior / PPR / flat columns computed once; every weight triple of a small grid then ranks
@@ -45,7 +45,8 @@ class _Precomputed:
             return []
         cands, z = hit
         scores = z @ self.weights
-        return self.walker.slate(query, cands, zip(cands.walk.paths, scores.tolist(), strict=True), budget_chars)
+        scored = zip(cands.walk.paths, scores.tolist(), strict=True)
+        return self.walker.slate(query, cands, scored, budget_chars)
 
 
 def grid_search(spec: str, version: int, seeds: Sequence[int], budgets: Sequence[int],

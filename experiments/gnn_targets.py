@@ -96,7 +96,9 @@ def _tag(seed: int, learned: list[str], baselines: bool) -> str:
     return "-".join([f"s{seed}", *learned, *(["baselines"] if baselines else [])])
 
 
-def paired(rows: pd.DataFrame, a: str, b: str, metric: str, budget: int, n_boot: int = 2000) -> dict[str, float]:
+def paired(
+    rows: pd.DataFrame, a: str, b: str, metric: str, budget: int, n_boot: int = 2000
+) -> dict[str, float]:
     """Mean of ``a - b`` over the pooled queries that need something, and its paired bootstrap 95% interval
     (queries resampled within each seed)."""
     r = rows[(rows["budget"] == str(budget)) & (rows["n_needed"] > 0)]
@@ -122,7 +124,9 @@ def to_90(curve: list[dict[str, float]], metric: str = "val/ndcg@10") -> float |
 
 
 def report(out: Path, seeds: list[int], budgets: list[int]) -> str:
-    rows = pd.concat([pd.read_csv(f, dtype={"budget": str}) for s in seeds for f in out.glob(f"rows-s{s}-*.csv")])
+    rows = pd.concat(
+        [pd.read_csv(f, dtype={"budget": str}) for s in seeds for f in out.glob(f"rows-s{s}-*.csv")]
+    )
     rows = rows.drop_duplicates(["seed", "budget", "retriever", "query_id"])
     lines = []
     answered = rows[rows["n_needed"] > 0]
@@ -139,9 +143,15 @@ def report(out: Path, seeds: list[int], budgets: list[int]) -> str:
                              ("signet_predictor", "best_flat", "ndcg@10")]:  # fmt: skip
             if a in r.index and b in r.index:
                 p = paired(rows, a, b, metric, budget)
-                lines.append(f"  {a} - {b} {metric}: {p['mean']:+.4f} [{p['lo']:+.4f}, {p['hi']:+.4f}] (n={p['n']})")
+                lines.append(
+                    f"  {a} - {b} {metric}: {p['mean']:+.4f} [{p['lo']:+.4f}, {p['hi']:+.4f}] (n={p['n']})"
+                )
     for s in seeds:
-        curves = {k: v for f in sorted(out.glob(f"curves-s{s}-*.json")) for k, v in json.loads(f.read_text()).items()}
+        curves = {
+            k: v
+            for f in sorted(out.glob(f"curves-s{s}-*.json"))
+            for k, v in json.loads(f.read_text()).items()
+        }
         for label, c in curves.items():
             pts = [(int(x["interactions"]), round(x.get("val/ndcg@10", float("nan")), 4)) for x in c["curve"]]
             lines.append(f"seed {s} {label}: 90% of gain by {to_90(c['curve'])} interactions; "
@@ -162,7 +172,8 @@ def main() -> None:
     ap.add_argument("--max-val", type=int, default=100, help="validation queries per curve point")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--set", nargs="*", default=[], metavar="LABEL.KEY=VALUE",
-                    help="a learned scorer's setting chosen on validation, e.g. signet_predictor.final_alpha=0")
+                    help="a learned scorer's setting chosen on validation, "
+                         "e.g. signet_predictor.final_alpha=0")
     args = ap.parse_args()
     out = Path(args.out)
     overrides: dict[str, dict[str, Any]] = {}
@@ -175,7 +186,8 @@ def main() -> None:
         for seed in args.seeds:
             if not (out / f"rows-{_tag(seed, args.learned, not args.no_baselines)}.csv").exists():
                 run_seed(args.preset, seed, args.epochs, args.eval_every, args.budgets, args.learned, out,
-                         baselines=not args.no_baselines, max_val=args.max_val, overrides=overrides)  # fmt: skip
+                         baselines=not args.no_baselines, max_val=args.max_val,
+                         overrides=overrides)  # fmt: skip
     text = report(out, args.seeds, args.budgets)
     (out / "report.txt").write_text(text + "\n")
     print(text)

@@ -89,7 +89,8 @@ def table(out: dict) -> str:
     for entry in out.values():
         groups.setdefault((entry["key"], entry["model"]), []).append(entry)
     lines = ["| dataset | setting | model (trained on the walking graph) | seeds | H@1 | H@3 | H@10 | MRR | "
-             "validation MRR | train triples |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+             "validation MRR | train triples |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
     for (key, model), rows in sorted(groups.items()):
         rows.sort(key=lambda r: r["seed"])
         cells = []
@@ -112,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     final = kg_protocol._read(args.ledger, kg_protocol.FINAL)
     keys = args.keys or sorted({f"{e['dataset']}@{e['setting']}" for e in final.values()})
     if not keys:
-        raise SystemExit(f"no final runs in {args.ledger / kg_protocol.FINAL}: run kg_protocol.py --final first")
+        raise SystemExit(
+            f"no final runs in {args.ledger / kg_protocol.FINAL}: run kg_protocol.py --final first"
+        )
     out = run(keys, args.seeds, args.ledger / LEDGER_NAME)
     print(table(out))
     return 0

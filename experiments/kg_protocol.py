@@ -6,19 +6,21 @@ Three steps, each resumable (a finished run folder is skipped, an interrupted on
    ``--setting`` with ``task.rank_test=false``: neither the walker nor an in-run anchor ever ranks the test
    split (``tests/kg/test_kg_trainer.py`` checks it with a spy). Each probe's validation figures go to the
    committed ledger ``experiments/kg_runs/probes.json``; the probe table prints validation columns only.
-2. **Freeze.** ``--freeze <dataset>@<setting> <recipe>`` writes ``conf/experiment/kg/frozen/<dataset>@<setting>.yaml``
-   (the dataset's structural settings, the setting's inverse-edge rule and the recipe's task keys: the whole
-   configuration of its later runs) and records the choice with the validation figures that made it in
-   ``experiments/kg_runs/frozen.json``. It refuses when no probe of that recipe finished, and when a final
-   (test) run of that dataset and setting already exists: a recipe is chosen before its test run or not at
-   all. ``--freeze-best <dataset>@<setting> <recipe> <recipe> ...`` freezes the candidate :func:`best_probe`
-   picks: the higher validation MRR, a tie to the higher validation H@1, then to the first listed.
-   Commit the frozen file before running step 3.
+2. **Freeze.** ``--freeze <dataset>@<setting> <recipe>`` writes
+   ``conf/experiment/kg/frozen/<dataset>@<setting>.yaml`` (the dataset's structural settings, the setting's
+   inverse-edge rule and the recipe's task keys: the whole configuration of its later runs) and records the
+   choice with the validation figures that made it in ``experiments/kg_runs/frozen.json``. It refuses when no
+   probe of that recipe finished, and when a final (test) run of that dataset and setting already exists: a
+   recipe is chosen before its test run or not at all.
+   ``--freeze-best <dataset>@<setting> <recipe> <recipe> ...`` freezes the candidate :func:`best_probe` picks:
+   the higher validation MRR, a tie to the higher validation H@1, then to the first listed. Commit the frozen
+   file before running step 3.
 3. **Final.** ``--final`` runs every frozen recipe of ``--datasets`` in ``--setting`` on fresh seeds
    (default 10, 11, 12), ranks validation and test, copies each run into ``experiments/kg_runs/final.json``
    and publishes the table (section ``kg-protocol`` of ``docs/results.md``): one row per dataset and
    setting with mean ± sd over the seeds, the in-run anchors beside it, and the published rows **of that
-   setting only** — MINERVA's beside the MINERVA-setting rows, MultiHopKG's beside the MultiHopKG-setting rows.
+   setting only** — MINERVA's beside the MINERVA-setting rows, MultiHopKG's beside the MultiHopKG-setting
+   rows.
 
 Settings (``--setting``):
 
@@ -31,7 +33,8 @@ Settings (``--setting``):
 Any other MINERVA-layout folder a user points at (``--datasets <folder>``) runs unchanged with the generic
 structure (path length 3, at most 200 actions per entity): nothing in a recipe names a benchmark.
 
-    python experiments/kg_protocol.py --probe --datasets umls --setting minerva --recipes shaped regularised_sum --seeds 0
+    python experiments/kg_protocol.py --probe --datasets umls --setting minerva \\
+        --recipes shaped regularised_sum --seeds 0
     python experiments/kg_protocol.py --freeze umls@minerva regularised_sum
     python experiments/kg_protocol.py --final --datasets umls --setting minerva
     python experiments/kg_protocol.py --report-only

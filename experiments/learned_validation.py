@@ -40,7 +40,8 @@ def _value(text: str) -> Any:
 
 
 def run(spec: str, version: int, scorer_name: str, overrides: dict[str, Any], task: dict[str, Any],
-        budgets: list[int], baselines: list[str], seed: int, holdout: bool = False) -> dict[str, Any]:  # fmt: skip
+        budgets: list[int], baselines: list[str], seed: int,
+        holdout: bool = False) -> dict[str, Any]:  # fmt: skip
     torch.set_num_threads(1)
     conf = yaml.safe_load((project_root() / "conf" / "scorer" / f"{scorer_name}.yaml").read_text())
     conf.pop("name")

@@ -1,14 +1,14 @@
 """``python -m signet_rl.serve``: serve an exported policy over a Signet store.
 
 * ``python -m signet_rl.serve --db PATH --policy DIR [--host 127.0.0.1] [--port 3850] [--state FILE]
-  [--hybrid]``: the HTTP service (:mod:`signet_rl.serving.app`): recall, feedback, expand, impact, health, status. Binding
-  anything but loopback needs a bearer token (``--token`` or ``SIGNET_RL_SERVE_TOKEN``).
+  [--hybrid]``: the HTTP service (:mod:`signet_rl.serving.app`): recall, feedback, expand, impact, health,
+  status. Binding anything but loopback needs a bearer token (``--token`` or ``SIGNET_RL_SERVE_TOKEN``).
 * ``python -m signet_rl.serve report --db PATH [--state FILE]``: the online comparison against flat recall
   from the service's log (win rate with its interval, IPS / SNIPS / DR of the desire policy).
 * ``python -m signet_rl.serve sidecar --db PATH [--policy DIR]``: Signet's predictor protocol
   (newline-delimited JSON-RPC 2.0 on stdin/stdout, :mod:`signet_rl.serving.sidecar`), so Signet's daemon can
-  run it in place of its own predictor (``predictor.binaryPath``); it accepts the daemon's ``--native-dim`` and
-  ``--checkpoint`` flags.
+  run it in place of its own predictor (``predictor.binaryPath``); it accepts the daemon's ``--native-dim``
+  and ``--checkpoint`` flags.
 * ``python -m signet_rl.serve store DATASET --out FILE``: write a dataset's graph as a Signet v30 store, to
   serve a policy on.
 
@@ -53,8 +53,8 @@ def _http(argv: list[str]) -> int:
     parser.add_argument("--prewarm", action="store_true",
                         help="temporal pre-warm at POST /api/session/start (off by default; issue 29)")
     parser.add_argument("--emergence", default="",
-                        help="issue 29's mechanisms to switch on, comma-separated: bridges, principles, health "
-                             "(all off by default; their state lives in the --state file)")
+                        help="issue 29's mechanisms to switch on, comma-separated: bridges, principles, "
+                             "health (all off by default; their state lives in the --state file)")
     parser.add_argument("--hybrid", action="store_true",
                         help="the hybrid entry on top of the policy's traversal: flat's hits as the floor, "
                              "session-DAG steps and entity walks")  # fmt: skip
@@ -100,8 +100,8 @@ def _report(argv: list[str]) -> int:
         return 2
     r = report(path, seed=args.seed)
     lo, hi = r["ci95"]
-    print(f"recalls {r['recalls']:,}, rated {r['rated']:,}: desire wins {r['wins']:,}, flat wins {r['losses']:,}, "
-          f"ties {r['ties']:,}")
+    print(f"recalls {r['recalls']:,}, rated {r['rated']:,}: desire wins {r['wins']:,}, "
+          f"flat wins {r['losses']:,}, ties {r['ties']:,}")
     print(f"desire win rate {r['win_rate']:.3f} (95% interval {lo:.3f}-{hi:.3f})")
     for name, e in (r.get("ope") or {}).items():
         print(f"{name.upper():>6} value of the desire policy's slate: {e['value']:.3f} "
@@ -121,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         return _store(a.dataset, a.out)
     if argv[:1] != ["sidecar"]:
         return _http(argv)
-    parser = argparse.ArgumentParser(prog="python -m signet_rl.serve sidecar", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m signet_rl.serve sidecar", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--db", required=True, help="the Signet store (memories.db), opened read-only")
     parser.add_argument("--policy", help="a policy artifact (python -m signet_rl.export); default: the prior")
     parser.add_argument("--native-dim", type=int, default=768, help="the daemon's embedding dimension")

@@ -17,8 +17,8 @@ marker. Rerunning a killed or interrupted command resumes where its last checkpo
 resumed run ends with the same metrics as an uninterrupted one, bit for bit. The folder is locked while a
 run trains in it, and rerunning it with a different value of anything that changes results (seed, scorer
 and its hyperparameters, dataset, traversal, task) is refused, naming the key and both values
-(:mod:`signet_rl.core.run_folder`). ``fresh=true`` starts over, deleting only the previous run's own files, and
-only in a folder holding a run marker. Ctrl-C checkpoints after the current interaction and prints the
+(:mod:`signet_rl.core.run_folder`). ``fresh=true`` starts over, deleting only the previous run's own files,
+and only in a folder holding a run marker. Ctrl-C checkpoints after the current interaction and prints the
 command that resumes (exit status 130).
 
 The bandit run logs to MLflow: the flattened config; over interactions the running mean rating, cumulative

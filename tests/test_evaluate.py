@@ -265,7 +265,8 @@ def test_a_signet_spec_without_its_config_says_so(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 1
     assert (
-        f"dataset 'signet:{db}' takes the options ['extract', 'extract_encoder', 'timeout'], not ['drift', 'version']; those come from another "
+        f"dataset 'signet:{db}' takes the options ['extract', 'extract_encoder', 'timeout'], "
+        "not ['drift', 'version']; those come from another "
         "dataset's config: on the command line pass the dataset's own config with its spec, "
         f"dataset=signet dataset.spec=signet:{db}"
     ) in proc.stderr

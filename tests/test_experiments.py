@@ -55,7 +55,9 @@ def test_desire_report_runs_tiny_with_the_candidate_ceiling(tmp_path):
     report = _load("desire_report")
     out = tmp_path / "results.md"
     body = report.main(["--dataset", "synthetic:tiny:0", "--n-boot", "50", "--output", str(out)])
-    names = ("best_flat", "flat_signet_uncapped", "flat_signet ", "desire_prior", "desire_ppr", "desire_random")
+    names = (
+        "best_flat", "flat_signet_uncapped", "flat_signet ", "desire_prior", "desire_ppr", "desire_random"
+    )
     for name in (*names, "candidate_ceiling"):
         assert name in body
     text = out.read_text()

@@ -1,4 +1,5 @@
-"""No package imports one above it in the query flow: docs/design.md's allow-list, checked import by import."""
+"""No package imports one above it in the query flow: docs/design.md's allow-list, checked import by
+import."""
 
 from __future__ import annotations
 
@@ -101,7 +102,8 @@ def test_the_checker_catches_a_function_level_import(tmp_path):
 def test_importing_loads_no_evaluation_module(module):
     code = (
         f"import sys, {module}\n"
-        "bad = sorted(m for m in sys.modules if m.startswith('signet_rl.evaluation') or m == 'signet_rl.tracking')\n"
+        "bad = sorted(m for m in sys.modules\n"
+        "             if m.startswith('signet_rl.evaluation') or m == 'signet_rl.tracking')\n"
         "print(','.join(bad))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)

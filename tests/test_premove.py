@@ -37,14 +37,18 @@ def tiny():
 
 def test_a_policy_saved_before_the_move_scores_and_retrieves_the_same(tiny):
     expected = json.loads((FIXTURES / "expected.json").read_text())
-    retriever = DesirePathRetriever(GNNPathScorer.load(FIXTURES / "policy"), config=TRAVERSAL, encoder="hashing")
+    retriever = DesirePathRetriever(
+        GNNPathScorer.load(FIXTURES / "policy"), config=TRAVERSAL, encoder="hashing"
+    )
     retriever.index(tiny)
     queries = {q.id: q for q in tiny.queries}
     assert len(expected) == 5
     for qid, want in expected.items():
         cands = retriever.candidates(queries[qid])
         assert cands is not None
-        scores = np.asarray(retriever.scorer.score(queries[qid], cands.walk.paths, cands.context), dtype=float)
+        scores = np.asarray(
+            retriever.scorer.score(queries[qid], cands.walk.paths, cands.context), dtype=float
+        )
         np.testing.assert_allclose(scores, want["scores"], atol=1e-5)
         assert [u.text for u in retriever.retrieve(queries[qid], 2000)] == want["units"]
 
@@ -54,8 +58,8 @@ def test_a_checkpoint_written_before_the_move_resumes(tiny, tmp_path):
     shutil.copytree(FIXTURES, run)
     config = BanditConfig(epochs=1, eval_every=1000, checkpoint_every=12)
     trainer = BanditTrainer(
-        tiny, make_scorer("gnn", hidden=8, n_heads=2, lr=0.003, **ADDED_ARGUMENTS), config, traversal=TRAVERSAL,
-        seed=0, run_dir=run,
+        tiny, make_scorer("gnn", hidden=8, n_heads=2, lr=0.003, **ADDED_ARGUMENTS), config,
+        traversal=TRAVERSAL, seed=0, run_dir=run,
         progress=False,
     )  # fmt: skip
     assert trainer.resume() is True

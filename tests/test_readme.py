@@ -11,9 +11,9 @@ not ignored) and every path it names must exist. A few are only checked, not run
 (``pip install``), the MLflow UI (a server for a browser), commands needing an optional extra
 (``encoder=minilm`` needs ``.[embed]``; the joblib and Ray launchers and ``ray=true``, where ``.[sweep]`` or
 ``.[distributed]`` is not installed) and ``export`` lines with a placeholder path (the test sets the data
-root itself); ``python -m pytest`` is collected, not run (this test is part of it). The lines that start a local Ray
-cluster run in their own slow test (:func:`on_ray`). Commands naming a real
-dataset are skipped when the data root lacks it, unless ``SIGNET_RL_REQUIRE_DATA=1``.
+root itself); ``python -m pytest`` is collected, not run (this test is part of it). The lines that start a
+local Ray cluster run in their own slow test (:func:`on_ray`). Commands naming a real dataset are skipped when
+the data root lacks it, unless ``SIGNET_RL_REQUIRE_DATA=1``.
 """
 
 from __future__ import annotations
@@ -292,7 +292,8 @@ def run_readme(tmp_path: Path, ray: bool) -> int:
             repo = copy_repository(tmp_path / f"repo-{i}")
             shutil.copy2(store, repo / "mlflow.db")
             paths = path_literals(step.text) if step.kind == "python" else path_args(words)
-            # a Hydra override naming a path an earlier command wrote (policy=data/policies/gnn) is carried too
+            # a Hydra override naming a path an earlier command wrote (policy=data/policies/gnn) is carried
+            # too
             values = [w.split("=", 1)[1] for w in words if step.kind != "python" and "=" in w
                       and re.fullmatch(r"[\w.-]+(/[\w.-]+)+/?", w.split("=", 1)[1])]  # fmt: skip
             carry(paths + values, copies, repo)

@@ -1,4 +1,5 @@
-"""docs/reliability.md stays true: every test a row names exists (file and function), and every section has rows."""
+"""docs/reliability.md stays true: every test a row names exists (file and function), and every section has
+rows."""
 
 from __future__ import annotations
 

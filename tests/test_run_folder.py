@@ -1,6 +1,6 @@
-"""Run folders (signet_rl.core.run_folder, signet_rl.train): fresh=true never deletes what a run did not write, a
-folder trained with another configuration is refused naming the key and both values, a folder in use is
-refused naming the pid, folder names stay short however many overrides, and config errors come before the
+"""Run folders (signet_rl.core.run_folder, signet_rl.train): fresh=true never deletes what a run did not
+write, a folder trained with another configuration is refused naming the key and both values, a folder in use
+is refused naming the pid, folder names stay short however many overrides, and config errors come before the
 dataset loads (issue 31 items 1, 2, 7, 8 and its vague cases; issue 22 item 5)."""
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ TINY = [
     "dataset.spec=synthetic:tiny:0", "scorer=linucb", "task.max_interactions=12", "task.eval_every=6",
     "task.checkpoint_every=3", "task.max_val_queries=5", "task.max_test_queries=8", "baselines=[]",
     "ceiling=false", "bootstrap=10", "progress=false", "mlflow.enabled=false",
-    "dataset.options.version=1",  # the figures below were read on generator v1 (run folders, not the benchmark)
+    # the figures below were read on generator v1 (run folders, not the benchmark)
+    "dataset.options.version=1",
 ]  # fmt: skip
 
 

@@ -23,7 +23,8 @@ def test_a_smoke_run_on_locomo_keeps_its_first_sessions_only(monkeypatch, tmp_pa
     cfg = _compose("train", ["scorer=linucb", "dataset=locomo"])
     smoke.shrink_train(cfg)
     assert cfg.dataset.spec == "locomo" and dict(cfg.dataset.options) == {
-        "extract": True, "observations": False, "extract_encoder": "minilm", "max_sessions": smoke.LOCOMO_SESSIONS
+        "extract": True, "observations": False, "extract_encoder": "minilm",
+        "max_sessions": smoke.LOCOMO_SESSIONS,
     }  # the dataset config's own options are kept
     assert cfg.task.max_test_queries == smoke.BANDIT["max_test_queries"]
     cfg = _compose("evaluate", ["dataset=locomo"])

@@ -1,4 +1,4 @@
-"""Where real data is read from: the data root (``--data-root``, a config's ``data_root``, ``$SIGNET_RL_DATA``).
+"""The data root real data is read from (``--data-root``, a config's ``data_root``, ``$SIGNET_RL_DATA``).
 
 At the bottom of the package so that loaders, encoder caches and tests all resolve it the same way.
 """

@@ -390,7 +390,9 @@ def _pair_index(a: Sequence[str], b: Sequence[str]) -> tuple[list[str], np.ndarr
     ka, kb = [normalise_name(x) for x in a], [normalise_name(x) for x in b]
     uniq = sorted(set(ka) | set(kb))
     pos = {k: i for i, k in enumerate(uniq)}
-    return uniq, np.array([pos[k] for k in ka], dtype=np.int64), np.array([pos[k] for k in kb], dtype=np.int64)
+    ia = np.array([pos[k] for k in ka], dtype=np.int64)
+    ib = np.array([pos[k] for k in kb], dtype=np.int64)
+    return uniq, ia, ib
 
 
 def string_score(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
@@ -857,7 +859,8 @@ class _Extractor:
 
     def _build(self, per_memory: list[list[_Found]], analyses: list[_Analysis],
                clusters: dict[str, list[str]], uf: _UnionFind, kinds: Mapping[str, Counter[str]],
-               surfaces: Mapping[str, Counter[str]], speakers: Mapping[str, str], merged_pairs: list[tuple[str, str, float]]) -> KnowledgeGraph:
+               surfaces: Mapping[str, Counter[str]], speakers: Mapping[str, str],
+               merged_pairs: list[tuple[str, str, float]]) -> KnowledgeGraph:
         ids = [m.id for m in self.memories]
         times = self.times
         # entity per cluster

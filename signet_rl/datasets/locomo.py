@@ -72,7 +72,14 @@ from signet_rl.datasets.base import Dataset, DatasetNotFoundError, GroundTruth, 
 from signet_rl.datasets.extract import ExtractConfig, MemoryText, extract_graph, merge_graphs
 from signet_rl.graph.model import EntityType, KnowledgeGraph
 
-__all__ = ["CATEGORIES", "extract_names", "first_sessions", "load_locomo", "parse_evidence", "parse_session_time"]
+__all__ = [
+    "CATEGORIES",
+    "extract_names",
+    "first_sessions",
+    "load_locomo",
+    "parse_evidence",
+    "parse_session_time",
+]
 
 #: LoCoMo's QA category codes (as in the upstream evaluation code and the paper's Table 5).
 CATEGORIES: dict[int, str] = {

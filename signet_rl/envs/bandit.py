@@ -70,8 +70,8 @@ from gymnasium import spaces
 from signet_rl.core.checks import check_range
 from signet_rl.core.types import Query
 from signet_rl.envs.common import CandidatePipeline, DatasetLike, QueryEpisodeEnv, action_index
-from signet_rl.scorers.features import PathFeaturizer
 from signet_rl.retrieval.flat import BEST_FLAT
+from signet_rl.scorers.features import PathFeaturizer
 from signet_rl.traversal.config import TraversalConfig
 
 __all__ = ["FEATURE_BOUND", "REWARDS", "PathBanditEnv"]

@@ -31,8 +31,8 @@ from signet_rl.core.types import SPLITS, Query
 from signet_rl.datasets.base import Dataset
 from signet_rl.datasets.registry import load_dataset
 from signet_rl.pipeline.desire import DesirePathRetriever
-from signet_rl.retrieval.flat import BEST_FLAT
 from signet_rl.rating.view import RatingView
+from signet_rl.retrieval.flat import BEST_FLAT
 from signet_rl.scorers.base import ScoringContext
 from signet_rl.scorers.features import QueryFeaturizer
 from signet_rl.traversal.config import TraversalConfig
@@ -246,10 +246,8 @@ class CandidatePipeline:
         if hit is not None:
             return hit
         state = self.state(query.graph_id)
-        if state.hybrid is not None:  # the hybrid entry: flat's floor, session steps, entity walks
-            out = self._hybrid(query)
-        else:
-            out = self._walked(query, state)
+        # the hybrid entry: flat's floor, session steps, entity walks
+        out = self._hybrid(query) if state.hybrid is not None else self._walked(query, state)
         self._cache[query.id] = out
         while len(self._cache) > self.CACHE_SIZE:
             self._cache.popitem(last=False)

@@ -332,7 +332,9 @@ class BM25Index:
         kept process-wide (several indexes search the same query: entry search's legs, flat's)."""
         got = _QUERY_TOKENS.get(query)
         if got is None:
-            tok = self._bm25s.tokenize([clean_text(query)], stopwords="en", return_ids=False, show_progress=False)
+            tok = self._bm25s.tokenize(
+                [clean_text(query)], stopwords="en", return_ids=False, show_progress=False
+            )
             got = tuple(tok[0])
             if len(_QUERY_TOKENS) >= 256:
                 _QUERY_TOKENS.pop(next(iter(_QUERY_TOKENS)))

@@ -1,7 +1,7 @@
 """Query intent: what / relate / action / changed / none, by transparent rules or a small learned model.
 
-The intent chooses a traversal strategy (docs/design.md §1); ``none`` (chit-chat, thanks, excitement) feeds the
-significance gate (:mod:`signet_rl.retrieval.gate`), which injects nothing for it.
+The intent chooses a traversal strategy (docs/design.md §1); ``none`` (chit-chat, thanks, excitement) feeds
+the significance gate (:mod:`signet_rl.retrieval.gate`), which injects nothing for it.
 
 * :class:`RuleIntentClassifier` — ordered, readable rules over the lower-cased text: relation phrases
   first, then change words, then advice words, then question words; greetings, thanks, interjections,

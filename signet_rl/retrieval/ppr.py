@@ -30,7 +30,8 @@ entity search finds nothing returns ``[]``.
     >>> from signet_rl.graph.model import Dependency, Entity, KnowledgeGraph, Memory, Mention
     >>> g = KnowledgeGraph.from_records(
     ...     entities=[Entity(id="a", name="alpha"), Entity(id="b", name="beta")],
-    ...     dependencies=[Dependency(id="d", dependency_type="uses", source_entity_id="a", target_entity_id="b")],
+    ...     dependencies=[Dependency(id="d", dependency_type="uses", source_entity_id="a",
+    ...                              target_entity_id="b")],
     ...     memories=[Memory(id="m1", content="alpha text"), Memory(id="m2", content="beta text")],
     ...     mentions=[Mention(memory_id="m1", entity_id="a"), Mention(memory_id="m2", entity_id="b")])
     >>> ppr = PPRRetriever(vector=False, specificity=False)
@@ -188,7 +189,9 @@ class PPRRetriever:
             edge_src=src[keep], edge_dst=dst[keep], edge_w=w[keep], edge_time=etime[keep], cache={},
         )  # fmt: skip
 
-    def _edges(self, g: _Graph, t: float | None) -> tuple[IntArray, IntArray, FloatArray, IntArray, IntArray, FloatArray]:
+    def _edges(
+        self, g: _Graph, t: float | None
+    ) -> tuple[IntArray, IntArray, FloatArray, IntArray, IntArray, FloatArray]:
         """The undirected edge list (both directions), the visible mentions and each entity's number of
         mentioning memories, at time ``t`` (cached per cut)."""
         cut_e = np.ones(len(g.edge_src), bool) if t is None else ~(g.edge_time > t)

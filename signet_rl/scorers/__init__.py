@@ -10,8 +10,8 @@ from signet_rl.scorers.prior import PPRScorer, PriorScorer, RandomScorer
 
 
 def __getattr__(name: str) -> Any:
-    """:class:`GNNPathScorer` and :class:`SignetPredictorScorer` on first use: their modules import torch, which
-    the serving side never loads."""
+    """:class:`GNNPathScorer` and :class:`SignetPredictorScorer` on first use: their modules import torch,
+    which the serving side never loads."""
     if name == "GNNPathScorer":
         from signet_rl.scorers.gnn import GNNPathScorer
 

@@ -783,7 +783,9 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         """
         for fb in feedback:
             check_feedback(fb)
-        by_graph: dict[int, list[tuple[Query, list[Path], ScoringContext, list[float], list[float], Any]]] = {}
+        by_graph: dict[
+            int, list[tuple[Query, list[Path], ScoringContext, list[float], list[float], Any]]
+        ] = {}
         for fb in feedback:
             paths, ratings, weights, rows = [], [], [], []
             for j, (i, r) in enumerate(zip(fb.shown, fb.ratings, strict=True)):

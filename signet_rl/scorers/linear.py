@@ -42,7 +42,6 @@ from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.retrieval.intent import IntentClassifier
 from signet_rl.scorers.base import Feedback, ScoringContext, check_feedback, register
-from signet_rl.scorers.fused import BASE_SCORES, BaseScores
 from signet_rl.scorers.features import (
     INTENTS,
     PATH_FEATURES,
@@ -51,6 +50,7 @@ from signet_rl.scorers.features import (
     PerGraphFeaturizers,
     QueryFeaturizer,
 )
+from signet_rl.scorers.fused import BASE_SCORES, BaseScores
 from signet_rl.traversal.path import Path
 
 __all__ = ["LinUCBScorer"]

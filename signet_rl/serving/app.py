@@ -28,8 +28,8 @@ own API (facts: the project's design notes on Signet's HTTP API):
 Online learning: each newly recorded rating reinforces the rated path's edges in the policy's desire-path
 statistics with the training rule (:meth:`~signet_rl.learning.reinforcement.EdgeStats.reinforce`: floor,
 ceiling) and a cooling step, and where the artifact has an online-learnable head (LinUCB) updates its
-posterior with the context-path vector logged when the path was shown; at start-up the statistics are rebuilt by replaying the state file's feedback
-log, so they always equal a replay of what was acknowledged.
+posterior with the context-path vector logged when the path was shown; at start-up the statistics are rebuilt
+by replaying the state file's feedback log, so they always equal a replay of what was acknowledged.
 
 Security: binds 127.0.0.1 by default; elsewhere a bearer token is required (``--token`` or
 ``SIGNET_RL_SERVE_TOKEN``). Bodies over 64 KiB get 413; malformed JSON or a wrong field type gets 422
@@ -179,8 +179,9 @@ class Service:
         self.stats = self.policy.edge_stats(self.arrays)
         self.k, self.budget_chars, self.alpha, self.temperature = k, budget_chars, alpha, temperature
         self._rng = np.random.default_rng(seed)
-        # Retrieval, slate draws and online updates share caches and the statistics (the hashing encoder and the
-        # scorers' lazy per-graph state are not thread-safe): one lock serialises them; the state file has its own.
+        # Retrieval, slate draws and online updates share caches and the statistics (the hashing encoder and
+        # the scorers' lazy per-graph state are not thread-safe): one lock serialises them; the state file has
+        # its own.
         self._lock = threading.RLock()
         self.memories = self.graph.memories.set_index("id", drop=False)
         self.memory_ids = frozenset(str(m) for m in self.graph.memories["id"])
@@ -461,8 +462,8 @@ class Service:
                 "chars": used, "maxTokens": body.maxTokens}  # fmt: skip
 
     def stats_digest(self) -> str:
-        """SHA-256 of what ratings change: the desire-path statistics (weights, walk counts, step) and an online
-        head's posterior (LinUCB's ``A_inv`` and ``b``); equal digests, equal learned state."""
+        """SHA-256 of what ratings change: the desire-path statistics (weights, walk counts, step) and an
+        online head's posterior (LinUCB's ``A_inv`` and ``b``); equal digests, equal learned state."""
         with self._lock:
             h = hashlib.sha256(np.ascontiguousarray(self.stats.weights).tobytes())
             h.update(np.ascontiguousarray(self.stats.walks).tobytes())
@@ -543,9 +544,12 @@ def create_app(service: Service, token: str | None = None) -> FastAPI:
 
     @app.middleware("http")
     async def guard(request: Request, call_next: Any) -> Any:
-        if token is not None and request.url.path != "/health":
-            if request.headers.get("authorization") != f"Bearer {token}":
-                return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
+        if (
+            token is not None
+            and request.url.path != "/health"
+            and request.headers.get("authorization") != f"Bearer {token}"
+        ):
+            return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
         length = request.headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > MAX_BODY:
             return JSONResponse({"error": f"body of {length} bytes is over the {MAX_BODY}-byte limit"},

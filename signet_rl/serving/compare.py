@@ -5,10 +5,10 @@ propensities, a win rate, and off-policy estimates of the desire policy's value.
 recall. Their union is scored by weighted reciprocal-rank fusion, Signet's own way of mixing its
 predictor with its baseline (``k = 12``; weight ``alpha`` on desire, ``1 - alpha`` on flat), and the shown
 slate of ``k`` is drawn by Plackett-Luce sampling at ``temperature`` over those scores. Every candidate
-therefore has a known, positive probability of being shown (:func:`~signet_rl.learning.exploration.plackett_luce_inclusion`),
-and each shown result is labelled with the system that ranks it higher (``desire`` or ``flat``; one both
-rank equally, e.g. a memory both put first, is labelled by the better-fused side and counts for neither in
-the win rate).
+therefore has a known, positive probability of being shown
+(:func:`~signet_rl.learning.exploration.plackett_luce_inclusion`), and each shown result is labelled with the
+system that ranks it higher (``desire`` or ``flat``; one both rank equally, e.g. a memory both put first, is
+labelled by the better-fused side and counts for neither in the win rate).
 
 **Win rate.** Per rated recall, the desire side wins when the ratings of its shown results sum higher than
 the flat side's; ties are dropped. The rate is wins / (wins + losses) with a Wilson 95% interval.

@@ -197,8 +197,9 @@ class ServiceState:
     def issue(self, results: Sequence[IssuedResult], recall: Mapping[str, Any] | None = None) -> None:
         """Record shown results (and the recall's mixed slate, ``{recall_id, session_key, query, k, slate}``),
         all or none, before the recall that shows them is answered."""
-        rows = [(r.result_id, r.recall_id, r.slot, time.time(), r.session_key, r.query, r.graph_id, r.system, int(r.position),
-                 float(r.propensity), r.intent, int(r.bucket), json.dumps(list(r.memory_ids)),
+        rows = [(r.result_id, r.recall_id, r.slot, time.time(), r.session_key, r.query, r.graph_id,
+                 r.system, int(r.position), float(r.propensity), r.intent, int(r.bucket),
+                 json.dumps(list(r.memory_ids)),
                  json.dumps(dict(r.path), sort_keys=True), json.dumps(list(r.edge_ids)), float(r.score))
                 for r in results]  # fmt: skip
         with self._tx() as db:
@@ -292,7 +293,8 @@ class ServiceState:
                 raise UnknownIdError(f"unknown result id {result_id!r}: this service never issued it")
             now = time.time()
             cur = db.execute(
-                "INSERT INTO feedback (idempotency_key, session_key, result_id, rating, verb, text, created_at)"
+                "INSERT INTO feedback"
+                " (idempotency_key, session_key, result_id, rating, verb, text, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (idempotency_key, session_key, result_id, float(rating), verb, text, now),
             )
@@ -320,7 +322,8 @@ class ServiceState:
                 "SELECT recall_id, k, slate FROM recalls ORDER BY created_at, rowid"
             ).fetchall()
             rated = self._db.execute(
-                "SELECT r.recall_id, r.slot, f.rating FROM feedback f JOIN results r ON r.result_id = f.result_id "
+                "SELECT r.recall_id, r.slot, f.rating FROM feedback f "
+                "JOIN results r ON r.result_id = f.result_id "
                 "WHERE r.recall_id IS NOT NULL ORDER BY f.seq"
             ).fetchall()
         latest: dict[tuple[str, int], float] = {(rid, int(slot)): float(x) for rid, slot, x in rated}
@@ -343,8 +346,8 @@ class ServiceState:
 
 
 def _issued(row: Sequence[Any]) -> IssuedResult:
-    (rid, recall_id, slot, _created, session, query, graph_id, system, position, propensity, intent, bucket, mids, path,
-     edges, score) = row  # fmt: skip
+    (rid, recall_id, slot, _created, session, query, graph_id, system, position, propensity, intent, bucket,
+     mids, path, edges, score) = row  # fmt: skip
     return IssuedResult(str(rid), session, str(query), str(graph_id), str(system), int(position),
                         float(propensity), str(intent), int(bucket), tuple(json.loads(mids)),
                         json.loads(path), tuple(json.loads(edges)), float(score), recall_id,

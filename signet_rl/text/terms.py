@@ -28,9 +28,9 @@ from signet_rl.core.types import Query
 
 __all__ = [
     "MAX_QUERY_CHARS",
-    "capped_query",
     "SIGNET_HYPHENATED",
     "STOP_WORDS",
+    "capped_query",
     "clean_text",
     "keyword_terms",
     "query_text",

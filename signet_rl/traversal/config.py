@@ -122,7 +122,8 @@ class TraversalConfig:
                 raise ValueError(f"TraversalConfig.{name} must be a number in (0, {hi:g}], got {value!r}")
         if self.session_source not in ("tags", "graph", "auto"):
             raise ValueError(
-                f"TraversalConfig.session_source must be one of tags, graph, auto, got {self.session_source!r}"
+                "TraversalConfig.session_source must be one of tags, graph, auto, "
+                f"got {self.session_source!r}"
             )
         fs = self.floor_share
         if isinstance(fs, bool) or not isinstance(fs, int | float) or not 0 <= fs <= 1:

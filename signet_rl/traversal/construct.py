@@ -48,11 +48,11 @@ from signet_rl.traversal.path import HopKind, Path
 
 __all__ = [
     "CONSTRAINTS_BUDGET_CHARS",
-    "injected_memories",
     "CONSTRAINTS_HEADER",
     "SPECULATIVE_MARKER",
     "MemoryBuilder",
     "build_slate",
+    "injected_memories",
     "slate_chars",
     "tokens_of",
 ]

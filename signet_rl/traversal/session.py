@@ -95,7 +95,9 @@ class SessionDAG:
         """Build the DAG from ``graph.memories`` (rows in ``arrays``' memory order)."""
         a = arrays if arrays is not None else GraphArrays.from_graph(graph)
         ids = np.asarray(a.memory_ids, dtype=object)
-        tags = graph.memories.set_index("id")["tags"].reindex(ids) if len(ids) else pd.Series([], dtype=object)
+        tags = (
+            graph.memories.set_index("id")["tags"].reindex(ids) if len(ids) else pd.Series([], dtype=object)
+        )
         number = np.fromiter((session_number(t) for t in tags.tolist()), dtype=np.int64, count=len(ids))
         created = np.asarray(a.memory_created, dtype=np.float64)
         order = np.lexsort((ids.astype(str), created)).astype(np.int64) if len(ids) else np.zeros(0, np.int64)
@@ -145,7 +147,7 @@ class SessionDAG:
         pos = np.full(len(ids), -1, dtype=np.int64)
         rows: list[int] = []
         counts: list[int] = []
-        for s, turns in enumerate(sessions):
+        for turns in sessions:
             kept = [index[str(m)] for m in turns if str(m) in index and session[index[str(m)]] < 0]
             for p, r in enumerate(kept):
                 session[r], pos[r] = len(counts), p

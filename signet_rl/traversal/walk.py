@@ -1,7 +1,8 @@
 """Bounded traversal: from entry entities, enumerate candidate paths with a strategy chosen by intent.
 
 :class:`Traverser` walks the CSR arrays of :class:`~signet_rl.graph.arrays.GraphArrays` with int indices and
-builds :class:`~signet_rl.traversal.path.Path` objects (store ids) only at the end. Strategies (docs/design.md §1):
+builds :class:`~signet_rl.traversal.path.Path` objects (store ids) only at the end.
+Strategies (docs/design.md §1):
 
 * ``what`` — shallow and broad: the entry's aspects by weight with their latest attributes, plus one
   dependency hop to its best neighbours, each ending in that neighbour's top aspect.

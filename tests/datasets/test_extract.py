@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
 import numpy as np
+import pandas as pd
 import pytest
 
 from signet_rl.datasets.extract import (
@@ -64,23 +64,29 @@ def test_entities_and_merges_are_exact(graph):
     ents = graph.entities.set_index("id")
     assert ents.loc[:, ["name", "entity_type", "canonical_name", "mentions"]].to_dict("index") == {
         "ent:kid": {"name": "kid", "entity_type": "concept", "canonical_name": "kid", "mentions": 3},
-        "ent:metropolitan_museum_of_art": {"name": "Metropolitan Museum of Art", "entity_type": "organization",
+        "ent:metropolitan_museum_of_art": {"name": "Metropolitan Museum of Art",
+                                           "entity_type": "organization",
                                            "canonical_name": "metropolitan museum of art", "mentions": 2},
-        "ent:portland": {"name": "Portland", "entity_type": "place", "canonical_name": "portland", "mentions": 2},
+        "ent:portland": {"name": "Portland", "entity_type": "place", "canonical_name": "portland",
+                         "mentions": 2},
         "ent:puppy": {"name": "puppy", "entity_type": "concept", "canonical_name": "puppy", "mentions": 2},
         "person:caroline_smith": {"name": "Caroline Smith", "entity_type": "person",
                                   "canonical_name": "caroline smith", "mentions": 3},
         "person:melanie_jones": {"name": "Melanie Jones", "entity_type": "person",
                                  "canonical_name": "melanie jones", "mentions": 3},
-        "session:1": {"name": "session 1", "entity_type": "session", "canonical_name": "session 1", "mentions": 2},
-        "session:2": {"name": "session 2", "entity_type": "session", "canonical_name": "session 2", "mentions": 2},
+        "session:1": {"name": "session 1", "entity_type": "session", "canonical_name": "session 1",
+                      "mentions": 2},
+        "session:2": {"name": "session 2", "entity_type": "session", "canonical_name": "session 2",
+                      "mentions": 2},
     }
     # "Congrats" (an interjection spaCy calls a group) is no entity; the "Caroline" after it (a proper noun
-    # NER left unlabelled, confidence 0.7) is the speaker Caroline Smith (first name). "Mel" is Melanie Jones (short form of a speaker), "Melanie's" too (possessive, then
-    # alias), "the Metropolitan Museum" is the Metropolitan Museum of Art (alias score 0.805 >= 0.6), and
-    # "puppies" / "kids" are their singular.
+    # NER left unlabelled, confidence 0.7) is the speaker Caroline Smith (first name). "Mel" is Melanie Jones
+    # (short form of a speaker), "Melanie's" too (possessive, then alias), "the Metropolitan Museum" is the
+    # Metropolitan Museum of Art (alias score 0.805 >= 0.6), and "puppies" / "kids" are their singular.
     ment = graph.mentions[~graph.mentions["entity_id"].str.startswith("session:")]
-    got = sorted(zip(ment["memory_id"], ment["entity_id"], ment["mention_text"], ment["confidence"], strict=True))
+    got = sorted(
+        zip(ment["memory_id"], ment["entity_id"], ment["mention_text"], ment["confidence"], strict=True)
+    )
     assert got == [
         ("t1", "ent:portland", "Portland", 0.8),
         ("t1", "ent:puppy", "puppies", 0.6),
@@ -138,7 +144,9 @@ def test_attributes_carry_turn_text_with_provenance(graph):
     assert sorted(zip(caroline["memory_id"], caroline["confidence"], strict=True)) == [
         ("t1", 1.0), ("t2", 0.7), ("t3", 1.0)]
     mel = attrs[attrs["entity_id"] == "person:melanie_jones"]
-    assert sorted(zip(mel["memory_id"], mel["confidence"], strict=True)) == [("t2", 1.0), ("t3", 0.8), ("t4", 1.0)]
+    assert sorted(zip(mel["memory_id"], mel["confidence"], strict=True)) == [
+        ("t2", 1.0), ("t3", 0.8), ("t4", 1.0)
+    ]
     assert len(graph.attributes) == len(graph.mentions)
 
 
@@ -147,8 +155,9 @@ def test_session_dag_rows_and_steps(graph):
     assert list(sess["id"]) == ["session:1", "session:2"]
     nxt = graph.dependencies[graph.dependencies["dependency_type"] == "next_session"]
     assert nxt[["id", "source_entity_id", "target_entity_id", "reason", "confidence", "strength"]].to_dict(
-        "records") == [{"id": "dep:session:1->2", "source_entity_id": "session:1", "target_entity_id": "session:2",
-                        "reason": "multi-memory", "confidence": 1.0, "strength": 1.0}]
+        "records") == [{"id": "dep:session:1->2", "source_entity_id": "session:1",
+                        "target_entity_id": "session:2", "reason": "multi-memory", "confidence": 1.0,
+                        "strength": 1.0}]
     turns = graph.attributes[graph.attributes["aspect_id"].isin(["session:1/turns", "session:2/turns"])]
     assert list(zip(turns["id"], turns["memory_id"], strict=True)) == [
         ("session:1/turn:00000", "t1"), ("session:1/turn:00001", "t2"),
@@ -191,7 +200,8 @@ def test_deterministic_and_cached(nlp, tmp_path):
 
 
 def test_empty_none_and_non_utf8_text(nlp):
-    g = extract_graph([MemoryText("e1", "", "2024-01-01", "Ann", "s"), MemoryText("e2", None, None, "Ann", "s"),
+    g = extract_graph([MemoryText("e1", "", "2024-01-01", "Ann", "s"),
+                       MemoryText("e2", None, None, "Ann", "s"),
                        MemoryText("e3", b"Ann met Bob in Paris \xff\xfe.", "2024-01-02", "Bob", "s")],
                       HASHING, cache=False)
     meta = g.meta["extract"]
@@ -238,7 +248,9 @@ def test_hundred_thousand_character_turn(nlp):
     assert time.perf_counter() - t0 < 60
     assert g.meta["extract"]["truncated"] == ["big"]
     assert len(g.memory("big").content) == 100_000  # the memory keeps its text; only analysis is cut
-    attrs = g.attributes[(g.attributes["memory_id"] == "big") & ~g.attributes["id"].str.startswith("session:")]
+    attrs = g.attributes[
+        (g.attributes["memory_id"] == "big") & ~g.attributes["id"].str.startswith("session:")
+    ]
     assert len(attrs) > 0 and (attrs["content"].str.len() <= 1000).all()
     assert (attrs["content"].str.startswith("Ann visited the Louvre in Paris with Bob.")).all()
 
@@ -246,7 +258,9 @@ def test_hundred_thousand_character_turn(nlp):
 def test_duplicate_and_empty_ids_and_bad_types_are_named(nlp):
     with pytest.raises(ValueError, match=re.escape("memory 'a' appears twice; memory ids must be unique")):
         extract_graph([MemoryText("a", "x"), MemoryText("a", "y")], HASHING, cache=False)
-    with pytest.raises(ValueError, match=re.escape("memory [1] has an empty id ' '; every memory needs a unique id")):
+    with pytest.raises(
+        ValueError, match=re.escape("memory [1] has an empty id ' '; every memory needs a unique id")
+    ):
         extract_graph([MemoryText("a", "x"), MemoryText(" ", "y")], HASHING, cache=False)
     with pytest.raises(ValueError, match=re.escape("memory 'b': text is a int, not str or bytes")):
         extract_graph([MemoryText("b", 3)], HASHING, cache=False)  # type: ignore[arg-type]

@@ -96,15 +96,16 @@ def test_describe_a_signet_store(tmp_path, capsys):
     [
         (
             "signet:/nowhere/memories.db", {"drift": False},
-            "dataset 'signet:/nowhere/memories.db' takes the options ['extract', 'extract_encoder', 'timeout'], "
-            "not ['drift']; those come "
+            "dataset 'signet:/nowhere/memories.db' takes the options "
+            "['extract', 'extract_encoder', 'timeout'], not ['drift']; those come "
             "from another dataset's config: on the command line pass the dataset's own config with its spec, "
             "dataset=signet dataset.spec=signet:/nowhere/memories.db",
         ),
         (
             "locomo", {"drift": True, "n_queries": 5},
-            "dataset 'locomo' takes the options ['extract', 'extract_encoder', 'max_sessions', 'observations'], "
-            "not ['drift', 'n_queries']; those come from another "
+            "dataset 'locomo' takes the options "
+            "['extract', 'extract_encoder', 'max_sessions', 'observations'], not ['drift', 'n_queries']; "
+            "those come from another "
             "dataset's config: on the command line pass the dataset's own config with its spec, "
             "dataset=locomo dataset.spec=locomo",
         ),

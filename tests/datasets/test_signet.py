@@ -446,7 +446,8 @@ def test_the_timeout_reaches_the_loader_through_the_dataset_options(locked) -> N
 
 
 def test_signet_store_memories_through_the_extractor(signet_db: Path) -> None:
-    """``extract=true`` (issue 24) lays the extractor's graph over the store's, and changes nothing on disk."""
+    """``extract=true`` (issue 24) lays the extractor's graph over the store's, and changes nothing on
+    disk."""
     before = fingerprint(signet_db)
     plain = load_signet_dataset(signet_db)
     ds = load_dataset(f"signet:{signet_db}", options={"extract": True, "extract_encoder": "hashing"})

@@ -19,7 +19,7 @@ def test_path_bandit_on_locomo_shows_the_floor_and_session_steps(require_data):
     env = PathBanditEnv("locomo", traversal=HYBRID, split="test", order="sequential")
     check_env(env, skip_render_check=True)
     col = {n: j for j, n in enumerate(env.feature_names)}
-    obs, info = env.reset(seed=0)
+    obs, _ = env.reset(seed=0)
     n = int(obs["mask"].sum())
     assert 0 < n <= 30 and obs["paths"].shape == (30, len(PATH_FEATURES) + 1)
     paths = obs["paths"][:n]
@@ -29,7 +29,7 @@ def test_path_bandit_on_locomo_shows_the_floor_and_session_steps(require_data):
     assert (paths[:, col["type_session"]] == 1).any(), "session-DAG steps are candidates"
     ranks = paths[floor, col["floor_rank_inv"]]
     assert np.all(np.diff(ranks) < 0), "the floor keeps best_flat's ranking"
-    _, reward, terminated, _, info = env.step(0)
+    _, reward, terminated, _, _ = env.step(0)
     assert terminated and reward in (-1.0, 0.0, 1.0)
 
 

@@ -53,6 +53,10 @@ def test_describe_prints_density():
     assert d["density"]["entities"] == 5 and d["density"]["dependencies_per_entity"] == 0.6
     assert "reachability" in d["density"] and "extractor" not in d["density"]
     text = format_description(d)
-    assert "density: 5 entities (5 without session nodes), 0.60 dependencies per entity, 2.00 mentions per memory" \
-        in text
-    assert "reachability ceiling (evidence within 2 hops of entry search's top 5 non-hub entities, 2 queries)" in text
+    assert (
+        "density: 5 entities (5 without session nodes), 0.60 dependencies per entity, "
+        "2.00 mentions per memory"
+    ) in text
+    assert (
+        "reachability ceiling (evidence within 2 hops of entry search's top 5 non-hub entities, 2 queries)"
+    ) in text

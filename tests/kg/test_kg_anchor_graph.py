@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def _load():
     sys.path.insert(0, str(ROOT / "experiments"))
     try:
-        spec = importlib.util.spec_from_file_location("kg_anchor_graph", ROOT / "experiments" / "kg_anchor_graph.py")
+        spec = importlib.util.spec_from_file_location(
+            "kg_anchor_graph", ROOT / "experiments" / "kg_anchor_graph.py"
+        )
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:
@@ -33,8 +35,8 @@ def test_the_table_gives_mean_and_sd_over_seeds_per_key_and_model():
     out = {f"c@minerva/complex/s{s}": _entry("c@minerva", "complex", s, m) for s, m in ((10, 0.8), (11, 0.9))}
     out["c@minerva/distmult/s10"] = _entry("c@minerva", "distmult", 10, 0.5)
     rows = mod.table(out).splitlines()
-    assert rows[2] == ("| c | minerva | complex | 10, 11 | 75.0 ± 7.1 | 85.0 ± 7.1 | 100.0 ± 0.0 | 85.0 ± 7.1 | "
-                       "85.0 | 2,098 |")  # fmt: skip
+    assert rows[2] == ("| c | minerva | complex | 10, 11 | 75.0 ± 7.1 | 85.0 ± 7.1 | 100.0 ± 0.0 | "
+                       "85.0 ± 7.1 | 85.0 | 2,098 |")  # fmt: skip
     assert rows[3].startswith("| c | minerva | distmult | 10 | 40.0 ± 0.0 |")
 
 

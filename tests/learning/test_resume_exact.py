@@ -55,7 +55,9 @@ def _outcome(t: BanditTrainer) -> dict[str, object]:
     def timeless(row):
         return {k: v for k, v in row.items() if "latency" not in k}
 
-    test = evaluate(t.dataset, {"learned": t.frozen("learned")}, split="test", n_boot=1, max_queries=6, seed=3)
+    test = evaluate(
+        t.dataset, {"learned": t.frozen("learned")}, split="test", n_boot=1, max_queries=6, seed=3
+    )
     rows = test.rows.drop(columns=[c for c in test.rows.columns if c.endswith("_ms") or "latency" in c])
     return {
         "curve": [timeless(r) for r in t.curve],

@@ -18,10 +18,10 @@ def chain_graph() -> KnowledgeGraph:
     m3 beta and gamma; m4 is written after the query."""
     ents = [Entity(id=i, name=n, created_at=T0) for i, n in (("a", "alpha"), ("b", "beta"), ("c", "gamma"))]
     deps = [
-        Dependency(id="d1", dependency_type="uses", source_entity_id="a", target_entity_id="b", strength=1.0, confidence=1.0,
-                   created_at=T0),
-        Dependency(id="d2", dependency_type="uses", source_entity_id="b", target_entity_id="c", strength=1.0, confidence=1.0,
-                   created_at=T0),
+        Dependency(id="d1", dependency_type="uses", source_entity_id="a", target_entity_id="b",
+                   strength=1.0, confidence=1.0, created_at=T0),
+        Dependency(id="d2", dependency_type="uses", source_entity_id="b", target_entity_id="c",
+                   strength=1.0, confidence=1.0, created_at=T0),
     ]  # fmt: skip
     mems = [Memory(id=f"m{i}", content=f"text {i}", created_at=T0) for i in (1, 2, 3)]
     mems.append(Memory(id="m4", content="later", created_at=T0 + pd.Timedelta(days=30)))
@@ -43,7 +43,8 @@ def test_ppr_matches_the_hand_computed_fixed_point():
 def test_passages_score_their_entities_ppr_mass():
     ppr = PPRRetriever(vector=False, specificity=False, comention=False)
     ppr.index_graphs({"g": chain_graph()})
-    q = Query(id="q", text="tell me about alpha", graph_id="g", split="test", timestamp=T0 + pd.Timedelta(days=1))
+    q = Query(id="q", text="tell me about alpha", graph_id="g", split="test",
+              timestamp=T0 + pd.Timedelta(days=1))
     s = ppr.scores(q)
     # m1 = p_a = 7/12, m2 = p_c = 1/12, m3 = p_b + p_c = 5/12; m4 was written after the query: 0.
     assert s == pytest.approx([7 / 12, 1 / 12, 5 / 12, 0.0], abs=1e-9)
@@ -58,9 +59,11 @@ def test_comention_edges_join_what_a_memory_mentions_together():
     # weight 1/2 per co-mention, p_b = 1/2 + 1/2 p_c, p_c = 1/2 p_b -> p = (0, 2/3, 1/3).
     g = chain_graph()
     g = KnowledgeGraph.from_records(
-        entities=[Entity(id=i, name=n, created_at=T0) for i, n in (("a", "alpha"), ("b", "beta"), ("c", "gamma"))],
+        entities=[Entity(id=i, name=n, created_at=T0)
+                  for i, n in (("a", "alpha"), ("b", "beta"), ("c", "gamma"))],
         memories=[Memory(id=f"m{i}", content=f"text {i}", created_at=T0) for i in (1, 2, 3)],
-        mentions=[Mention(memory_id=m, entity_id=e) for m, e in (("m1", "a"), ("m2", "c"), ("m3", "b"), ("m3", "c"))],
+        mentions=[Mention(memory_id=m, entity_id=e)
+                  for m, e in (("m1", "a"), ("m2", "c"), ("m3", "b"), ("m3", "c"))],
     )  # fmt: skip
     ppr = PPRRetriever(vector=False, specificity=False, comention=True)
     ppr.index_graphs({"g": g})

@@ -306,7 +306,7 @@ def test_aspect_bias_learns_per_intent(ctx):
     assert float(s.net.aspect_bias.weight.detach().abs().sum()) == 0.0  # starts at 0
     s.update([Feedback(Q, ROUTES, ctx, shown=[4], ratings=[1])])
     assert float(s.net.aspect_bias.weight.detach().abs().sum()) > 0.0
-    with pytest.raises(ValueError, match="^GNNPathScorer: aspect_buckets must be 0 \\(off\\) or >= 2, got 1$"):
+    with pytest.raises(ValueError, match=r"^GNNPathScorer: aspect_buckets must be 0 \(off\) or >= 2, got 1$"):
         GNNPathScorer(aspect_buckets=1)
 
 
@@ -330,7 +330,7 @@ def test_a_checkpoint_without_the_new_arguments_loads_with_their_old_values(ctx)
     other = GNNPathScorer(seed=5, **SMALL)
     other.load_state_dict(state)
     np.testing.assert_allclose(other.score(Q, ROUTES, ctx), s.score(Q, ROUTES, ctx), atol=1e-6)
-    with pytest.raises(ValueError, match="^checkpoint was built with other arguments: base_scores$"):
+    with pytest.raises(ValueError, match=r"^checkpoint was built with other arguments: base_scores$"):
         GNNPathScorer(**_small(seed=0, base_scores=True)).load_state_dict(state)
 
 

@@ -86,7 +86,8 @@ def test_design_puts_the_intent_block_after_the_shared_one(ctx):
     base = s.base_dim
     assert np.all(x[:, 0] == 1) and np.allclose(x[:, base : 2 * base], x[:, :base])
     assert np.all(x[:, 2 * base :] == 0)
-    assert LinUCBScorer(intent_interactions=False, base_scores=False).design(Q, ROUTES, ctx).shape == (5, base)
+    plain = LinUCBScorer(intent_interactions=False, base_scores=False)
+    assert plain.design(Q, ROUTES, ctx).shape == (5, base)
 
 
 def test_importance_weights_are_inverse_pscores_clipped(ctx):
