@@ -6,15 +6,15 @@ Three steps, each resumable (a finished run folder is skipped, an interrupted on
    ``--setting`` with ``task.rank_test=false``: neither the walker nor an in-run anchor ever ranks the test
    split (``tests/kg/test_kg_trainer.py`` checks it with a spy). Each probe's validation figures go to the
    committed ledger ``experiments/kg_runs/probes.json``; the probe table prints validation columns only.
-2. **Freeze.** ``--freeze <dataset>@<setting> <recipe>`` writes
-   ``conf/experiment/kg/frozen/<dataset>@<setting>.yaml`` (the dataset's structural settings, the setting's
-   inverse-edge rule and the recipe's task keys: the whole configuration of its later runs) and records the
-   choice with the validation figures that made it in ``experiments/kg_runs/frozen.json``. It refuses when no
+2. **Freeze.** ``--freeze <dataset>@<setting> <recipe>`` records, in the committed ledger
+   ``experiments/kg_runs/frozen.json``, the recipe with the whole configuration of its later runs (the
+   dataset's structural settings, the setting's inverse-edge rule and the recipe's task keys) and the
+   validation figures that chose it. It refuses when no
    probe of that recipe finished, and when a final (test) run of that dataset and setting already exists: a
    recipe is chosen before its test run or not at all.
    ``--freeze-best <dataset>@<setting> <recipe> <recipe> ...`` freezes the candidate :func:`best_probe` picks:
-   the higher validation MRR, a tie to the higher validation H@1, then to the first listed. Commit the frozen
-   file before running step 3.
+   the higher validation MRR, a tie to the higher validation H@1, then to the first listed. Commit the ledger
+   before running step 3.
 3. **Final.** ``--final`` runs every frozen recipe of ``--datasets`` in ``--setting`` on fresh seeds
    (default 10, 11, 12), ranks validation and test, copies each run into ``experiments/kg_runs/final.json``
    and publishes the table (section ``kg-protocol`` of ``docs/results.md``): one row per dataset and
@@ -50,7 +50,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kg_report import PUBLISHED, recipe_overrides, whole_seconds
@@ -61,7 +60,6 @@ from signet_rl.reporting import Section, publish
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "experiments" / "kg_runs"
 PROBES, FROZEN, FINAL = "probes.json", "frozen.json", "final.json"
-FROZEN_DIR = ROOT / "conf" / "experiment" / "kg" / "frozen"
 RUNS = ROOT / "runs"
 SETTINGS = {"minerva": ["dataset.inverse=null"], "multihopkg": ["dataset.inverse=true"]}
 FINAL_SEEDS = (10, 11, 12)
@@ -199,7 +197,7 @@ def probe_table(ledger: Path = LEDGER) -> str:
     return "\n".join(lines)
 
 
-def freeze(key: str, recipe: str, ledger: Path = LEDGER, folder: Path = FROZEN_DIR) -> Path:
+def freeze(key: str, recipe: str, ledger: Path = LEDGER) -> dict:
     """Freeze ``recipe`` for ``key`` (``<dataset>@<setting>``) from its probes' validation figures.
 
     Raises:
@@ -227,17 +225,6 @@ def freeze(key: str, recipe: str, ledger: Path = LEDGER, folder: Path = FROZEN_D
     validation = {m: float(np.mean([p["validation"][f"kg_walk/{m}"] for p in probes])) for m in METRICS}
     overrides = [*structure(dataset), *SETTINGS[setting], *recipe_overrides(recipe)]
     budget = probes[0]["budget_s"]
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{key}.yaml"
-    header = (
-        f"# Frozen from validation only (experiments/kg_protocol.py --freeze {key} {recipe}):\n"
-        f"# recipe {recipe}, {len(probes)} probe seed(s), validation MRR {validation['mrr']:.4f}, "
-        f"H@1 {validation['hits@1']:.4f}; training budget {budget:g} s.\n"
-    )
-    path.write_text(
-        header
-        + yaml.safe_dump({"recipe": recipe, "budget_s": budget, "overrides": overrides}, sort_keys=False)
-    )
     book = _read(ledger, FROZEN)
     book[key] = {
         "recipe": recipe,
@@ -247,8 +234,8 @@ def freeze(key: str, recipe: str, ledger: Path = LEDGER, folder: Path = FROZEN_D
         "probe_seeds": sorted(p["seed"] for p in probes),
     }
     _write(ledger, FROZEN, book)
-    print(f"froze {key}: {recipe} (validation MRR {validation['mrr']:.4f}) -> {path}")
-    return path
+    print(f"froze {key}: {recipe} (validation MRR {validation['mrr']:.4f}) -> {ledger / FROZEN}")
+    return book[key]
 
 
 def best_probe(key: str, candidates: Sequence[str], ledger: Path = LEDGER) -> str:
@@ -277,15 +264,15 @@ def best_probe(key: str, candidates: Sequence[str], ledger: Path = LEDGER) -> st
     return max(scored)[1]
 
 
-def frozen_recipe(key: str, folder: Path = FROZEN_DIR) -> dict:
-    path = folder / f"{key}.yaml"
-    if not path.is_file():
-        there = sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+def frozen_recipe(key: str, ledger: Path = LEDGER) -> dict:
+    """The recipe frozen for ``key`` in the committed ledger (recipe, budget, overrides, validation)."""
+    book = _read(ledger, FROZEN)
+    if key not in book:
         raise FileNotFoundError(
-            f"{key}: no frozen recipe at {path} (frozen: {', '.join(there) or 'none'}); "
+            f"{key}: no frozen recipe in {ledger / FROZEN} (frozen: {', '.join(sorted(book)) or 'none'}); "
             f"probe on validation and --freeze one first"
         )
-    return yaml.safe_load(path.read_text())
+    return book[key]
 
 
 def final(
@@ -294,13 +281,12 @@ def final(
     seeds: Sequence[int] = FINAL_SEEDS,
     runs: Path = RUNS / "final-kg",
     ledger: Path = LEDGER,
-    folder: Path = FROZEN_DIR,
 ) -> dict:
     """Run each frozen recipe on the fresh seeds (validation and test) into the final ledger."""
     book = _read(ledger, FINAL)
     for dataset in datasets:
         key = key_of(dataset, setting)
-        recipe = frozen_recipe(key, folder)
+        recipe = frozen_recipe(key, ledger)
         for seed in seeds:
             name = f"{key}-s{seed}"
             overrides = [
@@ -340,11 +326,11 @@ def report(ledger: Path = LEDGER) -> str:
     frozen = _read(ledger, FROZEN)
     lines = [
         f"_Written by `python experiments/kg_protocol.py` on {time.strftime('%Y-%m-%d')}: each recipe was "
-        "frozen from validation-only probes (`conf/experiment/kg/frozen/`, with the validation figures that "
-        "chose it) before any test run, then run on fresh seeds. Test split, tail queries, filtered ranking "
-        "(`docs/kg_protocol.md`), ×100, mean ± sd. Setting: `minerva` = the walking graph as the folder's "
-        "files define it; `multihopkg` = inverse edges added; published rows appear beside the setting they "
-        "were measured in._",
+        "frozen from validation-only probes (`experiments/kg_runs/frozen.json`, with the validation figures "
+        "that chose it) before any test run, then run on fresh seeds. Test split, tail queries, filtered "
+        "ranking (`docs/kg_protocol.md`), ×100, mean ± sd. Setting: `minerva` = the walking graph as the "
+        "folder's files define it; `multihopkg` = inverse edges added; published rows appear beside the "
+        "setting they were measured in._",
         "",
         "| dataset | setting | model | seeds | H@1 | H@3 | H@10 | MRR | minutes per seed |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|",
@@ -400,12 +386,12 @@ def main(argv: list[str] | None = None) -> str:
         print(body)  # validation only: a probe never publishes
         return body
     if args.freeze:
-        return str(freeze(*args.freeze))
+        return str(freeze(*args.freeze)["recipe"])
     if args.freeze_best:
         if len(args.freeze_best) < 2:
             ap.error("--freeze-best needs DATASET@SETTING and at least one candidate recipe")
         key, *candidates = args.freeze_best
-        return str(freeze(key, best_probe(key, candidates)))
+        return str(freeze(key, best_probe(key, candidates))["recipe"])
     if args.final:
         final(args.datasets, args.setting, args.seeds or FINAL_SEEDS)
     body = report()

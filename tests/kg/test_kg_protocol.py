@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH = "a\tr1\tb\nb\tr2\tc\na\tr2\td\nd\tr1\tc\nc\tr1\te\nb\tr1\te\ne\tr2\ta\n"
@@ -41,7 +40,7 @@ def env(tmp_path, monkeypatch):
 
 def test_probe_freeze_final_and_report(env):
     kp = _load()
-    ledger, runs, frozen = env / "ledger", env / "runs", env / "frozen"
+    ledger, runs = env / "ledger", env / "runs"
     kw = {"ledger": ledger}
     book = kp.probe(["tinykg"], "minerva", ["shaped"], [0], 1.0, runs=runs / "probe", **kw)
     (entry,) = book.values()
@@ -52,21 +51,22 @@ def test_probe_freeze_final_and_report(env):
         "dataset.max_actions=200",
         "dataset.inverse=null",
     ]
-    with pytest.raises(FileNotFoundError, match=r"tinykg@minerva: no frozen recipe at .*frozen: none"):
-        kp.final(["tinykg"], "minerva", (10,), runs=runs / "final", folder=frozen, **kw)
+    missing = r"tinykg@minerva: no frozen recipe in .*frozen.json \(frozen: none\)"
+    with pytest.raises(FileNotFoundError, match=missing):
+        kp.final(["tinykg"], "minerva", (10,), runs=runs / "final", **kw)
     with pytest.raises(ValueError, match=r"no finished probe of recipe 'likelihood'"):
-        kp.freeze("tinykg@minerva", "likelihood", folder=frozen, **kw)
+        kp.freeze("tinykg@minerva", "likelihood", **kw)
     with pytest.raises(ValueError, match=r"unknown setting 'other'; expected one of: minerva, multihopkg"):
-        kp.freeze("tinykg@other", "shaped", folder=frozen, **kw)
-    path = kp.freeze("tinykg@minerva", "shaped", folder=frozen, **kw)
-    saved = yaml.safe_load(path.read_text())
+        kp.freeze("tinykg@other", "shaped", **kw)
+    kp.freeze("tinykg@minerva", "shaped", **kw)
+    saved = kp.frozen_recipe("tinykg@minerva", ledger)
     assert saved["recipe"] == "shaped" and "dataset.inverse=null" in saved["overrides"]
-    assert "validation MRR" in path.read_text().splitlines()[1]
-    final = kp.final(["tinykg"], "minerva", (10, 11), runs=runs / "final", folder=frozen, **kw)
+    assert saved["probe_seeds"] == [0] and 0.0 <= saved["validation"]["mrr"] <= 1.0
+    final = kp.final(["tinykg"], "minerva", (10, 11), runs=runs / "final", **kw)
     assert sorted(final) == ["tinykg@minerva-s10", "tinykg@minerva-s11"]
     assert all(e["test"]["kg_walk/n"] == 2 for e in final.values())
     with pytest.raises(ValueError, match=r"final runs with test figures exist .*chosen with test in view"):
-        kp.freeze("tinykg@minerva", "shaped", folder=frozen, **kw)
+        kp.freeze("tinykg@minerva", "shaped", **kw)
     table = kp.report(ledger)
     assert "| tinykg | minerva | walker (shaped) | 10, 11 |" in table
 
