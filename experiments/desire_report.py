@@ -2,16 +2,16 @@
 
 Same queries, same budget, one run: ``best_flat`` (the strongest flat retriever for the dataset's family,
 frozen on validation in ``conf/best_flat.yaml``; never chosen here), ``flat_signet_uncapped`` (Signet's hybrid
-recall, budget as the only cap), desire paths scored by ``prior``, ``ppr`` and ``random``, and the **candidate ceiling** — the same
-traversal's candidates ranked by an oracle that reads ground truth (evaluation only), so traversal misses
-and scorer misses can be told apart. ``flat_signet`` (Signet's own caps, no shared budget) is a separate,
-unpaired row in every table, as in ``signet_rl.evaluate``'s ``own_caps``. Each ``--budgets`` value is a separate comparison (a tight budget is
-where scorers differ on recall). Prints its section and writes it into ``docs/results.md`` between markers
-named after the dataset (``desire:start``/``desire:end`` for the synthetic benchmark,
-``desire-<kind>:start``/``:end`` otherwise) through :func:`signet_rl.reporting.publish`: a rerun whose figures
-match the committed ones (timings and date aside) changes nothing, and a run of another protocol (dataset,
-budgets, query subset, bootstrap draws) goes to ``runs/scratch/results.md`` unless ``--replace``;
-``--scratch`` sends any run there.
+recall, budget as the only cap), desire paths scored by ``prior``, ``ppr`` and ``random``, and the
+**candidate ceiling** — the same traversal's candidates ranked by an oracle that reads ground truth
+(evaluation only), so traversal misses and scorer misses can be told apart. ``flat_signet`` (Signet's own
+caps, no shared budget) is a separate, unpaired row in every table, as in ``signet_rl.evaluate``'s
+``own_caps``. Each ``--budgets`` value is a separate comparison (a tight budget is where scorers differ on
+recall). Prints its section and writes it into ``docs/results.md`` between markers named after the dataset
+(``desire:start``/``desire:end`` for the synthetic benchmark, ``desire-<kind>:start``/``:end`` otherwise)
+through :func:`signet_rl.reporting.publish`: a rerun whose figures match the committed ones (timings and
+date aside) changes nothing, and a run of another protocol (dataset, budgets, query subset, bootstrap
+draws) goes to ``runs/scratch/results.md`` unless ``--replace``; ``--scratch`` sends any run there.
 
 Only test queries are scored, as ``python -m signet_rl.evaluate`` scores them: the synthetic benchmark's test
 split (generator version ``--synthetic-version``, default 2; v1 with ``--synthetic-version 1``), and for a
@@ -216,7 +216,8 @@ def main(argv: list[str] | None = None) -> str:
                     help="validation: the learning split's validation fold (k=5, fold 0, seed 0)")
     ap.add_argument("--encoder", default="hashing", help="encoder of the desire and PPR retrievers")
     ap.add_argument("--ablations", action="store_true",
-                    help="the hybrid-entry ablations (floor / +session / +entity walks / full) and hipporag_ppr")
+                    help="the hybrid-entry ablations (floor / +session / +entity walks / full) "
+                    "and hipporag_ppr")
     args = ap.parse_args(argv)
     if smoke.enabled():  # SIGNET_RL_SMOKE=1: the tiny preset (or 20 queries), 20 draws; lands in scratch
         args.dataset = smoke.tiny_spec(args.dataset)

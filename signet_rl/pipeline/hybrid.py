@@ -6,10 +6,11 @@ that :class:`~signet_rl.traversal.config.TraversalConfig` switches on one by one
 *+ session DAG*, *+ entity walks*, *full*):
 
 1. **floor** (``floor``) — the flat retriever's units (``best_flat``'s, frozen per dataset family) as
-   length-0 paths, in its ranking (skipping, as the budget rule does, a unit that would overflow): a memory hit is the path ``M:<memory>``, an attribute hit (LoCoMo's
-   observations are flat documents too) the own-fact path ``E:<owner>>A:<aspect>>T:<attribute>``; both carry
-   ``strategy="floor"``. Every unit flat itself injects at the budget, then more of its ranking while the
-   floor holds at most ``max_floor_paths`` and its text fits ``floor_budget_factor`` budgets.
+   length-0 paths, in its ranking (skipping, as the budget rule does, a unit that would overflow): a
+   memory hit is the path ``M:<memory>``, an attribute hit (LoCoMo's observations are flat documents
+   too) the own-fact path ``E:<owner>>A:<aspect>>T:<attribute>``; both carry ``strategy="floor"``.
+   Every unit flat itself injects at the budget, then more of its ranking while the floor holds at most
+   ``max_floor_paths`` and its text fits ``floor_budget_factor`` budgets.
 2. **session steps** (``session``) — from the floor's first ``session_anchors`` memory hits, the typed
    steps of the session DAG (:class:`~signet_rl.traversal.session.SessionDAG`: neighbouring turns within
    ``session_window``, the same session, the next and previous sessions) as paths ``M:<anchor>>M:<turn>``
@@ -30,6 +31,7 @@ Nothing here reads ground truth.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
 import numpy as np
 import numpy.typing as npt
 
@@ -186,7 +188,12 @@ class HybridEntry:
         return out
 
     def session_steps(
-        self, anchors: list[int], taken: set[int], qv: np.ndarray | None, cfg: TraversalConfig, t: float | None
+        self,
+        anchors: list[int],
+        taken: set[int],
+        qv: np.ndarray | None,
+        cfg: TraversalConfig,
+        t: float | None,
     ) -> list[tuple[Path, int, float]]:
         """Session-DAG steps from ``anchors`` (memory rows) to memories not ``taken``, most similar to the
         query first: ``(path, memory row, similarity)``."""
@@ -335,7 +342,7 @@ class HybridEntry:
         seen_paths: set[Path] = set()
         seen_rows: set[int] = set()
         sizes = dict.fromkeys(PIECES, 0)
-        for name, (path, row, score, rank) in chosen:
+        for name, (path, row, _score, rank) in chosen:
             if len(out.paths) >= cfg.max_paths:
                 break
             if path in seen_paths or (row >= 0 and row in seen_rows):

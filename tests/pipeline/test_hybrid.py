@@ -1,4 +1,4 @@
-"""The hybrid entry: flat's hits are the floor, session-DAG steps and entity walks add to them, within bounds."""
+"""The hybrid entry: flat's hits are the floor, session-DAG steps and entity walks add to them in bounds."""
 
 from __future__ import annotations
 
@@ -142,7 +142,8 @@ def test_a_floor_turn_is_skipped_only_when_a_higher_scored_unit_carries_it():
     carrier = Path.parse(f"M:{top}>M:{second}", strategy="turn")
     ranked = [(carrier, 5.0)] + [(p, 2.0 - 0.01 * i) for i, p in enumerate(floor)]
     units = desire.slate(q, cands, ranked, 10_000)
-    assert [u.items for u in units] == [(second,)] + [(p.memories[0],) for p in floor if p.memories[0] != second]
+    rest = [(p.memories[0],) for p in floor if p.memories[0] != second]
+    assert [u.items for u in units] == [(second,), *rest]
     assert units[0].meta["source"] == "session" and units[1].meta["source"] == "floor"
     # scored below the floor, the same step adds nothing: the floor turn is injected as itself
     ranked = [(p, 2.0 - 0.01 * i) for i, p in enumerate(floor)] + [(carrier, 0.5)]
@@ -204,7 +205,8 @@ def test_ablation_switches_choose_the_pieces():
 def test_bad_hybrid_bounds_are_refused_with_the_way_out():
     with pytest.raises(ValueError, match=r"TraversalConfig.max_paths is 60; the hybrid entry .* at most 50"):
         TraversalConfig.from_dict({"floor": True, "max_paths": 60})
-    with pytest.raises(ValueError, match=r"TraversalConfig.candidate_chars_factor must be a number in \(0, 10\], got 11"):
+    msg = r"TraversalConfig.candidate_chars_factor must be a number in \(0, 10\], got 11"
+    with pytest.raises(ValueError, match=msg):
         TraversalConfig.from_dict({"session": True, "candidate_chars_factor": 11})
     with pytest.raises(ValueError, match=r"TraversalConfig.floor must be true or false, got 'yes'"):
         TraversalConfig.from_dict({"floor": "yes"})
@@ -228,7 +230,8 @@ def test_scorer_features_describe_the_hybrid_candidates():
     floor_units = fit_budget(desire.flat.retrieve(q, None), 100)
     for i, p in enumerate(cands.walk.paths):
         row = x[i]
-        assert row[col[f"type_{p.kind}"]] == 1 and row[[col["type_floor"], col["type_session"], col["type_walk"]]].sum() == 1
+        kinds = [col["type_floor"], col["type_session"], col["type_walk"]]
+        assert row[col[f"type_{p.kind}"]] == 1 and row[kinds].sum() == 1
         assert row[col["path_length"]] == p.length and row[col["n_memories"]] == len(p.memories)
         if p.kind == "floor":
             rank = cands.context.path_info[p.id]["floor_rank"]
@@ -270,10 +273,10 @@ def test_envs_expose_the_floor_and_session_steps_and_pass_the_checker():
     assert floor.all() and mem[0, 2] == 1.0 and np.all(np.diff(mem[:, 2]) < 0)
     k = walk.INJECT
     assert obs["action_mask"][k] == 1
-    obs, reward, terminated, _, info = walk.step(k)  # inject best_flat's top turn
+    obs, _, terminated, _, info = walk.step(k)  # inject best_flat's top turn
     assert info["stopped"] and obs["action_mask"][k] == 0 and not terminated
     assert walk.stopped_paths()[-1].kind == "floor"
-    obs, reward, terminated, _, info = walk.step(k + 1)
+    _, _, terminated, _, _ = walk.step(k + 1)
     assert terminated and len(walk.stopped_ratings()) == 2
 
 
@@ -349,7 +352,8 @@ def test_floor_share_guarantees_the_floor_its_share_and_lets_walks_compete_for_t
     # share 0: the scorer's order over everything
     out = floor_share_first(scores, paths, info, chars, 300, 0.0)
     assert [names[i] for i in np.argsort(-out, kind="stable")] == ["m2", "w1", "m3", "m1", "m0", "w2"]
-    with pytest.raises(ValueError, match=r"TraversalConfig.floor_share must be a number in \[0, 1\], got 1.5"):
+    msg = r"TraversalConfig.floor_share must be a number in \[0, 1\], got 1.5"
+    with pytest.raises(ValueError, match=msg):
         TraversalConfig(floor_share=1.5)
 
 
