@@ -71,6 +71,25 @@ def tokens_of(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
+def _path_meta(
+    path: Path, text: str, memories: tuple[str, ...], source: str, cut_sources: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The provenance every path's unit carries in ``Unit.meta`` (the module docstring says why it is
+    there and not in the text): the path, its strategy, whether an explorer chose it, the unit's tokens,
+    the memories behind it, the source passages it cut, and which piece of the candidates it came from."""
+    return {
+        "path_id": path.id,
+        "path": path.serialise(),
+        "strategy": path.strategy,
+        "explorer": path.explorer,
+        "speculative": path.explorer,
+        "tokens": tokens_of(text),
+        "memories": memories,
+        "cut_sources": cut_sources,
+        "source": source,
+    }
+
+
 def slate_chars(units: Iterable[Unit]) -> int:
     """Characters a slate injects (every unit's text, nothing else)."""
     return sum(u.chars for u in units)
@@ -274,17 +293,7 @@ class MemoryBuilder:
         aid = path.attributes[0]
         a = self._attribute(aid)
         text = a.content
-        meta = {
-            "path_id": path.id,
-            "path": path.serialise(),
-            "strategy": path.strategy,
-            "explorer": path.explorer,
-            "speculative": path.explorer,
-            "tokens": tokens_of(text),
-            "memories": (a.memory,) if a.memory else (),
-            "cut_sources": (),
-            "source": "floor",
-        }
+        meta = _path_meta(path, text, (a.memory,) if a.memory else (), "floor")
         return Unit(text=text, items=(aid,), score=score, kind="attribute", meta=meta)
 
     def _construct_memories(self, path: Path, score: float) -> Unit:
@@ -296,17 +305,7 @@ class MemoryBuilder:
             text = SPECULATIVE_MARKER + text
         if self.cite_path:
             text += f" [{path.id}]"
-        meta = {
-            "path_id": path.id,
-            "path": path.serialise(),
-            "strategy": path.strategy,
-            "explorer": path.explorer,
-            "speculative": path.explorer,
-            "tokens": tokens_of(text),
-            "memories": mems,
-            "cut_sources": (),
-            "source": path.kind,
-        }
+        meta = _path_meta(path, text, mems, path.kind)
         kind = "memory" if path.kind in ("floor", "session") else "constructed"
         return Unit(text=text, items=mems, score=score, kind=kind, meta=meta)
 
@@ -406,17 +405,7 @@ class MemoryBuilder:
         memories = tuple(
             dict.fromkeys([m for a in path.attributes if (m := self._attr[a].memory)] + passages)
         )
-        meta = {
-            "path_id": path.id,
-            "path": path.serialise(),
-            "strategy": path.strategy,
-            "explorer": path.explorer,
-            "speculative": path.explorer,
-            "tokens": tokens_of(text),
-            "memories": memories,
-            "cut_sources": tuple(cut),
-            "source": path.kind,
-        }
+        meta = _path_meta(path, text, memories, path.kind, cut_sources=tuple(cut))
         return Unit(text=text, items=tuple(items), score=score, kind="constructed", meta=meta)
 
     def constraints_section(
