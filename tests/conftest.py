@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import pandas as pd
 import pytest
@@ -17,18 +18,23 @@ from signet_rl.graph.model import Aspect, Attribute, Entity, KnowledgeGraph, Mem
 from signet_rl.text.encoders import CACHE_ENV
 
 
+def _missing(reason: str) -> NoReturn:
+    """Skip the test for a missing dataset or file, or fail it when ``SIGNET_RL_REQUIRE_DATA=1`` (CI points
+    the data root at the mirrored datasets and sets it)."""
+    if os.environ.get(REQUIRE_DATA_ENV) == "1":
+        pytest.fail(reason + f"; {REQUIRE_DATA_ENV}=1 makes this a failure")
+    pytest.skip(reason)
+
+
 def _require(relative: str) -> Path:
     """The path of ``relative`` under the data root; skips the test when it is missing, or fails
-    when ``SIGNET_RL_REQUIRE_DATA=1`` (CI points the data root at the mirrored datasets and sets it)."""
+    when ``SIGNET_RL_REQUIRE_DATA=1``."""
     path = data_root() / relative
     if not path.exists():
-        reason = (
+        _missing(
             f"dataset {relative!r} not found under the data root {data_root()} "
             f"(set {DATA_ENV} to the folder holding kg/, locomo/, hipporag/)"
         )
-        if os.environ.get(REQUIRE_DATA_ENV) == "1":
-            pytest.fail(reason + f"; {REQUIRE_DATA_ENV}=1 makes this a failure")
-        pytest.skip(reason)
     return path
 
 
@@ -52,13 +58,10 @@ def signet_schema_path() -> Path:
     for c in candidates:
         if c.exists():
             return c
-    reason = (
+    _missing(
         f"Signet's schema_v30.sql not found (looked at {[str(c) for c in candidates]}); "
         f"set {SCHEMA_ENV} to its path"
     )
-    if os.environ.get(REQUIRE_DATA_ENV) == "1":
-        pytest.fail(reason + f"; {REQUIRE_DATA_ENV}=1 makes this a failure")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session", autouse=True)
