@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "experiments" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
+from experiment_script import load_experiment
 
 
 def test_flat_baseline_report_writes_its_section_between_markers(tmp_path, capsys):
-    report = _load("flat_baseline_report")
+    report = load_experiment("flat_baseline_report")
     out = tmp_path / "results.md"
     out.write_text("# Results\n\nkept above\n")
     report.main(
@@ -52,7 +40,7 @@ def test_flat_baseline_report_writes_its_section_between_markers(tmp_path, capsy
 
 
 def test_desire_report_runs_tiny_with_the_candidate_ceiling(tmp_path):
-    report = _load("desire_report")
+    report = load_experiment("desire_report")
     out = tmp_path / "results.md"
     body = report.main(["--dataset", "synthetic:tiny:0", "--n-boot", "50", "--output", str(out)])
     names = (
@@ -65,7 +53,7 @@ def test_desire_report_runs_tiny_with_the_candidate_ceiling(tmp_path):
 
 
 def test_desire_report_reads_the_dataset_configs_hybrid_block(tmp_path):
-    report = _load("desire_report")
+    report = load_experiment("desire_report")
     (tmp_path / "locomo.yaml").write_text("spec: locomo\nhybrid:\n  floor_share: 0.6\n  walk_paths: 24\n")
     (tmp_path / "musique.yaml").write_text("spec: musique\n")
     assert report.configured_traversal("locomo", tmp_path) == {"floor_share": 0.6, "walk_paths": 24}
@@ -89,7 +77,7 @@ def _kg_results(mrr: float, train_s: float, anchor: float | dict | None = None) 
 def test_kg_report_rebuilds_its_table_from_the_committed_ledger(tmp_path):
     import json
 
-    report = _load("kg_report")
+    report = load_experiment("kg_report")
     runs, ledger = tmp_path / "runs", tmp_path / "ledger"
     for seed, mrr in ((0, 0.80), (1, 0.84)):
         folder = runs / f"kinship-warm-s{seed}"
@@ -145,7 +133,7 @@ def test_kg_report_rebuilds_its_table_from_the_committed_ledger(tmp_path):
 
 
 def test_neighbour_vote_ranks_by_the_neighbours_regions_on_a_hand_built_graph(tmp_path, capsys):
-    vote = _load("neighbour_vote")
+    vote = load_experiment("neighbour_vote")
     folder = tmp_path / "kg" / "countries_toy"
     folder.mkdir(parents=True)
     # q borders a, b (in s1) and c (in s2); s1 and s2 lie in region R; p borders nobody with a region
@@ -181,7 +169,7 @@ def test_neighbour_vote_ranks_by_the_neighbours_regions_on_a_hand_built_graph(tm
 def test_best_flat_chooses_on_validation_freezes_and_checks(tmp_path, capsys):
     """Tiny settings: every trial prints a validation figure (never a test one), the best is frozen with its
     figures, --check reruns it, and a frozen figure that does not match a rerun is an error naming it."""
-    script = _load("best_flat")
+    script = load_experiment("best_flat")
     out = tmp_path / "best_flat.yaml"
     body = script.main(["--families", "synthetic", "--synthetic", "synthetic:tiny:0", "--encoders", "hashing",
                         "--output", str(out)])  # fmt: skip
@@ -220,7 +208,7 @@ def test_the_locomo_figures_beside_dragon_search_dialog_turns_only(tmp_path):
     """DRAGON searched dialog turns: the R@k placed beside it comes from a pool without observations."""
     from signet_rl.datasets.locomo import load_locomo
 
-    report = _load("flat_baseline_report")
+    report = load_experiment("flat_baseline_report")
     turns = [
         {"speaker": "Ann", "dia_id": "D1:1", "text": "I met Jane Doe at the Louvre."},
         {"speaker": "Bo", "dia_id": "D1:2", "text": "Nice weather in Oslo today."},
@@ -249,13 +237,13 @@ def test_the_locomo_figures_beside_dragon_search_dialog_turns_only(tmp_path):
 
 @pytest.mark.slow
 def test_drift_recovery_and_prewarm_compare_run_tiny(tmp_path, capsys):
-    drift = _load("drift_recovery")
+    drift = load_experiment("drift_recovery")
     assert drift.main(["--preset", "tiny", "--scorer", "linucb", "--out", str(tmp_path / "drift")]) == 0
     summary = json.loads((tmp_path / "drift" / "tiny-linucb-all-seed11" / "summary.json").read_text())
     assert set(summary) == {"none", "fixed", "regulated", "frozen", "oracle"}
     assert summary["none"]["explorers_after"] == 0 and summary["fixed"]["explorers_after"] > 0
     assert summary["frozen"]["queries"] == summary["fixed"]["post_drift_rated"]
-    prewarm = _load("prewarm_compare")
+    prewarm = load_experiment("prewarm_compare")
     assert prewarm.main(["--preset", "tiny", "--out", str(tmp_path / "prewarm")]) == 0
     shares = json.loads((tmp_path / "prewarm" / "tiny-seed11" / "summary.json").read_text())
     assert set(shares) == {"prewarm", "prewarm_timeless", "signet"}
@@ -263,7 +251,7 @@ def test_drift_recovery_and_prewarm_compare_run_tiny(tmp_path, capsys):
 
 
 def test_emergence_report_runs_tiny(tmp_path):
-    report = _load("emergence_report")
+    report = load_experiment("emergence_report")
     common = ["--preset", "tiny", "--encoder", "hashing", "--epochs", "1", "--out", str(tmp_path),
               "--cache", str(tmp_path / "cache")]
     with pytest.raises(SystemExit):
@@ -280,7 +268,7 @@ def test_emergence_report_runs_tiny(tmp_path):
 
 @pytest.mark.slow
 def test_emergence_report_bridges_and_pruning_run_tiny(tmp_path):
-    report = _load("emergence_report")
+    report = load_experiment("emergence_report")
     common = ["--preset", "tiny", "--encoder", "hashing", "--epochs", "1", "--out", str(tmp_path),
               "--cache", str(tmp_path / "cache")]
     bridges = report.main(["--part", "bridges", "--seed", "3", *common])
@@ -297,7 +285,7 @@ def test_emergence_report_matches_principles_against_planted_facts_only():
     import numpy as np
     import pandas as pd
 
-    report = _load("emergence_report")
+    report = load_experiment("emergence_report")
     lab = pd.DataFrame({"attribute_id": ["a", "b", "c", "d"],
                         "principle": ["privacy", "privacy", np.nan, None]})
     ds = NS(truth=NS(labels={"attributes": lab}))
@@ -308,7 +296,7 @@ def test_emergence_report_matches_principles_against_planted_facts_only():
 
 def test_the_flat_tables_of_locomo_and_musique_name_flat_signet_beside_best_flat():
     """Issue 23: every headline table names best_flat and flat_signet under its own caps (unpaired)."""
-    report = _load("flat_baseline_report")
+    report = load_experiment("flat_baseline_report")
     found = report.flat_retrievers(report.Settings(encoders=("hashing",)), [])
     assert list(found) == ["flat_signet_uncapped[hashing]", "flat_signet (own caps, unpaired)"]
     own = found["flat_signet (own caps, unpaired)"]

@@ -4,11 +4,10 @@ runs in this process, but from the copy: its ROOT, results page and ledger are t
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
+from experiment_script import load_experiment
 from repo_copy import tracked_changes
 
 from signet_rl.reporting import Section, publish, read_section, splice
@@ -72,12 +71,7 @@ def _tiny_kinship(root: Path) -> Path:
 def _run(repo: Path, script: str, *args: str, capsys) -> tuple[str, str]:
     """Run ``main(args)`` of the copy's ``experiments/<script>.py`` in this process (its ROOT is the copy);
     returns what it printed (stdout, stderr)."""
-    path = repo / "experiments" / f"{script}.py"
-    spec = importlib.util.spec_from_file_location(f"copy_{script}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
+    module = load_experiment(script, root=repo, module_name=f"copy_{script}")
     capsys.readouterr()
     module.main(list(args))
     return capsys.readouterr()

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from experiment_script import load_experiment
 
 from signet_rl.envs.agents import PriorAgent, RandomAgent, episode_returns, run_agent
 from signet_rl.envs.bandit import PathBanditEnv
 from signet_rl.envs.edgewalk import EdgeWalkEnv
 
-ROOT = Path(__file__).resolve().parents[2]
 SMALL = "synthetic:small"
 
 
@@ -61,17 +58,8 @@ def test_episode_count_must_be_positive():
         run_agent(EdgeWalkEnv("synthetic:tiny"), RandomAgent(0), 0)
 
 
-def _load_script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "experiments" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_ppo_script_runs_tiny_and_writes_its_curve(tmp_path, capsys):
-    ppo = _load_script("ppo_edgewalk")
+    ppo = load_experiment("ppo_edgewalk")
     summary = ppo.main(
         [
             "--dataset",
