@@ -60,6 +60,8 @@ from signet_rl.reporting import Section, publish
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "experiments" / "kg_runs"
 PROBES, FROZEN, FINAL = "probes.json", "frozen.json", "final.json"
+#: per key, the query-bootstrap 95% interval of the test MRR (mean over seeds), by kg_bootstrap.py
+BOOTSTRAP = "bootstrap.json"
 RUNS = ROOT / "runs"
 SETTINGS = {"minerva": ["dataset.inverse=null"], "multihopkg": ["dataset.inverse=true"]}
 FINAL_SEEDS = (10, 11, 12)
@@ -332,31 +334,40 @@ def report(ledger: Path = LEDGER) -> str:
         "folder's files define it; `multihopkg` = inverse edges added; published rows appear beside the "
         "setting they were measured in._",
         "",
-        "| dataset | setting | model | seeds | H@1 | H@3 | H@10 | MRR | minutes per seed |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| dataset | setting | model | seeds | H@1 | H@3 | H@10 | MRR | MRR 95% interval (test queries) "
+        "| minutes per seed |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    boot = _read(ledger, BOOTSTRAP)
     for (dataset, setting), runs in sorted(groups.items()):
         runs = sorted(runs, key=lambda r: r["seed"])
         recipe = frozen.get(f"{dataset}@{setting}", {}).get("recipe", runs[0]["recipe"])
         minutes = np.mean([whole_seconds(r["timing"])[0] for r in runs]) / 60
         seeds = ", ".join(str(r["seed"]) for r in runs)
+        ci = boot.get(f"{dataset}@{setting}")
+        # the interval belongs to these runs only: a stale one (other seeds) is left out, not shown
+        ci_cell = (
+            f"[{100 * ci['ci95'][0]:.1f}, {100 * ci['ci95'][1]:.1f}]"
+            if ci and sorted(ci["runs"]) == sorted(f"{dataset}@{setting}-s{r['seed']}" for r in runs)
+            else "–"
+        )
         lines.append(
             f"| {dataset} | {setting} | walker ({recipe}) | {seeds} | "
             + " | ".join(_cells(runs, "kg_walk"))
-            + f" | {minutes:.1f} |"
+            + f" | {ci_cell} | {minutes:.1f} |"
         )
         for anchor in sorted({k.split("/")[0] for r in runs for k in r["test"] if k.startswith("anchor_")}):
             lines.append(
                 f"| {dataset} | {setting} | {anchor.removeprefix('anchor_')} (in-run anchor) | "
-                f"{seeds} | " + " | ".join(_cells(runs, anchor)) + " | – |"
+                f"{seeds} | " + " | ".join(_cells(runs, anchor)) + " | – | – |"
             )
         for model, (h1, h10, mrr) in PUBLISHED.get(dataset, {}).items():
             if PUBLISHED_SETTING.get(model) == setting:
                 lines.append(
-                    f"| {dataset} | {setting} | {model} (published) | – | {h1} | – | {h10} | {mrr} | – |"
+                    f"| {dataset} | {setting} | {model} (published) | – | {h1} | – | {h10} | {mrr} | – | – |"
                 )
     if not groups:
-        lines.append("| (no final runs yet) | | | | | | | | |")
+        lines.append("| (no final runs yet) | | | | | | | | | |")
     return "\n".join(lines)
 
 

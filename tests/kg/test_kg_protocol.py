@@ -69,6 +69,39 @@ def test_probe_freeze_final_and_report(env):
         kp.freeze("tinykg@minerva", "shaped", **kw)
     table = kp.report(ledger)
     assert "| tinykg | minerva | walker (shaped) | 10, 11 |" in table
+    # the query bootstrap ranks each final run again: the ranks reproduce the ledger's test MRR (it raises
+    # otherwise) and the interval appears beside the seed sd, for exactly these runs
+    kb = _load_bootstrap()
+    boot = kb.run(None, ledger, runs / "final")
+    assert boot["tinykg@minerva"]["runs"] == ["tinykg@minerva-s10", "tinykg@minerva-s11"]
+    lo, hi = boot["tinykg@minerva"]["ci95"]
+    cell = f"| [{100 * lo:.1f}, {100 * hi:.1f}] |"
+    assert cell in kp.report(ledger)
+    boot["tinykg@minerva"]["runs"] = ["tinykg@minerva-s10"]  # stale: other seeds than the table's
+    kp._write(ledger, kp.BOOTSTRAP, boot)
+    assert cell not in kp.report(ledger)
+
+
+def _load_bootstrap():
+    sys.path.insert(0, str(ROOT / "experiments"))
+    spec = importlib.util.spec_from_file_location("kg_bootstrap", ROOT / "experiments" / "kg_bootstrap.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_query_bootstrap_resamples_queries_alike_for_every_seed():
+    kb = _load_bootstrap()
+    inf = float("inf")
+    assert kb.interval([[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]) == (0.5, 0.5)
+    # per query, the mean over seeds of 1/rank is 1, 0.75, 0.5, 0.5: every resample's mean lies in [0.5, 1]
+    lo, hi = kb.interval([[1.0, 1.0, 2.0, inf], [1.0, 2.0, 2.0, 1.0]])
+    assert 0.5 <= lo < 0.6875 < hi <= 1.0
+    # the same queries four times over: the same centre, a narrower interval
+    lo4, hi4 = kb.interval([[1.0, 1.0, 2.0, inf] * 4, [1.0, 2.0, 2.0, 1.0] * 4])
+    assert lo < lo4 < 0.6875 < hi4 < hi
+    with pytest.raises(ValueError, match=r"every seed must rank the same queries; got \[2, 3\] queries"):
+        kb.interval([[1.0, 2.0], [1.0, 2.0, 3.0]])
 
 
 def test_published_rows_sit_beside_their_own_setting(env):
