@@ -174,12 +174,21 @@ def make_turns_dataset():
     return turns_dataset
 
 
+@pytest.fixture(scope="session")
+def repo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One copy of the repository per session, in which nothing runs: the fresh copies are copied from it
+    (see :func:`repo_copy.copy_repository`)."""
+    from repo_copy import copy_repository
+
+    return copy_repository(tmp_path_factory.mktemp("repo_template") / "repo")
+
+
 @pytest.fixture
-def repo_copy(tmp_path: Path) -> Path:
+def repo_copy(tmp_path: Path, repo_template: Path) -> Path:
     """A fresh copy of the repository (see :func:`repo_copy.copy_repository`)."""
     from repo_copy import copy_repository
 
-    return copy_repository(tmp_path / "repo")
+    return copy_repository(tmp_path / "repo", template=repo_template)
 
 
 #: The five-edge KG the KG-walk tests share: a -r1-> b -r2-> c, a -r2-> d -r1-> c, c -r1-> e

@@ -237,19 +237,20 @@ def on_ray(words: list[str]) -> bool:
     return "hydra/launcher=local_ray" in words or "ray=true" in words
 
 
-def test_every_readme_command_and_snippet_runs_in_a_fresh_copy(tmp_path):
-    run_readme(tmp_path, ray=False)
+def test_every_readme_command_and_snippet_runs_in_a_fresh_copy(tmp_path, repo_template):
+    run_readme(tmp_path, repo_template, ray=False)
 
 
 @pytest.mark.slow
-def test_readme_ray_commands_run_in_a_fresh_copy(tmp_path):
+def test_readme_ray_commands_run_in_a_fresh_copy(tmp_path, repo_template):
     pytest.importorskip("ray", reason="the Ray lines need the .[distributed] extra")
-    assert run_readme(tmp_path, ray=True) >= 2
+    assert run_readme(tmp_path, repo_template, ray=True) >= 2
 
 
-def run_readme(tmp_path: Path, ray: bool) -> int:
-    """Run the README's steps in order, each in a fresh copy: with ``ray`` only the Ray lines (the others
-    are not run), without it every line but those. Returns how many steps ran."""
+def run_readme(tmp_path: Path, template: Path, ray: bool) -> int:
+    """Run the README's steps in order, each in a fresh copy of ``template`` (the ``repo_template``
+    fixture): with ``ray`` only the Ray lines (the others are not run), without it every line but those.
+    Returns how many steps ran."""
     env = {**os.environ, "SIGNET_RL_SMOKE": "1", "PYTHONUNBUFFERED": "1", "SIGNET_RL_DATA": str(data_root())}
     # The embedding and extraction caches are content-keyed (a hit is the graph a miss would build), so the
     # copies share the checkout's instead of re-extracting LoCoMo in each one; extraction itself is tested
@@ -289,7 +290,7 @@ def run_readme(tmp_path: Path, ray: bool) -> int:
             if folder is not None and not require:
                 report.append(f"skipped (no {folder}/ under the data root {data_root()}): {step}")
                 continue
-            repo = copy_repository(tmp_path / f"repo-{i}")
+            repo = copy_repository(tmp_path / f"repo-{i}", template=template)
             shutil.copy2(store, repo / "mlflow.db")
             paths = path_literals(step.text) if step.kind == "python" else path_args(words)
             # a Hydra override naming a path an earlier command wrote (policy=data/policies/gnn) is carried
