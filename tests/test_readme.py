@@ -181,11 +181,11 @@ def run_shell(step: Step, repo: Path, runner: Runner, env: dict[str, str]) -> tu
     words = shlex.split(step.text)
     env = {**env, "PYTHONPATH": str(repo)}
     if words[:3] == ["python", "-m", "pytest"]:  # collected only: running it would run this test again
-        done = subprocess.run(  # its own process: pytest cannot rewrite what the fork server imported
-            [sys.executable, "-m", "pytest", *words[3:], "--collect-only", "-q", "-p", "no:cacheprovider"],
-            cwd=repo, env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        return done.returncode, done.stdout[-3000:] + done.stderr[-3000:]
+        # Hydra, which the fork server imported, is a pytest plugin that pytest then cannot rewrite: a warning
+        # about pytest's assertion messages in Hydra's own fixtures, an error under filterwarnings=error.
+        rewrite = "ignore::pytest.PytestAssertRewriteWarning"
+        argv = [*words[3:], "--collect-only", "-q", "-p", "no:cacheprovider", "-W", rewrite]
+        return runner.run(repo, "module", "pytest", argv)
     if words[0] == "python" and words[1:2] == ["-m"]:
         return runner.run(repo, "module", words[2], words[3:])
     if words[0] == "python" and words[1].endswith(".py"):
