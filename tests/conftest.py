@@ -3,6 +3,7 @@ enough to score by hand (for rating and evaluation), and embedding caches kept i
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -42,6 +43,31 @@ def _require(relative: str) -> Path:
 def require_data():
     """``require_data("kg/kinship")`` -> path, or skip/fail with a clear reason."""
     return _require
+
+
+#: The data-root folder each real dataset :func:`real_dataset` shares is read from.
+_REAL_FOLDERS = {"locomo": "locomo", "musique": "hipporag"}
+
+
+@functools.cache
+def _real_dataset(spec: str) -> Dataset:
+    from signet_rl.datasets.registry import load_dataset
+
+    return load_dataset(spec)
+
+
+@pytest.fixture
+def real_dataset():
+    """``real_dataset("locomo")`` -> ``load_dataset("locomo")`` (default options), loaded once per session and
+    shared by every test that only reads it (never change it): a warm load of LoCoMo or MuSiQue still parses
+    the files and rebuilds every graph. The first load extracts cold (the extraction cache is the session's
+    temp folder); skips (or fails) like ``require_data`` when the dataset is missing."""
+
+    def load(spec: str) -> Dataset:
+        _require(_REAL_FOLDERS[spec])
+        return _real_dataset(spec)
+
+    return load
 
 
 #: The variable naming Signet's v30 schema file (``.ci/run`` sets it when the file is beside the checkout).
@@ -174,12 +200,21 @@ def make_turns_dataset():
     return turns_dataset
 
 
+@pytest.fixture(scope="session")
+def repo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One copy of the repository per session, in which nothing runs: the fresh copies are copied from it
+    (see :func:`repo_copy.copy_repository`)."""
+    from repo_copy import copy_repository
+
+    return copy_repository(tmp_path_factory.mktemp("repo_template") / "repo")
+
+
 @pytest.fixture
-def repo_copy(tmp_path: Path) -> Path:
+def repo_copy(tmp_path: Path, repo_template: Path) -> Path:
     """A fresh copy of the repository (see :func:`repo_copy.copy_repository`)."""
     from repo_copy import copy_repository
 
-    return copy_repository(tmp_path / "repo")
+    return copy_repository(tmp_path / "repo", template=repo_template)
 
 
 #: The five-edge KG the KG-walk tests share: a -r1-> b -r2-> c, a -r2-> d -r1-> c, c -r1-> e

@@ -8,13 +8,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def copy_repository(dest: Path) -> Path:
+def copy_repository(dest: Path, template: Path | None = None) -> Path:
     """A fresh copy of the working tree at ``dest`` as a new git repository with one commit: every tracked
     file and every untracked file git does not ignore (so uncommitted work is tested too), nothing ignored
-    (no ``runs/``, ``mlflow.db`` or caches). ``git status --porcelain`` there shows what a command changed."""
+    (no ``runs/``, ``mlflow.db`` or caches). ``git status --porcelain`` there shows what a command changed.
+
+    With ``template`` (a copy this function made, in which nothing has run since: the ``repo_template``
+    fixture), that copy, history included, is copied as it is: the same fresh copy, without listing,
+    copying and committing the tree file by file again."""
     import shutil
     import subprocess
 
+    if template is not None:
+        shutil.copytree(template, dest, symlinks=True)
+        return dest
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=ROOT, capture_output=True, check=True,

@@ -181,11 +181,11 @@ def run_shell(step: Step, repo: Path, runner: Runner, env: dict[str, str]) -> tu
     words = shlex.split(step.text)
     env = {**env, "PYTHONPATH": str(repo)}
     if words[:3] == ["python", "-m", "pytest"]:  # collected only: running it would run this test again
-        done = subprocess.run(  # its own process: pytest cannot rewrite what the fork server imported
-            [sys.executable, "-m", "pytest", *words[3:], "--collect-only", "-q", "-p", "no:cacheprovider"],
-            cwd=repo, env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        return done.returncode, done.stdout[-3000:] + done.stderr[-3000:]
+        # Hydra, which the fork server imported, is a pytest plugin that pytest then cannot rewrite: a warning
+        # about pytest's assertion messages in Hydra's own fixtures, an error under filterwarnings=error.
+        rewrite = "ignore::pytest.PytestAssertRewriteWarning"
+        argv = [*words[3:], "--collect-only", "-q", "-p", "no:cacheprovider", "-W", rewrite]
+        return runner.run(repo, "module", "pytest", argv)
     if words[0] == "python" and words[1:2] == ["-m"]:
         return runner.run(repo, "module", words[2], words[3:])
     if words[0] == "python" and words[1].endswith(".py"):
@@ -237,19 +237,20 @@ def on_ray(words: list[str]) -> bool:
     return "hydra/launcher=local_ray" in words or "ray=true" in words
 
 
-def test_every_readme_command_and_snippet_runs_in_a_fresh_copy(tmp_path):
-    run_readme(tmp_path, ray=False)
+def test_every_readme_command_and_snippet_runs_in_a_fresh_copy(tmp_path, repo_template):
+    run_readme(tmp_path, repo_template, ray=False)
 
 
 @pytest.mark.slow
-def test_readme_ray_commands_run_in_a_fresh_copy(tmp_path):
+def test_readme_ray_commands_run_in_a_fresh_copy(tmp_path, repo_template):
     pytest.importorskip("ray", reason="the Ray lines need the .[distributed] extra")
-    assert run_readme(tmp_path, ray=True) >= 2
+    assert run_readme(tmp_path, repo_template, ray=True) >= 2
 
 
-def run_readme(tmp_path: Path, ray: bool) -> int:
-    """Run the README's steps in order, each in a fresh copy: with ``ray`` only the Ray lines (the others
-    are not run), without it every line but those. Returns how many steps ran."""
+def run_readme(tmp_path: Path, template: Path, ray: bool) -> int:
+    """Run the README's steps in order, each in a fresh copy of ``template`` (the ``repo_template``
+    fixture): with ``ray`` only the Ray lines (the others are not run), without it every line but those.
+    Returns how many steps ran."""
     env = {**os.environ, "SIGNET_RL_SMOKE": "1", "PYTHONUNBUFFERED": "1", "SIGNET_RL_DATA": str(data_root())}
     # The embedding and extraction caches are content-keyed (a hit is the graph a miss would build), so the
     # copies share the checkout's instead of re-extracting LoCoMo in each one; extraction itself is tested
@@ -289,7 +290,7 @@ def run_readme(tmp_path: Path, ray: bool) -> int:
             if folder is not None and not require:
                 report.append(f"skipped (no {folder}/ under the data root {data_root()}): {step}")
                 continue
-            repo = copy_repository(tmp_path / f"repo-{i}")
+            repo = copy_repository(tmp_path / f"repo-{i}", template=template)
             shutil.copy2(store, repo / "mlflow.db")
             paths = path_literals(step.text) if step.kind == "python" else path_args(words)
             # a Hydra override naming a path an earlier command wrote (policy=data/policies/gnn) is carried

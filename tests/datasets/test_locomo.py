@@ -20,11 +20,6 @@ _CANONICAL = re.compile(r"^D\d+:\d+$")
 
 
 @functools.cache
-def _load():
-    return load_locomo(data_root())
-
-
-@functools.cache
 def _load_observations():
     """LoCoMo's own observations and summaries are an option (issue 24: off by default)."""
     return load_locomo(data_root(), observations=True)
@@ -39,10 +34,10 @@ def _samples(folder: Path) -> list[dict]:
 
 
 @pytest.mark.data
-def test_counts_match_the_files(require_data):
+def test_counts_match_the_files(require_data, real_dataset):
     folder = require_data("locomo")
     samples = _samples(folder)
-    ds = load_dataset("locomo")
+    ds = real_dataset("locomo")
     assert ds.name == "locomo"
     assert sorted(ds.graphs) == sorted(s["sample_id"] for s in samples)
     assert len(ds.queries) == sum(len(s["qa"]) for s in samples)
@@ -55,9 +50,9 @@ def test_counts_match_the_files(require_data):
 
 
 @pytest.mark.data
-def test_turns_become_ordered_memories_with_speakers(require_data):
+def test_turns_become_ordered_memories_with_speakers(require_data, real_dataset):
     folder = require_data("locomo")
-    ds = _load()
+    ds = real_dataset("locomo")
     sample = _samples(folder)[0]
     g = ds.graphs[sample["sample_id"]]
     conv = sample["conversation"]
@@ -91,7 +86,7 @@ def test_turns_become_ordered_memories_with_speakers(require_data):
 
 
 @pytest.mark.data
-def test_observations_and_summaries_are_attributes_with_provenance(require_data):
+def test_observations_and_summaries_are_attributes_with_provenance(require_data, real_dataset):
     folder = require_data("locomo")
     ds = _load_observations()
     for sample in _samples(folder):
@@ -112,7 +107,7 @@ def test_observations_and_summaries_are_attributes_with_provenance(require_data)
     assert "observations" in ds.meta["evidence_attribute_aspects"]
     assert not {"session_summaries", "events"} & set(ds.meta["evidence_attribute_aspects"])
     # off by default: no observations, nothing pooled, every attribute (turn text) is evidence for its turn
-    default = _load()
+    default = real_dataset("locomo")
     assert default.meta["pool_attribute_aspects"] == [] and default.meta["evidence_attribute_aspects"] is None
     assert not any(g.aspects["name"].isin(["observations", "events", "session_summaries"]).any()
                    for g in default.graphs.values())
@@ -121,9 +116,9 @@ def test_observations_and_summaries_are_attributes_with_provenance(require_data)
 
 
 @pytest.mark.data
-def test_evidence_maps_to_turn_memories(require_data):
+def test_evidence_maps_to_turn_memories(require_data, real_dataset):
     folder = require_data("locomo")
-    ds = _load()
+    ds = real_dataset("locomo")
     checked = 0
     for s in _samples(folder):
         g = ds.graphs[s["sample_id"]]
@@ -148,9 +143,9 @@ def test_evidence_maps_to_turn_memories(require_data):
 
 
 @pytest.mark.data
-def test_odd_evidence_in_the_files_is_reported(require_data):
+def test_odd_evidence_in_the_files_is_reported(require_data, real_dataset):
     folder = require_data("locomo")
-    ds = _load()
+    ds = real_dataset("locomo")
     reported = {m.row for m in ds.report.malformed}
     odd = 0
     for s in _samples(folder):

@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from collections import Counter
 
 import pytest
 
-from signet_rl.core.paths import data_root
 from signet_rl.datasets.base import DatasetNotFoundError
 from signet_rl.datasets.musique import load_musique, normalise_entity
-from signet_rl.datasets.registry import load_dataset
 from signet_rl.graph.confidence import Reason
 
 
-@functools.cache
-def _load():
-    return load_musique(data_root())
-
-
 @pytest.mark.data
-def test_counts_and_supporting_passages(require_data):
-    require_data("hipporag")
-    ds = load_dataset("musique")
+def test_counts_and_supporting_passages(real_dataset):
+    ds = real_dataset("musique")
     assert ds.name == "musique"
     g = ds.graph
     assert g.num_memories == 1890
@@ -38,9 +29,9 @@ def test_counts_and_supporting_passages(require_data):
 
 
 @pytest.mark.data
-def test_supporting_passages_match_by_title_and_text(require_data):
+def test_supporting_passages_match_by_title_and_text(require_data, real_dataset):
     folder = require_data("hipporag")
-    ds = _load()
+    ds = real_dataset("musique")
     questions = json.loads(next(folder.glob("musique_train.json")).read_text())
     q = questions[0]
     truth = ds.truth[q["id"]]
@@ -51,9 +42,9 @@ def test_supporting_passages_match_by_title_and_text(require_data):
 
 
 @pytest.mark.data
-def test_triples_become_pattern_matched_dependencies_with_provenance(require_data):
+def test_triples_become_pattern_matched_dependencies_with_provenance(require_data, real_dataset):
     folder = require_data("hipporag")
-    ds = _load()
+    ds = real_dataset("musique")
     g = ds.graph
     openie = json.loads(next(folder.glob("openie_*.json")).read_text())
     arity = Counter(len(t) for d in openie["docs"] for t in d["extracted_triples"])
@@ -82,9 +73,9 @@ def test_triples_become_pattern_matched_dependencies_with_provenance(require_dat
 
 
 @pytest.mark.data
-def test_malformed_triples_and_bare_nan_reported(require_data):
+def test_malformed_triples_and_bare_nan_reported(require_data, real_dataset):
     folder = require_data("hipporag")
-    ds = _load()
+    ds = real_dataset("musique")
     openie = json.loads(next(folder.glob("openie_*.json")).read_text())
     wrong_arity = sum(len(t) != 3 for d in openie["docs"] for t in d["extracted_triples"])
     counts = ds.report.counts()

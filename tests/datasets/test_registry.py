@@ -167,7 +167,7 @@ def test_reports_load_synthetic_v2_by_default_and_v1_on_request():
 
 
 @pytest.mark.data
-def test_reports_score_the_test_fold_never_best_flats_validation_fold(require_data):
+def test_reports_score_the_test_fold_never_best_flats_validation_fold(require_data, real_dataset):
     """LoCoMo and MuSiQue ship every question as test: the reports cut them into the learning split, so the
     test split is the test fold, disjoint from the validation fold best_flat was chosen on."""
     from signet_rl.retrieval.flat import best_flat_choice
@@ -179,4 +179,4 @@ def test_reports_score_the_test_fold_never_best_flats_validation_fold(require_da
     assert len(test) == 20 and len(validation) == 20 and not test & validation
     assert best_flat_choice("musique")["queries"] == len(validation)
     assert ds.meta["learning_split"] == configured_learning_split("musique")
-    assert len(load_dataset("musique").split("test")) == 100  # without the cut every question is test
+    assert len(real_dataset("musique").split("test")) == 100  # without the cut every question is test
