@@ -55,6 +55,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
+from signet_rl.core.timing import StageTimer, stage
 from signet_rl.core.types import Query
 from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport
 from signet_rl.datasets.signet import import_signet
@@ -236,6 +237,16 @@ class Service:
 
     # -- recall -------------------------------------------------------------------------------------------
 
+    @property
+    def timer(self) -> StageTimer | None:
+        """Per-stage timing of each recall's desire path (the desire retriever's own stages, plus this
+        service's scoring with the policy; :mod:`signet_rl.core.timing`); None: off (the default)."""
+        return self.desire.timer
+
+    @timer.setter
+    def timer(self, value: StageTimer | None) -> None:
+        self.desire.timer = value
+
     def _desire(
         self, query: Query, budget: int
     ) -> tuple[list[Any], dict[str, list[float]], list[Any] | None]:
@@ -246,7 +257,8 @@ class Service:
         if cands is None:
             return [], {}, None
         paths = cands.walk.paths
-        scores = self.policy.score(query, paths, cands.context) if paths else np.zeros(0)
+        with stage(self.desire.timer, "scoring"):
+            scores = self.policy.score(query, paths, cands.context) if paths else np.zeros(0)
         units = [u for u in self.desire.slate(query, cands, zip(paths, scores.tolist(), strict=True), budget)
                  if u.kind == "constructed"]  # fmt: skip
         designs: dict[str, list[float]] = {}
