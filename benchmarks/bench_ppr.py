@@ -65,7 +65,7 @@ def measure(preset: str, version: int, n_queries: int, tols: list[float]) -> dic
             continue
         paths, ctx = cands.walk.paths, cands.context
         exact._ranks.clear()  # time the solve, not the per-entry-set cache
-        ref, ms = _cpu_ms(lambda: exact.score(q, paths, ctx))
+        ref, ms = _cpu_ms(lambda q=q, paths=paths, ctx=ctx: exact.score(q, paths, ctx))
         exact_ms.append(ms)
         if np.ptp(ref) == 0:
             continue
@@ -75,7 +75,7 @@ def measure(preset: str, version: int, n_queries: int, tols: list[float]) -> dic
         for tol, scorer in pushes.items():
             ctx.cache.clear()
             scorer._ranks.clear()
-            got, ms = _cpu_ms(lambda scorer=scorer: scorer.score(q, paths, ctx))
+            got, ms = _cpu_ms(lambda s=scorer, q=q, paths=paths, ctx=ctx: s.score(q, paths, ctx))
             r = rows[tol]
             r["ms"].append(ms)
             tau = kendalltau(ref, got).statistic

@@ -261,8 +261,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         cands.append(float(timer.counts.get("candidates", 0)))
     svc.timer = None
     for i, q in enumerate(queries):
-        request_ms.append(timed(lambda q=q, i=i: svc.recall(RecallBody(query=q.text, sessionKey=f"s{i % 20}")),
-                                "recall_request"))  # fmt: skip
+        body = RecallBody(query=q.text, sessionKey=f"s{i % 20}")
+        request_ms.append(timed(lambda body=body: svc.recall(body), "recall_request"))
     inproc = {"desire": _stats(desire_ms), "flat": _stats(flat_ms), "recall_request": _stats(request_ms)}
     inproc_cpu = {k: _stats(v) for k, v in cpu.items()}
     ratio = inproc["desire"]["p50_ms"] / max(inproc["flat"]["p50_ms"], 1e-9)

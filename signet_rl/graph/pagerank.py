@@ -131,10 +131,8 @@ def push_pagerank(
     seed_rows, seed_counts = np.unique(seeds, return_counts=True)
     reset = seed_counts / len(seeds)
     indices, weights = graph.indices, graph.weights
-    if before is None:
-        degree = graph.degree
-    else:  # the slice's weighted degrees, summed for each vertex the first time the push reads it
-        degree = np.full(n, -1.0)
+    # a slice's weighted degrees are summed for each vertex the first time the push reads it (-1: not yet)
+    degree = graph.degree if before is None else np.full(n, -1.0)
 
     def degree_of(vertices: np.ndarray) -> np.ndarray:
         if before is not None:

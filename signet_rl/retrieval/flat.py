@@ -274,6 +274,10 @@ class FlatRetriever:
         cache: cache document embeddings on disk (:class:`~signet_rl.text.encoders.CachedEncoder`).
         cache_dir: where (default :func:`~signet_rl.text.encoders.default_cache_dir`).
         hnsw_above: use HNSW for graphs with more documents than this (``None``: exact search).
+        sparse_queries: score sparse query vectors (the hashing encoder's) by their non-zero columns only
+            (:class:`~signet_rl.retrieval.indexes.VectorIndex`'s ``sparse_query_below``): 2x cheaper on
+            38.5k memories, the same scores, exact ties ordered by row instead of faiss's own order. The
+            service's flat uses it; off by default, so the experiments' tables keep faiss's order.
         progress: show a progress bar while embedding.
         window: also inject each hit's neighbouring memories, up to this many on each side in time order,
             right after it (0: off; for memories that have an order, such as LoCoMo's turns).
@@ -313,6 +317,7 @@ class FlatRetriever:
         hnsw_above: int | None = None,
         progress: bool = False,
         window: int = 0,
+        sparse_queries: bool = False,
         graph_boost: bool = False,
         constraints: bool = False,
     ) -> None:
@@ -365,6 +370,7 @@ class FlatRetriever:
         self.require_terms = bool(require_terms)
         self.dedup_window = int(dedup_window)
         self.hnsw_above = hnsw_above
+        self.sparse_queries = bool(sparse_queries)
         self.progress = progress
         self.encoder: Encoder | None = None
         self._query_encoder: Encoder | None = None
@@ -408,6 +414,8 @@ class FlatRetriever:
             "window": self.window,
             "graph_boost": self.graph_boost,
             "constraints": self.constraints,
+            # a speed knob that moves only exact ties: named only when on, so older configs compare equal
+            **({"sparse_queries": True} if self.sparse_queries else {}),
         }
 
     def __repr__(self) -> str:
@@ -482,7 +490,8 @@ class FlatRetriever:
             )
             vector_index = None
             if self.encoder is not None:
-                vector_index = VectorIndex(self.encoder.dim, hnsw_above=self.hnsw_above)
+                vector_index = VectorIndex(self.encoder.dim, hnsw_above=self.hnsw_above,
+                                           sparse_query_below="auto" if self.sparse_queries else None)  # fmt: skip
                 vector_index.add(vectors[gid])
             keyword_index: FTS5Index | BM25Index | None = None
             if self.keyword == "fts5":  # holds, per query, only the rows created by then (statistics too)

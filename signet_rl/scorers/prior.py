@@ -114,12 +114,12 @@ class PPRScorer:
     """Personalized PageRank mass of what a path reaches, reset at the entry entities (see module).
 
     PageRank runs over the dependencies that existed at the query time only
-    (:class:`~signet_rl.graph.timeslice.TimeSlices`): one undirected CSR graph per graph, of which
-    the push reads only the slice's edges (no per-slice copy), solved by local forward push to ``tol``
-    (:mod:`signet_rl.graph.pagerank`); ``tol=None`` solves it exactly on the whole graph with igraph's ``personalized_pagerank`` instead (the reference the push is
-    measured against). The rank vector of the last :attr:`RANK_CACHE` (entry set, time slice) pairs is
-    kept: a service answering several queries about the same entities solves PageRank once (the same solve,
-    so the same ranks).
+    (:class:`~signet_rl.graph.timeslice.TimeSlices`): one undirected CSR graph per graph, of which the push
+    reads only the slice's edges (no per-slice copy), solved by local forward push to ``tol``
+    (:mod:`signet_rl.graph.pagerank`); ``tol=None`` solves it exactly on the whole graph with igraph's
+    ``personalized_pagerank`` instead (the reference the push is measured against). The rank vector of the
+    last :attr:`RANK_CACHE` (entry set, time slice) pairs is kept: a service answering several queries about
+    the same entities solves PageRank once (the same solve, so the same ranks).
     """
 
     name = "ppr"

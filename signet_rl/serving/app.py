@@ -169,7 +169,8 @@ class Service:
         self.emergence = self._emergence(emergence)
         self.dataset = Dataset(name=f"signet:{self.store}", graphs={"main": self.graph}, queries=[],
                                truth=GroundTruth(), report=LoadReport(files=[str(self.store)]))  # fmt: skip
-        self.flat = flat_variant(flat, encoder=self.policy.encoder)
+        # sparse query vectors by their non-zero columns (the same scores as faiss's scan, ties by row)
+        self.flat = flat_variant(flat, encoder=self.policy.encoder, sparse_queries=True)
         self.desire = self.policy.retriever(name="desire", config=traversal)
         self.desire.flat_spec = self.flat  # a hybrid traversal's floor: indexed once, by whoever is first
         self.desire.index(self.dataset)
