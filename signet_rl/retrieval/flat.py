@@ -274,10 +274,6 @@ class FlatRetriever:
         cache: cache document embeddings on disk (:class:`~signet_rl.text.encoders.CachedEncoder`).
         cache_dir: where (default :func:`~signet_rl.text.encoders.default_cache_dir`).
         hnsw_above: use HNSW for graphs with more documents than this (``None``: exact search).
-        sparse_queries: score sparse query vectors (the hashing encoder's) by their non-zero columns only
-            (:class:`~signet_rl.retrieval.indexes.VectorIndex`'s ``sparse_query_below``): 2x cheaper on
-            38.5k memories, the same scores, exact ties ordered by row instead of faiss's own order. The
-            service's flat uses it; off by default, so the experiments' tables keep faiss's order.
         progress: show a progress bar while embedding.
         window: also inject each hit's neighbouring memories, up to this many on each side in time order,
             right after it (0: off; for memories that have an order, such as LoCoMo's turns).
@@ -285,6 +281,10 @@ class FlatRetriever:
             query names and their one-hop neighbours.
         constraints: put Signet's always-injected constraints section (the active constraints of those
             entities, at most 1,000 characters) first.
+        sparse_queries: score sparse query vectors (the hashing encoder's) by their non-zero columns only
+            (:class:`~signet_rl.retrieval.indexes.VectorIndex`'s ``sparse_query_below``): 2x cheaper on
+            38.5k memories, the same scores, exact ties ordered by row instead of faiss's own order. The
+            service's flat uses it; off by default, so the experiments' tables keep faiss's order.
 
     Raises:
         ValueError: a knob outside its allowed values (the message names it).
@@ -317,9 +317,9 @@ class FlatRetriever:
         hnsw_above: int | None = None,
         progress: bool = False,
         window: int = 0,
-        sparse_queries: bool = False,
         graph_boost: bool = False,
         constraints: bool = False,
+        sparse_queries: bool = False,
     ) -> None:
         if keyword not in ("fts5", "bm25s", None):
             raise ValueError(f"keyword must be 'fts5', 'bm25s' or None, got {keyword!r}")
