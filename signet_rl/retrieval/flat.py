@@ -490,8 +490,11 @@ class FlatRetriever:
             )
             vector_index = None
             if self.encoder is not None:
-                vector_index = VectorIndex(self.encoder.dim, hnsw_above=self.hnsw_above,
-                                           sparse_query_below="auto" if self.sparse_queries else None)  # fmt: skip
+                vector_index = VectorIndex(
+                    self.encoder.dim,
+                    hnsw_above=self.hnsw_above,
+                    sparse_query_below="auto" if self.sparse_queries else None,
+                )
                 vector_index.add(vectors[gid])
             keyword_index: FTS5Index | BM25Index | None = None
             if self.keyword == "fts5":  # holds, per query, only the rows created by then (statistics too)

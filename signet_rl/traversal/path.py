@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from functools import cached_property
 from enum import StrEnum
+from functools import cached_property
 
 __all__ = ["Hop", "HopKind", "Path", "PathError"]
 

@@ -12,7 +12,8 @@ HYBRID = {"floor": True, "session": True, "entity_walks": True, "graph_walk": Tr
 
 def test_a_timed_retrieve_records_every_stage_and_its_candidates():
     ds = generate("tiny", seed=0)
-    desire = DesirePathRetriever("prior", config=HYBRID, flat=flat_variant("flat_signet_uncapped", cache=False))
+    flat = flat_variant("flat_signet_uncapped", cache=False)
+    desire = DesirePathRetriever("prior", config=HYBRID, flat=flat)
     desire.index(ds)
     queries = ds.split("test")[:5]
     untimed = [desire.retrieve(q, 2000) for q in queries]
