@@ -1,17 +1,19 @@
 """Latency of desire-path retrieval with the hybrid entry against best_flat, on LoCoMo, in the same run.
 
-Per query, desire paths are timed stage by stage — **query encoding** (the desire encoder's query vector),
-**entry search with flat hits** (entry entities plus best_flat's ranked units), **traversal** (the graph walk
-and the hybrid pool: floor, session-DAG steps, entity walks, bounds), **scoring with all inputs** (the path
-features of every candidate, as a learned scorer reads them, and the scorer's scores) and **construction**
-(the slate fitted to the budget) — and end to end (``retrieve``); best_flat is timed end to end on the same
-queries in the same process, alternating with desire so that a shared machine's load drifts onto both.
-The flat query-vector memo is cleared before every timed call, so each retrieval encodes its query.
+Per query, desire paths are timed end to end (``retrieve``) and stage by stage — **query encoding** (the
+desire encoder's query vector), **entry search with flat hits** (intent, entry entities plus best_flat's
+ranked units), **traversal** (the graph walk and the hybrid pool: floor, session-DAG steps, entity walks,
+bounds), **scoring** (the scoring context and the scorer's scores, floor first) and **construction** (the
+slate fitted to the budget). The stages are read from the pipeline's own stage timer
+(:mod:`signet_rl.core.timing`) during the timed ``retrieve`` itself, so they cannot drift from the real
+path. best_flat is timed end to end on the same queries in the same process, alternating with desire so
+that a shared machine's load drifts onto both. Wall and CPU (this thread's) time are both reported. The
+flat query-vector memo is cleared before every timed call, so each retrieval encodes its query.
 
 The encoder is MiniLM when its model is available offline (``pip install signet-rl[embed]`` and a cached
 model), else the hashing encoder; the output says which. Issue 24's target: learned desire p50 <= 2 x
-best_flat's p50 in the same run (the learned scorer's cost is its feature pass plus a forward pass; here the
-``prior`` scorer stands in, with the full feature pass timed). Prints p50/p95 per stage and writes
+best_flat's p50 in the same run (the ``prior`` scorer stands in for the learned one: a learned scorer adds
+its feature and forward pass to the scoring stage). Prints p50/p95 per stage and writes
 ``benchmarks/results/real.json``; nothing is asserted.
 
     python benchmarks/bench_real.py                       # 200 LoCoMo queries, 2,000 characters
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 from pathlib import Path
@@ -29,17 +32,15 @@ from typing import Any
 
 import numpy as np
 
+from signet_rl.core.timing import DESIRE_STAGES as STAGES
+from signet_rl.core.timing import StageTimer
 from signet_rl.datasets import load_dataset
-from signet_rl.pipeline.desire import DesirePathRetriever, _entry_vector
-from signet_rl.pipeline.hybrid import floor_first
+from signet_rl.pipeline.desire import DesirePathRetriever
 from signet_rl.retrieval import flat as flat_module
 from signet_rl.retrieval.flat import best_flat
-from signet_rl.scorers.features import PathFeaturizer
 from signet_rl.text.encoders import make_encoder
-from signet_rl.traversal.walk import Walk
 
 ROOT = Path(__file__).resolve().parents[1]
-STAGES = ("query_encoding", "entry_and_flat_hits", "traversal", "scoring", "construction")
 FULL = {"floor": True, "session": True, "entity_walks": True, "graph_walk": True}
 
 
@@ -58,52 +59,6 @@ def percentiles(seconds: list[float]) -> dict[str, float]:
     ms = np.asarray(seconds) * 1000.0
     return {"p50_ms": float(np.percentile(ms, 50)), "p95_ms": float(np.percentile(ms, 95)),
             "mean_ms": float(ms.mean())}  # fmt: skip
-
-
-def staged(
-    desire: DesirePathRetriever, featurizers: dict[str, PathFeaturizer], query: Any, budget: int
-) -> dict[str, float]:
-    """One desire retrieval, stage by stage (the same steps as ``retrieve``)."""
-    out: dict[str, float] = {}
-    state = desire._state(query.graph_id)
-    flat_module._QUERY_VECTORS.clear()
-    t = time.perf_counter()
-    qv = state.encoder.encode([query.text[:1000]])[0]
-    out["query_encoding"] = time.perf_counter() - t
-    t = time.perf_counter()
-    intent = desire.classifier.predict([query.text])[0]
-    walk_intent = "what" if intent == "none" else intent
-    entries = desire.entries(query, walk_intent, _entry_vector(state, query.text, qv))  # encoded once
-    flat_units = desire.flat.retrieve(query, None)  # type: ignore[union-attr]
-    out["entry_and_flat_hits"] = time.perf_counter() - t
-    t = time.perf_counter()
-    vectors = state.attr_vectors
-    rel = (lambda idx: vectors[idx] @ qv) if vectors is not None else None
-    walk = (
-        state.traverser.walk(entries, walk_intent, query.timestamp, relevance=rel)
-        if desire.config.graph_walk and entries
-        else Walk()
-    )
-    ts = None if query.timestamp is None else float(query.timestamp.timestamp())
-    pool = state.hybrid.pool(query, desire.config, budget, flat_units, entries, qv, ts, state.conf_ok,
-                             list(walk.paths))  # fmt: skip
-    out["traversal"] = time.perf_counter() - t
-    t = time.perf_counter()
-    context = desire.context(query, entries, rel)
-    context.path_info = pool.info
-    pf = featurizers.setdefault(query.graph_id, PathFeaturizer(state.graph, state.arrays, state.encoder))
-    pf.features(pool.paths, context, qv, walk_intent)
-    scores = desire.scorer.score(query, pool.paths, context) if pool.paths else np.zeros(0)
-    scores = floor_first(scores, pool.paths, pool.info)
-    out["scoring"] = time.perf_counter() - t
-    t = time.perf_counter()
-    from signet_rl.traversal.construct import build_slate
-
-    build_slate(zip(pool.paths, scores.tolist(), strict=True), walk.constraints, budget, state.builder,
-                at=query.timestamp)  # fmt: skip
-    out["construction"] = time.perf_counter() - t
-    out["candidates"] = float(len(pool.paths))
-    return out
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -134,29 +89,39 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         desire.retrieve(q, args.budget)
         flat.retrieve(q, args.budget)
     stages: dict[str, list[float]] = {s: [] for s in STAGES}
+    stages_cpu: dict[str, list[float]] = {s: [] for s in STAGES}
     desire_total: list[float] = []
     flat_total: list[float] = []
+    cpu_total: dict[str, list[float]] = {"best_flat": [], "desire_prior": []}
     cands: list[float] = []
-    featurizers: dict[str, PathFeaturizer] = {}
+    timer = StageTimer()  # the pipeline's own stage timer: the stages of the timed retrieve() itself
+    desire.timer = timer
     for q in queries:
         flat_module._QUERY_VECTORS.clear()
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         flat.retrieve(q, args.budget)
         flat_total.append(time.perf_counter() - t)
+        cpu_total["best_flat"].append(time.thread_time() - c)
         flat_module._QUERY_VECTORS.clear()
-        t = time.perf_counter()
+        timer.clear()
+        t, c = time.perf_counter(), time.thread_time()
         desire.retrieve(q, args.budget)
         desire_total.append(time.perf_counter() - t)
-        s = staged(desire, featurizers, q, args.budget)
+        cpu_total["desire_prior"].append(time.thread_time() - c)
         for k in STAGES:
-            stages[k].append(s[k])
-        cands.append(s["candidates"])
+            stages[k].append(timer.wall.get(k, 0.0))
+            stages_cpu[k].append(timer.cpu.get(k, 0.0))
+        cands.append(float(timer.counts.get("candidates", 0)))
+    desire.timer = None
     result: dict[str, Any] = {
         "dataset": ds.name, "queries": len(queries), "budget_chars": args.budget, "encoder": encoder,
         "encoder_note": note, "load_s": load_s, "desire_index_s": desire_index_s,
         "mean_candidates": float(np.mean(cands)),
         "best_flat": percentiles(flat_total), "desire_prior": percentiles(desire_total),
         "desire_stages": {k: percentiles(v) for k, v in stages.items()},
+        "cpu": {k: percentiles(v) for k, v in cpu_total.items()},
+        "desire_stages_cpu": {k: percentiles(v) for k, v in stages_cpu.items()},
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
         "platform": platform.platform(), "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%d %H:%M"),
     }  # fmt: skip
@@ -165,11 +130,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"{ds.name}: {len(queries)} queries, {args.budget} characters, {result['mean_candidates']:.1f} "
           f"candidates per query; load {load_s:.1f} s, index (desire with best_flat) "
           f"{desire_index_s:.1f} s")  # fmt: skip
-    print(f"{'':28s}{'p50 ms':>10s}{'p95 ms':>10s}")
-    stage_rows = [(f"  desire: {k}", v) for k, v in result["desire_stages"].items()]
-    for name, p in [("best_flat (end to end)", result["best_flat"]),
-                    ("desire_prior (end to end)", result["desire_prior"]), *stage_rows]:  # fmt: skip
-        print(f"{name:28s}{p['p50_ms']:10.2f}{p['p95_ms']:10.2f}")
+    print(f"{'':28s}{'p50 ms':>10s}{'p95 ms':>10s}{'cpu p50':>10s}{'cpu p95':>10s}   load average "
+          f"{result['load_avg']}")  # fmt: skip
+    stage_rows = [(f"  desire: {k}", v, result["desire_stages_cpu"][k])
+                  for k, v in result["desire_stages"].items()]  # fmt: skip
+    for name, p, c in [("best_flat (end to end)", result["best_flat"], result["cpu"]["best_flat"]),
+                       ("desire_prior (end to end)", result["desire_prior"], result["cpu"]["desire_prior"]),
+                       *stage_rows]:  # fmt: skip
+        print(f"{name:28s}{p['p50_ms']:10.2f}{p['p95_ms']:10.2f}{c['p50_ms']:10.2f}{c['p95_ms']:10.2f}")
     print(f"desire p50 / best_flat p50 = {ratio:.2f} (target <= 2)")
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -13,8 +13,11 @@ graph, so this is the served situation), served with the hybrid entry on (``serv
    floor retriever of the same service (``flat_signet``: what the service mixes in), p50 / p95 per query.
    The two alternate per query (desire first on even queries, flat first on odd ones) so that a shared
    machine's load falls on both alike, and the process-wide query-vector memo is cleared before each call,
-   so each encodes its query. Then desire stage by stage (a second pass) and the whole recall request the
-   service answers (desire, its flat hits reused, the mixed slate, logging to the state file).
+   so each encodes its query. Desire is the service's own desire path (``Service._desire``), and its stages
+   are read from the pipeline's stage timer (:mod:`signet_rl.core.timing`) in the same calls, so they
+   cannot drift from the served code. Wall and CPU time (this thread's) are both reported: CPU time is
+   what a loaded machine inflates least. Then the whole recall request the service answers (desire, its
+   flat hits reused, the mixed slate, logging to the state file).
 2. **HTTP** (``--clients`` threads on loopback against a real ``python -m signet_rl.serve --hybrid``
    process): requests per second, p50 / p95 and errors, for recall alone.
 
@@ -43,9 +46,11 @@ from typing import Any
 
 import numpy as np
 
+from signet_rl.core.timing import DESIRE_STAGES as STAGES
+from signet_rl.core.timing import StageTimer
+
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "data" / "bench"
-STAGES = ("query_encoding", "entry_and_flat_hits", "traversal", "scoring", "construction")
 SCORERS = {
     "gnn": ["scorer=gnn"],  # the default GNN (base-score residual and intent x aspect bias), exported
     "gnn_plain": ["scorer=gnn", "scorer.base_scores=false", "scorer.aspect_buckets=0"],  # without them
@@ -101,60 +106,9 @@ def policy_for(scorer: str) -> Path:
 
 
 def desire_once(svc: Any, query: Any, budget: int) -> None:
-    """One desire recall as the service runs it: candidates (encoding, entry search with flat hits,
-    traversal), the policy's scores, the slate."""
-    cands = svc.desire.candidates(query, budget)
-    if cands is None:
-        return
-    paths = cands.walk.paths
-    scores = svc.policy.score(query, paths, cands.context) if paths else np.zeros(0)
-    svc.desire.slate(query, cands, zip(paths, scores.tolist(), strict=True), budget)
-
-
-def desire_staged(svc: Any, query: Any, budget: int) -> dict[str, float]:
-    """:func:`desire_once` stage by stage (the steps of ``DesirePathRetriever._hybrid_candidates``)."""
-    from signet_rl.pipeline.desire import _entry_vector
-    from signet_rl.retrieval import flat as flat_module
-    from signet_rl.text.terms import capped_query
-    from signet_rl.traversal.walk import Walk
-
-    d = svc.desire
-    out: dict[str, float] = {}
-    query = capped_query(query)
-    state = d._state(query.graph_id)
-    flat_module._QUERY_VECTORS.clear()
-    t = time.perf_counter()
-    qv = state.encoder.encode([query.text[:1000]])[0]
-    out["query_encoding"] = time.perf_counter() - t
-    t = time.perf_counter()
-    intent = d.classifier.predict([query.text])[0]
-    walk_intent = "what" if intent == "none" else intent
-    entries = d.entries(query, walk_intent, _entry_vector(state, query.text, qv))
-    flat_units = d.flat.retrieve(query, None)
-    out["entry_and_flat_hits"] = time.perf_counter() - t
-    t = time.perf_counter()
-    vectors = state.attr_vectors
-    rel = (lambda idx: vectors[idx] @ qv) if vectors is not None else None
-    state.traverser.edge_weight = (
-        None if d.edge_weight_fn is None else d.edge_weight_fn(query.graph_id, walk_intent, query.timestamp)
-    )
-    walk = state.traverser.walk(entries, walk_intent, query.timestamp, relevance=rel) if entries else Walk()
-    pool = state.hybrid.pool(query, d.config, budget, flat_units, entries, qv, None, state.conf_ok,
-                             list(walk.paths))  # fmt: skip
-    out["traversal"] = time.perf_counter() - t
-    t = time.perf_counter()
-    context = d.context(query, entries, rel)
-    context.path_info = pool.info
-    scores = svc.policy.score(query, pool.paths, context) if pool.paths else np.zeros(0)
-    out["scoring"] = time.perf_counter() - t
-    t = time.perf_counter()
-    from signet_rl.traversal.construct import build_slate
-
-    build_slate(zip(pool.paths, scores.tolist(), strict=True), walk.constraints, budget, state.builder,
-                at=query.timestamp)  # fmt: skip
-    out["construction"] = time.perf_counter() - t
-    out["candidates"] = float(len(pool.paths))
-    return out
+    """One desire recall as the service runs it (``Service._desire``: candidates — encoding, entry search
+    with flat hits, traversal — the policy's scores, the slate); its stages land in ``svc.timer``."""
+    svc._desire(query, budget)
 
 
 class HttpService:
@@ -274,36 +228,45 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         desire_once(svc, q, args.budget)
         svc.flat.retrieve(q, None)
 
-    def timed(fn: Any) -> float:
-        flat_module._QUERY_VECTORS.clear()  # each call encodes its query
-        t0 = time.perf_counter()
-        fn()
-        return 1000 * (time.perf_counter() - t0)
+    cpu: dict[str, list[float]] = {"desire": [], "flat": [], "recall_request": []}
 
+    def timed(fn: Any, name: str) -> float:
+        flat_module._QUERY_VECTORS.clear()  # each call encodes its query
+        c0, t0 = time.thread_time(), time.perf_counter()
+        fn()
+        wall = 1000 * (time.perf_counter() - t0)
+        cpu[name].append(1000 * (time.thread_time() - c0))
+        return wall
+
+    timer = StageTimer()  # the pipeline's own stage timer (signet_rl.core.timing), read after each recall
+    svc.timer = timer
     load_before = _load()
     desire_ms, flat_ms, request_ms = [], [], []
+    stages: dict[str, list[float]] = {s: [] for s in STAGES}
+    stages_cpu: dict[str, list[float]] = {s: [] for s in STAGES}
+    cands: list[float] = []
     for i, q in enumerate(queries):
         run_desire = lambda q=q: desire_once(svc, q, args.budget)  # noqa: E731
         run_flat = lambda q=q: svc.flat.retrieve(q, None)  # noqa: E731
+        timer.clear()
         if i % 2 == 0:
-            desire_ms.append(timed(run_desire))
-            flat_ms.append(timed(run_flat))
+            desire_ms.append(timed(run_desire, "desire"))
+            flat_ms.append(timed(run_flat, "flat"))
         else:
-            flat_ms.append(timed(run_flat))
-            desire_ms.append(timed(run_desire))
-    stages: dict[str, list[float]] = {s: [] for s in STAGES}
-    cands: list[float] = []
-    for q in queries:
-        s = desire_staged(svc, q, args.budget)
+            flat_ms.append(timed(run_flat, "flat"))
+            desire_ms.append(timed(run_desire, "desire"))
         for k in STAGES:
-            stages[k].append(1000 * s[k])
-        cands.append(s["candidates"])
+            stages[k].append(1000 * timer.wall.get(k, 0.0))
+            stages_cpu[k].append(1000 * timer.cpu.get(k, 0.0))
+        cands.append(float(timer.counts.get("candidates", 0)))
+    svc.timer = None
     for i, q in enumerate(queries):
-        request_ms.append(
-            timed(lambda q=q, i=i: svc.recall(RecallBody(query=q.text, sessionKey=f"s{i % 20}")))
-        )
+        body = RecallBody(query=q.text, sessionKey=f"s{i % 20}")
+        request_ms.append(timed(lambda body=body: svc.recall(body), "recall_request"))
     inproc = {"desire": _stats(desire_ms), "flat": _stats(flat_ms), "recall_request": _stats(request_ms)}
+    inproc_cpu = {k: _stats(v) for k, v in cpu.items()}
     ratio = inproc["desire"]["p50_ms"] / max(inproc["flat"]["p50_ms"], 1e-9)
+    cpu_ratio = inproc_cpu["desire"]["p50_ms"] / max(inproc_cpu["flat"]["p50_ms"], 1e-9)
     inproc_load = {"before": load_before, "after": _load()}
     svc.state.close()
 
@@ -314,13 +277,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         finally:
             server.close()
 
-    print(f"{'in process (ms)':<30} {'p50':>8} {'p95':>8}   "
+    print(f"{'in process (ms)':<30} {'p50':>8} {'p95':>8} {'cpu p50':>8} {'cpu p95':>8}   "
           f"load average {load_before} -> {inproc_load['after']}")
     for name, s in inproc.items():
-        print(f"  {name:<28} {s['p50_ms']:>8.2f} {s['p95_ms']:>8.2f}")
+        c = inproc_cpu[name]
+        print(f"  {name:<28} {s['p50_ms']:>8.2f} {s['p95_ms']:>8.2f} {c['p50_ms']:>8.2f} {c['p95_ms']:>8.2f}")
     for k in STAGES:
-        s = _stats(stages[k])
-        print(f"    desire: {k:<20} {s['p50_ms']:>8.2f} {s['p95_ms']:>8.2f}")
+        s, c = _stats(stages[k]), _stats(stages_cpu[k])
+        print(f"    desire: {k:<20} {s['p50_ms']:>8.2f} {s['p95_ms']:>8.2f} {c['p50_ms']:>8.2f} "
+              f"{c['p95_ms']:>8.2f}")  # fmt: skip
+    print(f"  desire p50 / flat p50, CPU time {cpu_ratio:>5.2f}x")
     print(f"  candidates per query: mean {np.mean(cands):.1f}")
     print(f"  desire p50 / flat p50        {ratio:>8.2f}x   (target: desire p50 <= 10 ms and <= 2x flat)")
     if http is not None:
@@ -333,6 +299,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
            "traversal": "hybrid (floor, session, entity_walks, graph_walk)", "queries": len(queries),
            "budget_chars": args.budget, "in_process": inproc, "desire_over_flat_p50": round(ratio, 3),
            "desire_stages": {k: _stats(v) for k, v in stages.items()},
+           "in_process_cpu": inproc_cpu, "desire_over_flat_p50_cpu": round(cpu_ratio, 3),
+           "desire_stages_cpu": {k: _stats(v) for k, v in stages_cpu.items()},
            "mean_candidates": float(np.mean(cands)),
            "in_process_load_avg": inproc_load, "http": http, "cpu_count": os.cpu_count(),
            "load_s": round(load_s, 2), "platform": platform.platform(), "python": platform.python_version(),

@@ -103,6 +103,13 @@ class TimeSlices:
             return None
         return int(np.searchsorted(self._sorted, x, side="right"))
 
+    def creation_rank(self) -> IntArray:
+        """``[E]``: each dependency's position in creation order (NULL ``created_at`` last, ties by row):
+        the edges that existed at ``t`` are those of rank below :meth:`key` (``t``)."""
+        rank = np.empty(len(self._order), dtype=np.int64)
+        rank[self._order] = np.arange(len(self._order))
+        return rank
+
     def edge_mask(self, t: TimeLike | None) -> BoolArray:
         """``[E]``: which dependencies existed at ``t`` (all for ``None``)."""
         k = self.key(t)

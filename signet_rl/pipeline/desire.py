@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from signet_rl.core.checks import check_integer, check_probability
+from signet_rl.core.timing import StageTimer, stage
 from signet_rl.core.types import DEFAULT_BUDGET_CHARS, Query, Unit
 from signet_rl.datasets.base import Dataset
 from signet_rl.graph.arrays import GraphArrays
@@ -157,6 +158,8 @@ class DesirePathRetriever:
         self.flat_spec = flat
         self.flat: Retriever | None = None
         self.floor_first = self.scorer.name in self.NON_LEARNED if floor_first is None else bool(floor_first)
+        #: Per-stage timing of every call (:mod:`signet_rl.core.timing`; benchmarks attach one); None: off.
+        self.timer: StageTimer | None = None
 
     def index(self, dataset: Dataset) -> None:
         """Build the per-graph state (arrays, traverser, entry search) and prepare the scorer.
@@ -216,27 +219,36 @@ class DesirePathRetriever:
         query = capped_query(query)
         if not query.text or not query.text.strip():
             return None
-        intent = self.classifier.predict([query.text])[0]
+        timer = self.timer
+        with stage(timer, "entry_and_flat_hits"):
+            intent = self.classifier.predict([query.text])[0]
         state = self._state(query.graph_id)
         if state.hybrid is not None:
             return self._hybrid_candidates(query, intent, state, budget_chars)
         if intent == "none":
             return None
-        entries = self.entries(query, intent)
+        with stage(timer, "entry_and_flat_hits"):
+            entries = self.entries(query, intent)
         if not entries:
             return None
         rel = None
         if state.attr_vectors is not None:
-            qv = state.encoder.encode([query.text[:1000]])[0]
+            with stage(timer, "query_encoding"):
+                qv = state.encoder.encode([query.text[:1000]])[0]
             vectors = state.attr_vectors
             rel = lambda idx: vectors[idx] @ qv  # noqa: E731
-        state.traverser.edge_weight = (
-            None
-            if self.edge_weight_fn is None
-            else self.edge_weight_fn(query.graph_id, intent, query.timestamp)
-        )
-        walk = state.traverser.walk(entries, intent, query.timestamp, relevance=rel)
-        return Candidates(intent, entries, walk, self.context(query, entries, rel))
+        with stage(timer, "traversal"):
+            state.traverser.edge_weight = (
+                None
+                if self.edge_weight_fn is None
+                else self.edge_weight_fn(query.graph_id, intent, query.timestamp)
+            )
+            walk = state.traverser.walk(entries, intent, query.timestamp, relevance=rel)
+        with stage(timer, "scoring"):
+            context = self.context(query, entries, rel)
+        if timer is not None:
+            timer.counts["candidates"] = len(walk.paths)
+        return Candidates(intent, entries, walk, context)
 
     def _hybrid_candidates(
         self, query: Query, intent: str, state: _GraphState, budget_chars: int | None
@@ -245,31 +257,38 @@ class DesirePathRetriever:
         assert state.hybrid is not None and self.flat is not None
         budget = DEFAULT_BUDGET_CHARS if budget_chars is None else budget_chars
         walk_intent = "what" if intent == "none" else intent
-        qv = state.encoder.encode([query.text[:1000]])[0]
-        entries = self.entries(query, walk_intent, _entry_vector(state, query.text, qv))
-        flat_units = self.flat.retrieve(query, None)
+        timer = self.timer
+        with stage(timer, "query_encoding"):
+            qv = state.encoder.encode([query.text[:1000]])[0]
+        with stage(timer, "entry_and_flat_hits"):
+            entries = self.entries(query, walk_intent, _entry_vector(state, query.text, qv))
+            flat_units = self.flat.retrieve(query, None)
         rel = None
         if state.attr_vectors is not None:
             vectors = state.attr_vectors
             rel = lambda idx: vectors[idx] @ qv  # noqa: E731
-        state.traverser.edge_weight = (
-            None
-            if self.edge_weight_fn is None
-            else self.edge_weight_fn(query.graph_id, walk_intent, query.timestamp)
-        )
-        if self.config.graph_walk and entries:
-            walk = state.traverser.walk(entries, walk_intent, query.timestamp, relevance=rel)
-        else:
-            walk = Walk()
-        ts = None if query.timestamp is None else float(query.timestamp.timestamp())
-        pool = state.hybrid.pool(
-            query, self.config, budget, flat_units, entries, qv, ts, state.conf_ok, list(walk.paths)
-        )
+        with stage(timer, "traversal"):
+            state.traverser.edge_weight = (
+                None
+                if self.edge_weight_fn is None
+                else self.edge_weight_fn(query.graph_id, walk_intent, query.timestamp)
+            )
+            if self.config.graph_walk and entries:
+                walk = state.traverser.walk(entries, walk_intent, query.timestamp, relevance=rel)
+            else:
+                walk = Walk()
+            ts = None if query.timestamp is None else float(query.timestamp.timestamp())
+            pool = state.hybrid.pool(
+                query, self.config, budget, flat_units, entries, qv, ts, state.conf_ok, list(walk.paths)
+            )
         if not pool.paths:
             return None
         walk.paths = list(pool.paths)
-        context = self.context(query, entries, rel)
-        context.path_info = pool.info
+        with stage(timer, "scoring"):
+            context = self.context(query, entries, rel)
+            context.path_info = pool.info
+        if timer is not None:
+            timer.counts["candidates"] = len(pool.paths)
         return Candidates(intent, entries, walk, context, pool, flat_units)
 
     def context(self, query: Query, entries: list[str], relevance: Any = False) -> ScoringContext:
@@ -314,9 +333,10 @@ class DesirePathRetriever:
         """The units injected for ``paths_with_scores`` (constraints section first), fitted to the budget."""
         state = self._state(query.graph_id)
         budget = DEFAULT_BUDGET_CHARS if budget_chars is None else budget_chars
-        return build_slate(
-            paths_with_scores, cands.walk.constraints, budget, state.builder, at=query.timestamp
-        )
+        with stage(self.timer, "construction"):
+            return build_slate(
+                paths_with_scores, cands.walk.constraints, budget, state.builder, at=query.timestamp
+            )
 
     def builder(self, graph_id: str) -> MemoryBuilder:
         """The graph's :class:`MemoryBuilder` (turns one path into its constructed memory)."""
@@ -329,14 +349,16 @@ class DesirePathRetriever:
         if cands is None:
             return []
         paths = cands.walk.paths
-        scores = self.scorer.score(query, paths, cands.context) if paths else np.zeros(0)
-        if cands.pool is not None and self.floor_first and self.config.floor_share < 1.0:
-            builder = self._state(query.graph_id).builder
-            budget = DEFAULT_BUDGET_CHARS if budget_chars is None else budget_chars
-            chars = [builder.construct(p).chars for p in paths]
-            scores = floor_share_first(scores, paths, cands.pool.info, chars, budget, self.config.floor_share)
-        elif cands.pool is not None and self.floor_first:
-            scores = floor_first(scores, paths, cands.pool.info)
+        with stage(self.timer, "scoring"):
+            scores = self.scorer.score(query, paths, cands.context) if paths else np.zeros(0)
+            if cands.pool is not None and self.floor_first and self.config.floor_share < 1.0:
+                builder = self._state(query.graph_id).builder
+                budget = DEFAULT_BUDGET_CHARS if budget_chars is None else budget_chars
+                chars = [builder.construct(p).chars for p in paths]
+                scores = floor_share_first(scores, paths, cands.pool.info, chars, budget,
+                                           self.config.floor_share)  # fmt: skip
+            elif cands.pool is not None and self.floor_first:
+                scores = floor_first(scores, paths, cands.pool.info)
         units = self.slate(query, cands, zip(paths, scores.tolist(), strict=True), budget_chars)
         if cands.pool is not None:  # the pool size travels with every unit (reported per query)
             units = [dataclasses.replace(u, meta={**u.meta, "pool": dict(cands.pool.sizes)}) for u in units]

@@ -229,12 +229,12 @@ class HybridEntry:
         found: list[tuple[tuple[Hop, ...], int, float]] = []
         src = [a.entity_index[e] for e in dict.fromkeys(sources) if e in a.entity_index]
         k = cfg.walk_memories_per_entity
+        blocked = np.zeros(len(a.memory_ids), dtype=bool)  # the taken rows, once per query (not an isin
+        blocked[np.fromiter(taken, np.int64, len(taken))] = True  # per walked entity)
 
         def best(e: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
             mems = a.memories_of(e)
-            mems = mems[visible[mems]]
-            if taken:
-                mems = mems[~np.isin(mems, np.fromiter(taken, np.int64, len(taken)))]
+            mems = mems[visible[mems] & ~blocked[mems]]
             if not len(mems):
                 return mems, np.zeros(0)
             sims = self._sims(mems, qv)

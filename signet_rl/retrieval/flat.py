@@ -281,6 +281,10 @@ class FlatRetriever:
             query names and their one-hop neighbours.
         constraints: put Signet's always-injected constraints section (the active constraints of those
             entities, at most 1,000 characters) first.
+        sparse_queries: score sparse query vectors (the hashing encoder's) by their non-zero columns only
+            (:class:`~signet_rl.retrieval.indexes.VectorIndex`'s ``sparse_query_below``): 2x cheaper on
+            38.5k memories, the same scores, exact ties ordered by row instead of faiss's own order. The
+            service's flat uses it; off by default, so the experiments' tables keep faiss's order.
 
     Raises:
         ValueError: a knob outside its allowed values (the message names it).
@@ -315,6 +319,7 @@ class FlatRetriever:
         window: int = 0,
         graph_boost: bool = False,
         constraints: bool = False,
+        sparse_queries: bool = False,
     ) -> None:
         if keyword not in ("fts5", "bm25s", None):
             raise ValueError(f"keyword must be 'fts5', 'bm25s' or None, got {keyword!r}")
@@ -365,6 +370,7 @@ class FlatRetriever:
         self.require_terms = bool(require_terms)
         self.dedup_window = int(dedup_window)
         self.hnsw_above = hnsw_above
+        self.sparse_queries = bool(sparse_queries)
         self.progress = progress
         self.encoder: Encoder | None = None
         self._query_encoder: Encoder | None = None
@@ -408,6 +414,8 @@ class FlatRetriever:
             "window": self.window,
             "graph_boost": self.graph_boost,
             "constraints": self.constraints,
+            # a speed knob that moves only exact ties: named only when on, so older configs compare equal
+            **({"sparse_queries": True} if self.sparse_queries else {}),
         }
 
     def __repr__(self) -> str:
@@ -482,7 +490,11 @@ class FlatRetriever:
             )
             vector_index = None
             if self.encoder is not None:
-                vector_index = VectorIndex(self.encoder.dim, hnsw_above=self.hnsw_above)
+                vector_index = VectorIndex(
+                    self.encoder.dim,
+                    hnsw_above=self.hnsw_above,
+                    sparse_query_below="auto" if self.sparse_queries else None,
+                )
                 vector_index.add(vectors[gid])
             keyword_index: FTS5Index | BM25Index | None = None
             if self.keyword == "fts5":  # holds, per query, only the rows created by then (statistics too)

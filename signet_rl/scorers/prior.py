@@ -13,10 +13,12 @@
   of the path's attributes (floored at 0.01), so of an aspect's several chunks of facts the one about the
   query ranks first; a path that ends in memories (the hybrid entry's session steps and walks) is multiplied
   by its memories' similarity to the query (``ScoringContext.path_info["memory_sim"]``, floored at 0.01).
-* :class:`PPRScorer` — personalized PageRank from the entry entities (HippoRAG-style, igraph's
-  ``personalized_pagerank`` with damping 0.5 over dependency edges weighted by confidence × strength,
-  undirected, only the edges that existed at the query time); a path scores the rank mass of the entities
-  it reaches (excluding its start; a memory path: the entities its memories mention).
+* :class:`PPRScorer` — personalized PageRank from the entry entities (HippoRAG-style, damping 0.5 over
+  dependency edges weighted by confidence × strength, undirected, only the edges that existed at the query
+  time), solved locally by forward push (:func:`~signet_rl.graph.pagerank.push_pagerank`: igraph's
+  ``personalized_pagerank`` definition, each entity's mass at most ``tol`` × its weighted degree below the
+  exact solve, without touching the far graph); a path scores the rank mass of the entities it reaches
+  (excluding its start; a memory path: the entities its memories mention).
 * Nothing here sees the future: the prior reads only the rows of the path, which the walk admits only when
   created at or before the query time, and PPR runs on the time-sliced edge set.
 * :class:`RandomScorer` — a floor: seeded per query, so runs are reproducible.
@@ -36,6 +38,7 @@ from signet_rl.core.checks import check_range
 from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
+from signet_rl.graph.pagerank import DEFAULT_TOL, CSRGraph, csr_graph, push_pagerank
 from signet_rl.graph.timeslice import TimeSlices
 from signet_rl.scorers.base import ScoringContext, register
 from signet_rl.traversal.path import Path
@@ -111,40 +114,51 @@ class PPRScorer:
     """Personalized PageRank mass of what a path reaches, reset at the entry entities (see module).
 
     PageRank runs over the dependencies that existed at the query time only
-    (:class:`~signet_rl.graph.timeslice.TimeSlices`): one igraph graph per graph, with the edges written
-    later weighted 0 (their weight lists cached per slice). The rank vector of the last
-    :attr:`RANK_CACHE` (entry set, time slice) pairs is kept: a service answering several queries about the
-    same entities solves PageRank once (the same solve, so the same ranks).
+    (:class:`~signet_rl.graph.timeslice.TimeSlices`): one undirected CSR graph per graph, of which the push
+    reads only the slice's edges (no per-slice copy), solved by local forward push to ``tol``
+    (:mod:`signet_rl.graph.pagerank`); ``tol=None`` solves it exactly on the whole graph with igraph's
+    ``personalized_pagerank`` instead (the reference the push is measured against). The rank vector of the
+    last :attr:`RANK_CACHE` (entry set, time slice) pairs is kept: a service answering several queries about
+    the same entities solves PageRank once (the same solve, so the same ranks).
     """
 
     name = "ppr"
     #: Rank vectors kept (per scorer, most recently used; one float64 per entity each).
     RANK_CACHE = 64
 
-    def __init__(self, damping: float = 0.5) -> None:
+    def __init__(self, damping: float = 0.5, tol: float | None = DEFAULT_TOL) -> None:
         check_range("damping", damping, 0, 1, lo_open=True, hi_open=True)
-        self.damping = damping
+        if tol is not None:
+            check_range("tol", tol, 0, 1, lo_open=True)
+        self.damping, self.tol = damping, tol
         self.config: dict[str, Any] = {"damping": damping}
+        if tol != DEFAULT_TOL:
+            self.config["tol"] = tol
         self._slices: dict[int, TimeSlices] = {}
         self._graphs: dict[int, tuple[GraphArrays, ig.Graph]] = {}
+        self._csrs: dict[int, tuple[GraphArrays, CSRGraph]] = {}
         self._mem_index: dict[int, tuple[GraphArrays, dict[str, int]]] = {}
         self._ranks: OrderedDict[tuple[Any, ...], tuple[GraphArrays, np.ndarray]] = OrderedDict()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> PPRScorer:
-        """A fresh instance with the same damping (per-graph state and cached ranks are rebuilt on use)."""
-        return PPRScorer(self.damping)
+        """A fresh instance with the same settings (per-graph state and cached ranks are rebuilt on use)."""
+        return PPRScorer(self.damping, self.tol)
 
     def _rank(self, arrays: GraphArrays, timestamp: float | None, entries: list[int]) -> np.ndarray:
         """Personalized PageRank reset at ``entries`` over the edges that existed at ``timestamp``
         (cached per entry set and time slice, see the class docstring)."""
-        g, weights = self._graph(arrays, timestamp)
-        key = (id(arrays), self._slices[id(arrays)].key(timestamp), tuple(entries))
+        slices = self._time_slices(arrays)
+        key = (id(arrays), slices.key(timestamp), tuple(entries))
         hit = self._ranks.get(key)
         if hit is not None and hit[0] is arrays:
             self._ranks.move_to_end(key)
             return hit[1]
-        rank = g.personalized_pagerank(damping=self.damping, reset_vertices=entries, weights=weights)
-        rank = np.asarray(rank)
+        if self.tol is None:
+            g, weights = self._graph(arrays, timestamp)
+            rank = np.asarray(g.personalized_pagerank(damping=self.damping, reset_vertices=entries,
+                                                      weights=weights))  # fmt: skip
+        else:
+            rank = push_pagerank(self._csr(arrays), entries, self.damping, self.tol, slices.key(timestamp))
         self._ranks[key] = (arrays, rank)
         while len(self._ranks) > self.RANK_CACHE:
             self._ranks.popitem(last=False)
@@ -152,6 +166,32 @@ class PPRScorer:
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         self._slices[id(arrays)] = TimeSlices(arrays)
+
+    def _time_slices(self, arrays: GraphArrays) -> TimeSlices:
+        slices = self._slices.get(id(arrays))
+        if slices is None or slices.arrays is not arrays:
+            slices = self._slices[id(arrays)] = TimeSlices(arrays)
+        return slices
+
+    def _csr(self, arrays: GraphArrays) -> CSRGraph:
+        """The undirected CSR graph of every dependency, weighted by ``confidence × strength``, each entry
+        keyed by its edge's rank in creation order (built once per graph; a time slice is the entries
+        below the slice's edge count, :meth:`~signet_rl.graph.timeslice.TimeSlices.key`)."""
+        hit = self._csrs.get(id(arrays))
+        if hit is None or hit[0] is not arrays:
+            weight = (arrays.edge_confidence * arrays.edge_strength).astype(np.float64)
+            rank = self._time_slices(arrays).creation_rank()
+            csr = csr_graph(len(arrays.entity_ids), arrays.edge_source, arrays.edge_target, weight, rank)
+            hit = self._csrs[id(arrays)] = (arrays, csr)
+        return hit[1]
+
+    def _has_edges(self, arrays: GraphArrays, timestamp: float | None) -> bool:
+        """Whether any dependency of positive weight existed at ``timestamp``."""
+        if self.tol is None:
+            g, weights = self._graph(arrays, timestamp)
+            return g.ecount() > 0 and any(weights)
+        csr, before = self._csr(arrays), self._time_slices(arrays).key(timestamp)
+        return bool(len(csr.order)) and (before is None or int(csr.order.min()) < before)
 
     @staticmethod
     def _build(arrays: GraphArrays, mask: np.ndarray | None = None) -> ig.Graph:
@@ -165,12 +205,10 @@ class PPRScorer:
         return g
 
     def _graph(self, arrays: GraphArrays, timestamp: float | None) -> tuple[ig.Graph, list[float]]:
-        """The PageRank graph (every edge, built once per graph) and the edge weights at ``timestamp``:
+        """The igraph graph (every edge, built once per graph) and the edge weights at ``timestamp``:
         ``confidence × strength`` for the edges that existed then, 0 for the others (a zero-weight edge
-        carries no rank, so the result is PageRank on the past edges alone)."""
-        slices = self._slices.get(id(arrays))
-        if slices is None or slices.arrays is not arrays:
-            slices = self._slices[id(arrays)] = TimeSlices(arrays)
+        carries no rank, so the result is PageRank on the past edges alone); the exact reference only."""
+        slices = self._time_slices(arrays)
         hit = self._graphs.get(id(arrays))
         if hit is None or hit[0] is not arrays:
             hit = self._graphs[id(arrays)] = (arrays, self._build(arrays))
@@ -186,11 +224,10 @@ class PPRScorer:
 
     def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
         a = context.arrays
-        g, weights = self._graph(a, context.timestamp)
         entries = [a.entity_index[e] for e in context.entries if e in a.entity_index]
         if not paths:
             return np.zeros(0)
-        if not entries or g.ecount() == 0 or not any(weights):
+        if not entries or not self._has_edges(a, context.timestamp):
             return np.zeros(len(paths))
         key = f"ppr:{context.timestamp}:" + ",".join(map(str, entries))
         if key not in context.cache:

@@ -55,6 +55,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
+from signet_rl.core.timing import StageTimer, stage
 from signet_rl.core.types import Query
 from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport
 from signet_rl.datasets.signet import import_signet
@@ -168,7 +169,8 @@ class Service:
         self.emergence = self._emergence(emergence)
         self.dataset = Dataset(name=f"signet:{self.store}", graphs={"main": self.graph}, queries=[],
                                truth=GroundTruth(), report=LoadReport(files=[str(self.store)]))  # fmt: skip
-        self.flat = flat_variant(flat, encoder=self.policy.encoder)
+        # sparse query vectors by their non-zero columns (the same scores as faiss's scan, ties by row)
+        self.flat = flat_variant(flat, encoder=self.policy.encoder, sparse_queries=True)
         self.desire = self.policy.retriever(name="desire", config=traversal)
         self.desire.flat_spec = self.flat  # a hybrid traversal's floor: indexed once, by whoever is first
         self.desire.index(self.dataset)
@@ -236,6 +238,16 @@ class Service:
 
     # -- recall -------------------------------------------------------------------------------------------
 
+    @property
+    def timer(self) -> StageTimer | None:
+        """Per-stage timing of each recall's desire path (the desire retriever's own stages, plus this
+        service's scoring with the policy; :mod:`signet_rl.core.timing`); None: off (the default)."""
+        return self.desire.timer
+
+    @timer.setter
+    def timer(self, value: StageTimer | None) -> None:
+        self.desire.timer = value
+
     def _desire(
         self, query: Query, budget: int
     ) -> tuple[list[Any], dict[str, list[float]], list[Any] | None]:
@@ -246,7 +258,8 @@ class Service:
         if cands is None:
             return [], {}, None
         paths = cands.walk.paths
-        scores = self.policy.score(query, paths, cands.context) if paths else np.zeros(0)
+        with stage(self.desire.timer, "scoring"):
+            scores = self.policy.score(query, paths, cands.context) if paths else np.zeros(0)
         units = [u for u in self.desire.slate(query, cands, zip(paths, scores.tolist(), strict=True), budget)
                  if u.kind == "constructed"]  # fmt: skip
         designs: dict[str, list[float]] = {}

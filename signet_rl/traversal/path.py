@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 
 __all__ = ["Hop", "HopKind", "Path", "PathError"]
 
@@ -141,6 +142,14 @@ class Path:
 
     def serialise(self) -> str:
         """The compact form, e.g. ``E:e1>D+:d7>E:e2>A:a3>T:t9``."""
+        return self._serialised
+
+    # A path is immutable, so its serialisation, id and per-kind id tuples are computed once per object
+    # (``cached_property`` stores them in the instance dict, outside the frozen fields: equality, hashing
+    # and ``dataclasses.replace`` are unchanged). A served recall asks for them ~100 times per path.
+
+    @cached_property
+    def _serialised(self) -> str:
         return ">".join(h.token() for h in self.hops)
 
     @classmethod
@@ -169,7 +178,7 @@ class Path:
                 hops.append(Hop(kind, ident))
         return cls(tuple(hops), strategy=strategy, explorer=explorer)
 
-    @property
+    @cached_property
     def id(self) -> str:
         """A stable id: ``p-`` and the first 16 hex digits of the SHA-256 of the serialisation."""
         return "p-" + hashlib.sha256(self.serialise().encode()).hexdigest()[:16]
@@ -188,23 +197,23 @@ class Path:
     def start(self) -> str:
         return self.hops[0].id
 
-    @property
+    @cached_property
     def entities(self) -> tuple[str, ...]:
         return self._ids(HopKind.ENTITY)
 
-    @property
+    @cached_property
     def dependencies(self) -> tuple[str, ...]:
         return self._ids(HopKind.DEPENDENCY)
 
-    @property
+    @cached_property
     def aspects(self) -> tuple[str, ...]:
         return self._ids(HopKind.ASPECT)
 
-    @property
+    @cached_property
     def attributes(self) -> tuple[str, ...]:
         return self._ids(HopKind.ATTRIBUTE)
 
-    @property
+    @cached_property
     def memories(self) -> tuple[str, ...]:
         return self._ids(HopKind.MEMORY)
 

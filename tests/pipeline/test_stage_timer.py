@@ -1,0 +1,42 @@
+"""The pipeline's own stage timer (signet_rl.core.timing): what benchmarks read instead of copying stages."""
+
+from __future__ import annotations
+
+from signet_rl.core.timing import DESIRE_STAGES, StageTimer, stage
+from signet_rl.datasets.synthetic import generate
+from signet_rl.pipeline.desire import DesirePathRetriever
+from signet_rl.retrieval.flat import flat_variant
+
+HYBRID = {"floor": True, "session": True, "entity_walks": True, "graph_walk": True}
+
+
+def test_a_timed_retrieve_records_every_stage_and_its_candidates():
+    ds = generate("tiny", seed=0)
+    flat = flat_variant("flat_signet_uncapped", cache=False)
+    desire = DesirePathRetriever("prior", config=HYBRID, flat=flat)
+    desire.index(ds)
+    queries = ds.split("test")[:5]
+    untimed = [desire.retrieve(q, 2000) for q in queries]
+    timer = StageTimer()
+    desire.timer = timer
+    for q, before in zip(queries, untimed, strict=True):
+        timer.clear()
+        units = desire.retrieve(q, 2000)
+        assert units == before  # timing changes nothing
+        assert set(timer.wall) == set(timer.cpu) == set(DESIRE_STAGES)
+        assert all(v >= 0 for v in (*timer.wall.values(), *timer.cpu.values()))
+        cands = desire.candidates(q, 2000)
+        assert cands is not None and timer.counts["candidates"] == len(cands.walk.paths)
+
+
+def test_no_timer_measures_nothing():
+    timer = StageTimer()
+    with stage(None, "scoring"):
+        pass
+    with stage(timer, "scoring"), stage(timer, "traversal"):
+        pass
+    with stage(timer, "scoring"):
+        pass
+    assert sorted(timer.wall) == ["scoring", "traversal"]
+    timer.clear()
+    assert timer.wall == timer.cpu == timer.counts == {}
