@@ -32,9 +32,15 @@ class BridgeParams:
 
     min_similarity: float = 0.6
     min_lexical: float = 0.4
+    mutual_top: int | None = None
+    variant_overlap: float | None = None
+    max_copies: int | None = None
     promote_after: int = 3
     climb_after: int = 2
     fade_after: int = 2
+    #: the trainer's explorer slot goes to a bridge candidate with an end among the query's entries
+    #: (inside the training loop), before any other speculative path
+    target_explorers: bool = False
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,11 @@ class PrincipleParams:
     min_communities: int = 3
     min_similarity: float = 0.6
     min_lexical: float = 0.3
+    min_tightness: float | None = None
+    variant_overlap: float | None = None
+    community_source: str = "graph"
+    #: which attributes to look at (a regex on aspect name or content; None: decisions and preferences)
+    pattern: str | None = None
 
 
 @dataclass(frozen=True)

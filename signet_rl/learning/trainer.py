@@ -254,6 +254,10 @@ class BanditTrainer:
         #: ``(feedback so far, slate_size) -> explorer slots`` for a new session; set by the entry layer
         #: when ``config.explorer_regulation`` (the regulator lives above this layer).
         self.explorer_regulator: Callable[[Sequence[FeedbackRecord], int], int] | None = None
+        #: ``(query, entry entity ids) -> paths`` the explorer slot should try first (e.g. bridge candidates:
+        #: :class:`signet_rl.emergence.components.BridgeTargets`); set by the entry layer, None: off. The
+        #: first target not already on the slate takes the slot, logged like any explorer unit.
+        self.explorer_targets: Callable[[Query, Sequence[str]], list[Path]] | None = None
         self.session_slots: dict[str, int] = {}
         self.stats: dict[str, EdgeStats] = {}
         for gid in dataset.graphs:
@@ -332,8 +336,13 @@ class BanditTrainer:
         session = session_of(query, position, cfg.session_size)
         self._open_session(session)
         n_walk = len(paths)
+        targets: list[int] = []
         if self.quota.per_session and self.quota.available(session) > 0:
             paths += self.retriever.far_paths(query, cands)
+            if self.explorer_targets is not None:
+                extra = self.explorer_targets(query, list(cands.entries))
+                targets = list(range(len(paths), len(paths) + len(extra)))
+                paths += extra
         scores, slate = self._select(query, paths[:n_walk], cands)
         shown = [int(i) for i in slate.indices]
         pscores = [float(p) for p in slate.propensities]
@@ -350,7 +359,8 @@ class BanditTrainer:
                 cands.entries,
                 k=len(paths),
             )
-            spec = [int(i) for i in ranked if int(i) not in shown]
+            spec = [i for i in targets if i not in shown]
+            spec += [int(i) for i in ranked if int(i) not in shown and int(i) not in targets]
             if spec:
                 pick = spec[0]
                 paths[pick] = Path(
