@@ -248,6 +248,79 @@ def run_bridges(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
     return out
 
 
+def trained_bridges(ds: Dataset, chosen: dict[str, Any], epochs: int, seed: int,
+                    encoder: Any) -> dict[str, Any]:
+    """The bandit trainer (``linucb``, trainer defaults) over the training queries with the explorer slot
+    aimed at the bridge candidates (:class:`~signet_rl.emergence.components.BridgeTargets`), then the
+    tracker fed from the run's log (:func:`~signet_rl.emergence.components.after_training`)."""
+    from signet_rl.emergence.components import BridgeTargets, after_training
+    from signet_rl.emergence.config import BridgeParams, EmergenceConfig
+    from signet_rl.learning.trainer import BanditConfig, BanditTrainer
+    from signet_rl.scorers.base import make_scorer
+
+    params = BridgeParams(**{k: v for k, v in chosen.items() if k in BridgeParams.__dataclass_fields__},
+                          target_explorers=True)
+    cands = bridge_candidates(ds, encoder, params.min_similarity, params.min_lexical, params.mutual_top,
+                              params.variant_overlap, params.max_copies)
+    trainer = BanditTrainer(ds, make_scorer("linucb"), BanditConfig(epochs=epochs, eval_every=0,
+                                                                    checkpoint_every=0),
+                            seed=seed, progress=False)
+    trainer.explorer_targets = BridgeTargets(ds.graphs, {"main": cands})
+    _log(f"bandit run with bridge explorer targets: {len(trainer.train_queries)} queries x {epochs} epochs")
+    trainer.run()
+    records = list(trainer.log.records)
+    out = after_training(EmergenceConfig(bridges=True, bridge=params), ds.graph, records, until=None,
+                         encoder=encoder, bridges=cands)
+    assert out.bridges is not None
+    # ratings until promotion: replay the crossings the tracker was fed, counting per bridge
+    crossed: Counter[str] = Counter()
+    until: dict[str, int] = {}
+    replay = BridgeTracker(promote_after=params.promote_after, climb_after=params.climb_after,
+                           fade_after=params.fade_after)
+    replay.add(cands)
+    g = ds.graph
+    for bid, rating in _crossed(replay, records):
+        if replay.states[bid].status == "faded":
+            continue
+        crossed[bid] += 1
+        g = replay.rate(g, bid, rating)
+        if replay.states[bid].status == "promoted" and bid not in until:
+            until[bid] = crossed[bid]
+    sc = bridge_scores(planted_bridges(ds), cands, out.bridges, until)
+    sc["explorer_slots"] = sum(sum(r.explorer) for r in records)
+    sc["bridge_ratings"] = sum(crossed.values())
+    sc["bridges_rated"] = len(crossed)
+    planted = planted_bridges(ds)
+    pair = {b.id: frozenset((b.attribute_a, b.attribute_b)) for b in cands}
+    sc["planted_rated"] = sum(1 for bid in crossed if pair[bid] in planted)
+    return sc
+
+
+def _crossed(tracker: BridgeTracker, records: list[Any]) -> list[tuple[str, int]]:
+    from signet_rl.emergence.components import bridge_ratings
+
+    return bridge_ratings(tracker, records)
+
+
+def run_bridges_trained(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
+    """``--part bridges-trained``: the thresholds an earlier ``--part bridges`` run chose on the validation
+    seeds (``--chosen-from``), with the explorer inside the training loop; validation seeds first."""
+    if args.chosen_from is None:
+        raise SystemExit("--part bridges-trained needs --chosen-from <a bridges run's JSON>")
+    chosen = json.loads(Path(args.chosen_from).read_text())["chosen"]
+    out: dict[str, Any] = {"chosen": chosen, "chosen_from": str(args.chosen_from)}
+    for seed in args.val_seed:
+        out[f"validation_{seed}"] = trained_bridges(dataset(args.preset, seed, control=False), chosen,
+                                                    args.epochs, seed, encoder)
+        _log(f"validation seed {seed}: {out[f'validation_{seed}']}")
+    if args.validation_only:
+        return out
+    for name, control in (("planted", False), ("control", True)):
+        out[name] = trained_bridges(dataset(args.preset, args.seed, control=control), chosen, args.epochs,
+                                    args.seed, encoder)
+    return out
+
+
 # --------------------------------------------------------------------------------------------------
 # Principles
 
@@ -418,6 +491,43 @@ def pruning_outcome(ds: Dataset, records: list[Any], until: pd.Timestamp, t: Hea
             "needed_items_pruned": sum(len(needed[e]) for e in pruned & set(needed))}
 
 
+def run_pruning_signals(args: argparse.Namespace) -> dict[str, Any]:
+    """``--part pruning-signals`` (validation seeds only): could any structural signal a deployed system
+    has tell the planted noise entities from the rest? Per group — noise, entities later (validation and
+    test) queries need, entities training queries need, the others — the mean and spread of each
+    entity's dependency degree, attributes, memory mentions, superseded attributes, mean attribute
+    importance and confidence. Truth is read here only to form the groups."""
+    out: dict[str, Any] = {}
+    for seed in args.val_seed:
+        ds = dataset(args.preset, seed, control=False)
+        g = ds.graph
+        ids = g.entities["id"].to_numpy(dtype=object)
+        noise = set(ds.truth.labels["entities"].query("noise")["entity_id"])
+        later = later_needed_entities(ds, ("validation", "test"))
+        train = later_needed_entities(ds, ("train",))
+        deps = g.dependencies
+        degree = pd.concat([deps["source_entity_id"], deps["target_entity_id"]]).value_counts()
+        attrs = g.attributes.assign(entity=g.attribute_entity_ids().to_numpy())
+        feats = pd.DataFrame({
+            "degree": degree.reindex(ids).fillna(0).to_numpy(),
+            "attributes": attrs.groupby("entity").size().reindex(ids).fillna(0).to_numpy(),
+            "mentions": g.mentions.groupby("entity_id").size().reindex(ids).fillna(0).to_numpy(),
+            "superseded": attrs.assign(s=attrs["status"] != "active").groupby("entity")["s"].sum()
+            .reindex(ids).fillna(0).to_numpy(),
+            "importance": attrs.groupby("entity")["importance"].mean().reindex(ids).to_numpy(),
+            "confidence": attrs.groupby("entity")["confidence"].mean().reindex(ids).to_numpy(),
+        })
+        feats["group"] = ["noise" if e in noise else "later_needed" if e in later else
+                          "train_needed" if e in train else "other" for e in ids]
+        agg = feats.groupby("group").agg(["mean", "std"]).round(3)
+        out[f"validation_{seed}"] = {
+            "entities": feats["group"].value_counts().to_dict(),
+            "features": {f"{c}_{s}": agg[(c, s)].to_dict() for c, s in agg.columns},
+        }
+        _log(f"seed {seed}:\n{agg.T}")
+    return out
+
+
 def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
     if args.chosen_from is not None:  # thresholds chosen on the validation seed by an earlier run
         earlier = json.loads(Path(args.chosen_from).read_text())
@@ -477,7 +587,8 @@ def _f1(p: float | None, r: float | None) -> float:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--part", choices=("bridges", "principles", "pruning"), required=True)
+    ap.add_argument("--part", choices=("bridges", "bridges-trained", "principles", "pruning", "pruning-signals"),
+                    required=True)
     ap.add_argument("--seed", type=int, required=True,
                     help="the reporting seed (named on the command line only)")
     ap.add_argument("--val-seed", type=int, nargs="+", default=list(VAL_SEEDS),
@@ -494,8 +605,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--max-test", type=int, default=None, help="test queries for recall/latency (all)")
     ap.add_argument("--out", type=Path, default=OUT, help="where the JSON goes")
     ap.add_argument("--chosen-from", default=None,
-                    help="pruning: take the thresholds an earlier run chose on its validation seed "
-                         "(its JSON)")
+                    help="pruning, bridges-trained: take the thresholds an earlier run chose on its "
+                         "validation seeds (its JSON)")
     ap.add_argument("--cache", type=Path, default=ROOT / "data" / "cache" / "embeddings",
                     help="the embedding cache folder")
     args = ap.parse_args(argv)
@@ -504,9 +615,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     t0 = time.time()
     if args.part == "pruning":
         out = run_pruning(args)
+    elif args.part == "pruning-signals":
+        out = run_pruning_signals(args)
     else:
         encoder = make_encoder(args.encoder, cache_dir=args.cache)
-        out = run_bridges(args, encoder) if args.part == "bridges" else run_principles(args, encoder)
+        run = {"bridges": run_bridges, "bridges-trained": run_bridges_trained, "principles": run_principles}
+        out = run[args.part](args, encoder)
     out.update(part=args.part, preset=args.preset, seed=args.seed, val_seed=args.val_seed, stream=args.stream,
                encoder=args.encoder, epochs=args.epochs, seconds=round(time.time() - t0, 1))
     args.out.mkdir(parents=True, exist_ok=True)

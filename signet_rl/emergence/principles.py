@@ -100,8 +100,9 @@ def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
     Three optional checks keep coincidences out (each off at its default):
 
     * ``variant_overlap``: two attributes that are the same text, or the same wording with other values
-      (:func:`~signet_rl.emergence.similar.slot_variant`), are not linked: a principle is one idea said
-      in different words, not one template filled in at several entities;
+      (:func:`~signet_rl.emergence.similar.slot_variant`), are not linked, and a group needs at least
+      ``min_communities`` distinct texts: a principle is one idea said in different words, not one
+      template filled in at several entities;
     * ``min_tightness``: the group's mean pairwise cosine must reach it (single-link chains of loosely
       similar attributes are not one pattern);
     * ``community_source``: ``graph`` (the graph's own; an entity in none is its own community), ``detect``
@@ -166,6 +167,8 @@ def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
         if len(rows) < 2:
             continue
         ents = tuple(dict.fromkeys(owner[r] for r in rows))
+        if variant_overlap is not None and len({" ".join(texts[r].lower().split()) for r in rows}) < min_communities:
+            continue  # one statement repeated (or two, one inside the other) is not a pattern across many
         communities = tuple(sorted({comm.get(e, f"entity:{e}") for e in ents}))
         if len(communities) < min_communities:
             continue

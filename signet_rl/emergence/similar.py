@@ -44,20 +44,24 @@ def terms(text: str) -> frozenset[str]:
 
 
 def content_tokens(text: str) -> frozenset[str]:
-    """Lower-cased word and number tokens of ``text`` that are not stop words (numbers kept: "250" is what
-    a slot value often is), a plural ``s`` dropped from words of more than three letters ("rewrites" and
-    "rewrite" are one token)."""
-    words = (w for w in _TOKEN_SPLIT.split(text.lower()) if w and w not in STOP_WORDS)
+    """Lower-cased word and number tokens of ``text`` (numbers kept: "250" is what a slot value often is),
+    a plural ``s`` dropped from words of more than three letters ("rewrites" and "rewrite" are one token).
+    Stop words are kept: they are the wording :func:`slot_variant` compares."""
+    words = (w for w in _TOKEN_SPLIT.split(text.lower()) if w)
     return frozenset(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words)
 
 
 def slot_variant(a: frozenset[str], b: frozenset[str], max_overlap: float) -> bool:
     """Whether two texts (as :func:`content_tokens`) are the same wording with different values: their
-    token Jaccard is at least ``max_overlap`` *and* each has a token the other lacks ("review falls on the
-    first tuesday of march" against "... first thursday of january"). Such a pair states two different
-    values — an update or a conflict for deduplication — not one fact twice. A text that only adds words
-    to the other ("prefers dark roast" / "prefers dark roast, brewed strong") is not a variant."""
-    return bool(a - b) and bool(b - a) and jaccard(a, b) >= max_overlap
+    token Jaccard is at least ``max_overlap`` *and* each has a content word (not a stop word) the other
+    lacks ("review falls on the first tuesday of march" against "... first thursday of january"; "also
+    goes by Fomo" against "also goes by Fiwu"). Such a pair states two different values — an update or a
+    conflict for deduplication — not one fact twice. A text that only adds words to the other ("prefers
+    dark roast" / "prefers dark roast, brewed strong"), or swaps only stop words ("over" / "to"), is not
+    a variant."""
+    only_a = {w for w in a - b if w not in STOP_WORDS}
+    only_b = {w for w in b - a if w not in STOP_WORDS}
+    return bool(only_a) and bool(only_b) and jaccard(a, b) >= max_overlap
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:

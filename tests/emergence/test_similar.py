@@ -54,8 +54,11 @@ def test_slot_variants_are_the_same_wording_with_other_values() -> None:
     dup = content_tokens("the quarterly review falls on the first thursday of january")
     para = content_tokens("in march the first tuesday is kept free for going over the quarter")
     longer = content_tokens("the quarterly review falls on the first tuesday of march, in the big room")
-    assert content_tokens("the 250 am slot") == frozenset({"250", "slot"})  # numbers kept
-    assert slot_variant(a, dup, 0.4)  # 4 of 8 tokens shared, each side has its own values
+    assert content_tokens("the 250 am slots") == frozenset({"the", "250", "am", "slot"})  # numbers kept
+    assert slot_variant(a, dup, 0.4)  # 7 of 11 tokens shared, each side has its own values
+    assert slot_variant(content_tokens("also goes by Fomo"), content_tokens("also goes by Fiwu"), 0.4)
+    assert not slot_variant(content_tokens("prefers small changes over rewrites"),
+                            content_tokens("prefers small changes to rewrites"), 0.4)  # stop words only
     assert not slot_variant(a, para, 0.4)  # a restatement shares the values, not the wording
     assert not slot_variant(a, longer, 0.4)  # adds words, changes none: not two facts
     assert not slot_variant(a, a, 0.4)
