@@ -350,6 +350,8 @@ PATTERNS = {"decision": None, "all": r"."}
 #: none (v2 graphs have none).
 PRINCIPLE_GRID = {"min_similarity": (0.3, 0.4, 0.5, 0.6, 0.7), "min_lexical": (0.0, 0.1),
                   "min_tightness": (None, 0.4, 0.5, 0.6)}
+#: Over every attribute (``all``), low cosines link millions of pairs: the grid starts at 0.6 there.
+ALL_MIN_SIMILARITY = 0.6
 
 
 def principle_cosines(ds: Dataset, encoder: Any) -> dict[str, Any]:
@@ -384,6 +386,8 @@ def run_principles(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
     for which, pattern in PATTERNS.items():
         extra: dict[str, Any] = {} if pattern is None else {"pattern": pattern}
         for s in PRINCIPLE_GRID["min_similarity"]:
+            if which == "all" and s < ALL_MIN_SIMILARITY:
+                continue
             for lx in PRINCIPLE_GRID["min_lexical"]:
                 for tight in PRINCIPLE_GRID["min_tightness"]:
                     f1s, found_n = [], []
