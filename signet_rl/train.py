@@ -352,6 +352,7 @@ def _train_bandit(
     )  # fmt: skip
     trainer.explorer_regulator = regulator
     bridges = _emergence_bridge_targets(cfg, dataset, trainer)
+    _emergence_prewarm(cfg, trainer)
     stop_after = cfg.get("stop_after")
     resume = resume_command(cfg, out)
     try:
@@ -462,6 +463,18 @@ def _emergence_config(cfg: DictConfig) -> Any:
     from signet_rl.emergence.config import EmergenceConfig
 
     return EmergenceConfig.from_mapping(OmegaConf.to_container(values, resolve=True))  # type: ignore[arg-type]
+
+
+def _emergence_prewarm(cfg: DictConfig, trainer: BanditTrainer) -> None:
+    """With ``emergence.prewarm`` on: temporal pre-warm at each training session's start
+    (:class:`~signet_rl.emergence.prewarm.TrainerPrewarm`, settings ``emergence.prewarm_config``), its slate
+    logged with propensities and rated like any other."""
+    config = _emergence_config(cfg)
+    if config is None or not config.prewarm:
+        return
+    from signet_rl.emergence.prewarm import TrainerPrewarm
+
+    trainer.session_start = TrainerPrewarm(config.prewarm_config)
 
 
 def _emergence_bridge_targets(cfg: DictConfig, dataset: Any, trainer: BanditTrainer) -> dict[str, Any] | None:
