@@ -93,8 +93,9 @@ def planted_bridges(ds: Dataset) -> set[frozenset[str]]:
 # Bridges
 
 
-def bridge_candidates(ds: Dataset, encoder: Any, min_sim: float, min_lex: float, mutual_top: int | None = None,
-                      variant_overlap: float | None = None, max_copies: int | None = None) -> list[Any]:
+def bridge_candidates(ds: Dataset, encoder: Any, min_sim: float, min_lex: float,
+                      mutual_top: int | None = None, variant_overlap: float | None = None,
+                      max_copies: int | None = None) -> list[Any]:
     return find_bridges(ds.graph, None, encoder=encoder, min_similarity=min_sim, min_lexical=min_lex,
                         mutual_top=mutual_top, variant_overlap=variant_overlap, max_copies=max_copies)
 
@@ -392,14 +393,15 @@ def run_principles(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
                 for tight in PRINCIPLE_GRID["min_tightness"]:
                     f1s, found_n = [], []
                     for seed, val in vals:
-                        found = detect_principles(val.graph, encoder=encoder, min_similarity=s, min_lexical=lx,
-                                                  min_tightness=tight, variant_overlap=VARIANT_OVERLAP,
-                                                  community_source="auto", **extra)
+                        found = detect_principles(val.graph, encoder=encoder, min_similarity=s,
+                                                  min_lexical=lx, min_tightness=tight,
+                                                  variant_overlap=VARIANT_OVERLAP, community_source="auto",
+                                                  **extra)
                         sc = principle_scores(val, found)
                         f1s.append(_f1(sc["precision"], sc["recall"]))
                         found_n.append(len(found))
-                        table.append({"seed": seed, "attributes": which, "min_similarity": s, "min_lexical": lx,
-                                      "min_tightness": tight, "f1": f1s[-1], **sc})
+                        table.append({"seed": seed, "attributes": which, "min_similarity": s,
+                                      "min_lexical": lx, "min_tightness": tight, "f1": f1s[-1], **sc})
                     _log(f"validation {which} sim {s} lex {lx} tight {tight}: F1 {np.mean(f1s):.3f}, "
                          f"detected {found_n}")
                     # no point recovers anything: the one that proposes least wins
@@ -413,12 +415,14 @@ def run_principles(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
                                       "min_tightness": tight, "variant_overlap": VARIANT_OVERLAP,
                                       "community_source": "auto", "min_communities": 3},
                            "validation_f1": best[0][0], "validation": table,
-                           "validation_cosines": {seed: principle_cosines(val, encoder) for seed, val in vals}}
+                           "validation_cosines": {seed: principle_cosines(val, encoder)
+                                                  for seed, val in vals}}
     if args.validation_only:
         return out
     for name, control in (("planted", False), ("control", True)):
         ds = dataset(args.preset, args.seed, control=control)
-        found = detect_principles(ds.graph, encoder=encoder, min_similarity=s, min_lexical=lx, min_tightness=tight,
+        found = detect_principles(ds.graph, encoder=encoder, min_similarity=s, min_lexical=lx,
+                                  min_tightness=tight,
                                   variant_overlap=VARIANT_OVERLAP, community_source="auto", **extra)
         out[name] = principle_scores(ds, found)
         out[name]["examples"] = [p.text for p in found[:5]]
@@ -591,7 +595,8 @@ def _f1(p: float | None, r: float | None) -> float:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--part", choices=("bridges", "bridges-trained", "principles", "pruning", "pruning-signals"),
+    ap.add_argument("--part",
+                    choices=("bridges", "bridges-trained", "principles", "pruning", "pruning-signals"),
                     required=True)
     ap.add_argument("--seed", type=int, required=True,
                     help="the reporting seed (named on the command line only)")

@@ -29,6 +29,7 @@ from typing import Any
 
 import pandas as pd
 
+from signet_rl.core.types import Query
 from signet_rl.emergence.bridges import Bridge, BridgeTracker, find_bridges
 from signet_rl.emergence.config import BridgeParams, EmergenceConfig
 from signet_rl.emergence.health import PruningPlan, community_health, entity_health, plan_pruning
@@ -36,7 +37,6 @@ from signet_rl.emergence.principles import META_KEY, add_principles, detect_prin
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.learning.feedback_log import FeedbackRecord
 from signet_rl.text.encoders import Encoder
-from signet_rl.core.types import Query
 from signet_rl.traversal.path import Hop, HopKind, PathError
 from signet_rl.traversal.path import Path as TPath
 
@@ -74,7 +74,8 @@ class BridgeTargets:
     (nothing else connects them, and a query naming both asks how they relate), then by similarity.
     """
 
-    def __init__(self, graphs: dict[str, KnowledgeGraph], bridges: dict[str, list[Bridge]], k: int = 2) -> None:
+    def __init__(self, graphs: dict[str, KnowledgeGraph], bridges: dict[str, list[Bridge]],
+                 k: int = 2) -> None:
         self.k = k
         self.by_entity: dict[str, dict[str, list[tuple[float, str, TPath]]]] = {}
         for gid, graph in graphs.items():
@@ -91,7 +92,8 @@ class BridgeTargets:
     def __call__(self, query: Query, entries: list[str] | tuple[str, ...]) -> list[TPath]:
         ends = self.by_entity.get(query.graph_id, {})
         inside = set(entries)
-        found = [(far in inside, sim, path) for e in dict.fromkeys(entries) for sim, far, path in ends.get(e, [])]
+        found = [(far in inside, sim, path) for e in dict.fromkeys(entries)
+                 for sim, far, path in ends.get(e, [])]
         found.sort(key=lambda t: (not t[0], -t[1], t[2].serialise()))
         return [p for _, _, p in found[: self.k]]
 

@@ -94,7 +94,8 @@ def _communities(graph: KnowledgeGraph, source: str) -> dict[str, str]:
 def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
                       min_communities: int = 3, min_similarity: float = 0.6, min_lexical: float = 0.3,
                       pattern: str = DECISION_PATTERN, min_tightness: float | None = None,
-                      variant_overlap: float | None = None, community_source: str = "graph") -> list[Principle]:
+                      variant_overlap: float | None = None,
+                      community_source: str = "graph") -> list[Principle]:
     """Principles in ``graph`` not already in it (module docstring).
 
     Three optional checks keep coincidences out (each off at its default):
@@ -167,7 +168,8 @@ def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
         if len(rows) < 2:
             continue
         ents = tuple(dict.fromkeys(owner[r] for r in rows))
-        if variant_overlap is not None and len({" ".join(texts[r].lower().split()) for r in rows}) < min_communities:
+        distinct = {" ".join(texts[r].lower().split()) for r in rows}
+        if variant_overlap is not None and len(distinct) < min_communities:
             continue  # one statement repeated (or two, one inside the other) is not a pattern across many
         communities = tuple(sorted({comm.get(e, f"entity:{e}") for e in ents}))
         if len(communities) < min_communities:

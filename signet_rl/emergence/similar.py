@@ -11,7 +11,6 @@ honest about sharing content words.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Callable
 
 import numpy as np

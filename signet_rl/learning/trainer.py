@@ -258,8 +258,8 @@ class BanditTrainer:
         #: :class:`signet_rl.emergence.components.BridgeTargets`); set by the entry layer, None: off. The
         #: first target not already on the slate takes the slot, logged like any explorer unit.
         self.explorer_targets: Callable[[Query, Sequence[str]], list[Path]] | None = None
-        #: session-start pre-warm (issue 29 §5): ``(query, construct, log so far, rng) -> slate`` called when a
-        #: timeline session opens, before its first query is answered; the slate (``candidates``,
+        #: session-start pre-warm (issue 29 §5): ``(query, construct, log so far, rng) -> slate`` called
+        #: when a timeline session opens, before its first query is answered; the slate (``candidates``,
         #: ``scores``, ``shown``, ``pscores``, ``units``: :class:`signet_rl.emergence.prewarm.PrewarmSlate`)
         #: is rated against that first query and logged with its propensities as query
         #: ``prewarm:<session>``, intent ``prewarm``. Set by the entry layer; None: off.
