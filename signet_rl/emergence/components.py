@@ -31,9 +31,9 @@ import pandas as pd
 
 from signet_rl.core.types import Query
 from signet_rl.emergence.bridges import Bridge, BridgeTracker, find_bridges
-from signet_rl.emergence.config import BridgeParams, EmergenceConfig
+from signet_rl.emergence.config import BridgeParams, EmergenceConfig, PrincipleParams
 from signet_rl.emergence.health import PruningPlan, community_health, entity_health, plan_pruning
-from signet_rl.emergence.principles import META_KEY, add_principles, detect_principles
+from signet_rl.emergence.principles import META_KEY, Principle, add_principles, detect_principles
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.learning.feedback_log import FeedbackRecord
 from signet_rl.text.encoders import Encoder
@@ -41,7 +41,7 @@ from signet_rl.traversal.path import Hop, HopKind, PathError
 from signet_rl.traversal.path import Path as TPath
 
 __all__ = ["FOLDER", "BridgeTargets", "EmergenceOutcome", "after_training", "bridge_candidates",
-           "bridge_ratings", "entity_statuses", "read_outcome"]
+           "bridge_ratings", "entity_statuses", "find_principles", "read_outcome"]
 
 #: The run folder's sub-folder for the outcome.
 FOLDER = "emergence"
@@ -61,6 +61,16 @@ def bridge_candidates(graph: KnowledgeGraph, params: BridgeParams,
     return find_bridges(graph, None, encoder=encoder, min_similarity=params.min_similarity,
                         min_lexical=params.min_lexical, mutual_top=params.mutual_top,
                         variant_overlap=params.variant_overlap, max_copies=params.max_copies)
+
+
+def find_principles(graph: KnowledgeGraph, params: PrincipleParams,
+                    encoder: Encoder | None = None) -> list[Principle]:
+    """:func:`detect_principles` with ``params``' settings (shared by the trainer and the service)."""
+    return detect_principles(graph, encoder=encoder, min_communities=params.min_communities,
+                             min_similarity=params.min_similarity, min_lexical=params.min_lexical,
+                             min_tightness=params.min_tightness, variant_overlap=params.variant_overlap,
+                             community_source=params.community_source,
+                             **({} if params.pattern is None else {"pattern": params.pattern}))
 
 
 class BridgeTargets:
@@ -191,11 +201,7 @@ def after_training(config: EmergenceConfig, graph: KnowledgeGraph, records: Iter
         out.graph, out.bridges = g, tracker
     if config.principles:
         p = config.principle
-        found = detect_principles(out.graph, encoder=encoder, min_communities=p.min_communities,
-                                  min_similarity=p.min_similarity, min_lexical=p.min_lexical,
-                                  min_tightness=p.min_tightness, variant_overlap=p.variant_overlap,
-                                  community_source=p.community_source,
-                                  **({} if p.pattern is None else {"pattern": p.pattern}))
+        found = find_principles(out.graph, p, encoder)
         out.graph = add_principles(out.graph, found, encoder=encoder, at=at)
         out.principles = [{k: v for k, v in rec.items() if k != "embedding"}
                           for rec in out.graph.meta.get(META_KEY, {}).values()]
