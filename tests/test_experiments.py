@@ -286,7 +286,8 @@ def test_emergence_report_bridges_and_pruning_run_tiny(tmp_path):
     bridges = report.main(["--part", "bridges", "--seed", "3", *common])
     assert bridges["planted"]["planted"] >= 2 and bridges["control"]["planted"] == 0
     trained = report.main(["--part", "bridges-trained", "--seed", "3", *common,
-                           "--chosen-from", str(tmp_path / "bridges-tiny-3.json"), "--out", str(tmp_path / "t")])
+                           "--chosen-from", str(tmp_path / "bridges-tiny-3.json"),
+                           "--out", str(tmp_path / "t")])
     assert trained["chosen"] == bridges["chosen"] and trained["control"]["promoted_true"] == 0
     assert trained["planted"]["explorer_slots"] > 0  # the explorer slot ran inside the training loop
     signals = report.main(["--part", "pruning-signals", "--seed", "3", *common])
