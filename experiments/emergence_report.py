@@ -1,6 +1,6 @@
 """Bridges, principles and pruning measured on synthetic v2, where the truth is planted (issue 29 §2–§4).
 
-Every threshold is chosen on the validation seed (``--val-seed``, default :data:`VAL_SEED`): the grid
+Every threshold is chosen on the validation seed (``--val-seed``, default :data:`VAL_SEEDS`): the grid
 point with the best F1 (bridges, principles) or, for pruning, the most noise pruned with no needed item of
 a later validation-period query pruned. The figures are then computed once, with those thresholds, on the
 seed given as ``--seed`` (the code names none) and on a **control graph** of that seed where nothing is
@@ -59,7 +59,7 @@ from signet_rl.text.encoders import make_encoder
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "data" / "emergence"
 #: The validation seed every threshold is chosen on.
-VAL_SEED = 1001
+VAL_SEEDS = (11, 1001)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -93,18 +93,32 @@ def planted_bridges(ds: Dataset) -> set[frozenset[str]]:
 # Bridges
 
 
-def bridge_candidates(ds: Dataset, encoder: Any, min_sim: float, min_lex: float) -> list[Any]:
-    return find_bridges(ds.graph, None, encoder=encoder, min_similarity=min_sim, min_lexical=min_lex)
+def bridge_candidates(ds: Dataset, encoder: Any, min_sim: float, min_lex: float,
+                      mutual_top: int | None = None, variant_overlap: float | None = None,
+                      max_copies: int | None = None) -> list[Any]:
+    return find_bridges(ds.graph, None, encoder=encoder, min_similarity=min_sim, min_lexical=min_lex,
+                        mutual_top=mutual_top, variant_overlap=variant_overlap, max_copies=max_copies)
 
 
-def entries_by_query(ds: Dataset) -> dict[str, list[str]]:
-    """Each training query's entry entities, from the prior desire-path retriever's entry search."""
+#: Which queries make the simulated explorer's rated stream: the training split, or the whole timeline.
+STREAMS = {"train": ("train",), "all": ("train", "validation", "test")}
+
+
+def stream_queries(ds: Dataset, stream: str) -> list[Any]:
+    """The queries of ``stream`` (:data:`STREAMS`) in timeline order."""
+    qs = [q for split in STREAMS[stream] for q in ds.split(split)]
+    return sorted(qs, key=lambda q: (q.timestamp, q.id))
+
+
+def entries_by_query(ds: Dataset, stream: str = "train") -> dict[str, list[str]]:
+    """Each stream query's entry entities (timeline order), from the prior desire-path retriever's entry
+    search."""
     from signet_rl.pipeline.desire import DesirePathRetriever
 
     ret = DesirePathRetriever("prior")
     ret.index(ds)
     out = {}
-    for q in sorted(ds.split("train"), key=lambda q: (q.timestamp, q.id)):
+    for q in stream_queries(ds, stream):
         cands = ret.candidates(q)
         out[q.id] = list(cands.entries) if cands is not None else []
     return out
@@ -115,7 +129,7 @@ def explorer_vectors(ds: Dataset, encoder: Any, qids: list[str]) -> tuple[dict[s
     side is closest in meaning to the query."""
     from signet_rl.emergence.similar import active_attributes, encode
 
-    text = {q.id: q.text for q in ds.split("train")}
+    text = {q.id: q.text for split in STREAMS["all"] for q in ds.split(split)}
     qv = encode(encoder, [text[i] for i in qids])
     attrs = active_attributes(ds.graph)
     av = encode(encoder, attrs["content"].tolist())
@@ -134,6 +148,7 @@ def simulate_bridges(ds: Dataset, cands: list[Any], entries: dict[str, list[str]
     tracker = BridgeTracker(promote_after=promote_after)
     tracker.add(cands)
     by_entity: dict[str, list[tuple[str, str]]] = {}  # entity -> [(bridge id, the far side's attribute)]
+    far_entity = {b.attribute_a: b.entity_a for b in cands} | {b.attribute_b: b.entity_b for b in cands}
     for b in cands:
         by_entity.setdefault(b.entity_a, []).append((b.id, b.attribute_b))
         by_entity.setdefault(b.entity_b, []).append((b.id, b.attribute_a))
@@ -146,8 +161,11 @@ def simulate_bridges(ds: Dataset, cands: list[Any], entries: dict[str, list[str]
                     if tracker.states[bid].status == "candidate"]
             if not pool:
                 continue
+            # a bridge joining two of the query's entries (nothing else connects them) goes first; then
+            # the one whose far side is closest to the query in meaning
+            joins = np.asarray([far_entity[far] in ents for _, far in pool], dtype=np.float64)
             sims = np.asarray([av[far] for _, far in pool]) @ qv[qid]
-            bid, far = pool[int(np.argmax(sims))]
+            bid, far = pool[int(np.argmax(2.0 * joins + sims))]
             r = rater.rate(qid, [far])
             if r is None:
                 continue
@@ -175,35 +193,132 @@ def bridge_scores(planted: set[frozenset[str]], cands: list[Any], tracker: Bridg
     }
 
 
+#: The candidate check's grid (chosen on the validation seed): cosine, keyword Jaccard, mutual rank.
+BRIDGE_GRID = {"min_similarity": (0.5, 0.6, 0.7), "min_lexical": (0.0, 0.1, 0.2), "mutual_top": (1, 2)}
+#: Token overlap from which a pair is the same wording with other values (fixed, not tuned).
+VARIANT_OVERLAP = 0.4
+#: A text held by more entities than this is a common value, never a bridge end (fixed, not tuned).
+MAX_COPIES = 2
+
+
 def run_bridges(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
-    grid_sim, grid_lex, grid_promote = (0.5, 0.6, 0.7, 0.8), (0.0, 0.1, 0.2, 0.3), (2, 3)
-    val = dataset(args.preset, args.val_seed, control=False)
-    all_cands = bridge_candidates(val, encoder, min(grid_sim), 0.0)
-    entries = entries_by_query(val)
-    vectors = explorer_vectors(val, encoder, list(entries))
-    planted = planted_bridges(val)
+    vals = []
+    for seed in args.val_seed:
+        val = dataset(args.preset, seed, control=False)
+        entries = entries_by_query(val, args.stream)
+        vals.append((seed, val, entries, explorer_vectors(val, encoder, list(entries)), planted_bridges(val)))
     best, table = None, []
-    for s in grid_sim:
-        for lx in grid_lex:
-            cands = [b for b in all_cands if b.similarity >= s and b.lexical >= lx]
-            for p in grid_promote:
-                tracker, until = simulate_bridges(val, cands, entries, vectors, p, args.epochs, args.val_seed)
-                sc = bridge_scores(planted, cands, tracker, until)
-                f1 = _f1(sc["precision"], sc["recall"])
-                table.append({"min_similarity": s, "min_lexical": lx, "promote_after": p, "f1": f1, **sc})
-                if best is None or f1 > best[0]:
-                    best = (f1, s, lx, p)
+    for s in BRIDGE_GRID["min_similarity"]:
+        for lx in BRIDGE_GRID["min_lexical"]:
+            for k in BRIDGE_GRID["mutual_top"]:
+                cands = {seed: bridge_candidates(val, encoder, s, lx, k, VARIANT_OVERLAP, MAX_COPIES)
+                         for seed, val, *_ in vals}
+                for p in (1, 2, 3):
+                    f1s, cand_recall, n_cands = [], [], 0
+                    for seed, val, entries, vectors, planted in vals:
+                        tracker, until = simulate_bridges(val, cands[seed], entries, vectors, p, args.epochs,
+                                                          seed)
+                        sc = bridge_scores(planted, cands[seed], tracker, until)
+                        f1 = _f1(sc["precision"], sc["recall"])
+                        f1s.append(f1)
+                        cand_recall.append(sc["candidate_recall"] or 0.0)
+                        n_cands += len(cands[seed])
+                        table.append({"seed": seed, "min_similarity": s, "min_lexical": lx, "mutual_top": k,
+                                      "promote_after": p, "f1": f1, **sc})
+                        _log(f"validation seed {seed} sim {s} lex {lx} mutual {k} promote {p}: "
+                             f"{len(cands[seed])} candidates ({sc['candidate_recall']} of planted), "
+                             f"{sc['promoted_true']}/{sc['promoted']} promoted planted, F1 {f1:.3f}")
+                    key = (float(np.mean(f1s)), float(np.mean(cand_recall)), -n_cands)
+                    if best is None or key > best[0]:
+                        best = (key, s, lx, k, p)
     assert best is not None
-    _, s, lx, p = best
-    out: dict[str, Any] = {"chosen": {"min_similarity": s, "min_lexical": lx, "promote_after": p},
-                           "validation_f1": best[0], "validation": table}
+    _, s, lx, k, p = best
+    out: dict[str, Any] = {"chosen": {"min_similarity": s, "min_lexical": lx, "mutual_top": k,
+                                      "variant_overlap": VARIANT_OVERLAP, "max_copies": MAX_COPIES,
+                                      "promote_after": p},
+                           "validation_f1": best[0][0], "validation": table}
+    if args.validation_only:
+        return out
     for name, control in (("planted", False), ("control", True)):
         ds = dataset(args.preset, args.seed, control=control)
-        cands = bridge_candidates(ds, encoder, s, lx)
-        entries = entries_by_query(ds)
+        cands = bridge_candidates(ds, encoder, s, lx, k, VARIANT_OVERLAP, MAX_COPIES)
+        entries = entries_by_query(ds, args.stream)
         tracker, until = simulate_bridges(ds, cands, entries, explorer_vectors(ds, encoder, list(entries)), p,
                                           args.epochs, args.seed)
         out[name] = bridge_scores(planted_bridges(ds), cands, tracker, until)
+    return out
+
+
+def trained_bridges(ds: Dataset, chosen: dict[str, Any], epochs: int, seed: int,
+                    encoder: Any) -> dict[str, Any]:
+    """The bandit trainer (``linucb``, trainer defaults) over the training queries with the explorer slot
+    aimed at the bridge candidates (:class:`~signet_rl.emergence.components.BridgeTargets`), then the
+    tracker fed from the run's log (:func:`~signet_rl.emergence.components.after_training`)."""
+    from signet_rl.emergence.components import BridgeTargets, after_training
+    from signet_rl.emergence.config import BridgeParams, EmergenceConfig
+    from signet_rl.learning.trainer import BanditConfig, BanditTrainer
+    from signet_rl.scorers.base import make_scorer
+
+    params = BridgeParams(**{k: v for k, v in chosen.items() if k in BridgeParams.__dataclass_fields__},
+                          target_explorers=True)
+    cands = bridge_candidates(ds, encoder, params.min_similarity, params.min_lexical, params.mutual_top,
+                              params.variant_overlap, params.max_copies)
+    trainer = BanditTrainer(ds, make_scorer("linucb"), BanditConfig(epochs=epochs, eval_every=0,
+                                                                    checkpoint_every=0),
+                            seed=seed, progress=False)
+    trainer.explorer_targets = BridgeTargets(ds.graphs, {"main": cands})
+    _log(f"bandit run with bridge explorer targets: {len(trainer.train_queries)} queries x {epochs} epochs")
+    trainer.run()
+    records = list(trainer.log.records)
+    out = after_training(EmergenceConfig(bridges=True, bridge=params), ds.graph, records, until=None,
+                         encoder=encoder, bridges=cands)
+    assert out.bridges is not None
+    # ratings until promotion: replay the crossings the tracker was fed, counting per bridge
+    crossed: Counter[str] = Counter()
+    until: dict[str, int] = {}
+    replay = BridgeTracker(promote_after=params.promote_after, climb_after=params.climb_after,
+                           fade_after=params.fade_after)
+    replay.add(cands)
+    g = ds.graph
+    for bid, rating in _crossed(replay, records):
+        if replay.states[bid].status == "faded":
+            continue
+        crossed[bid] += 1
+        g = replay.rate(g, bid, rating)
+        if replay.states[bid].status == "promoted" and bid not in until:
+            until[bid] = crossed[bid]
+    sc = bridge_scores(planted_bridges(ds), cands, out.bridges, until)
+    sc["explorer_slots"] = sum(sum(r.explorer) for r in records)
+    sc["bridge_ratings"] = sum(crossed.values())
+    sc["bridges_rated"] = len(crossed)
+    planted = planted_bridges(ds)
+    pair = {b.id: frozenset((b.attribute_a, b.attribute_b)) for b in cands}
+    sc["planted_rated"] = sum(1 for bid in crossed if pair[bid] in planted)
+    return sc
+
+
+def _crossed(tracker: BridgeTracker, records: list[Any]) -> list[tuple[str, int]]:
+    from signet_rl.emergence.components import bridge_ratings
+
+    return bridge_ratings(tracker, records)
+
+
+def run_bridges_trained(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
+    """``--part bridges-trained``: the thresholds an earlier ``--part bridges`` run chose on the validation
+    seeds (``--chosen-from``), with the explorer inside the training loop; validation seeds first."""
+    if args.chosen_from is None:
+        raise SystemExit("--part bridges-trained needs --chosen-from <a bridges run's JSON>")
+    chosen = json.loads(Path(args.chosen_from).read_text())["chosen"]
+    out: dict[str, Any] = {"chosen": chosen, "chosen_from": str(args.chosen_from)}
+    for seed in args.val_seed:
+        out[f"validation_{seed}"] = trained_bridges(dataset(args.preset, seed, control=False), chosen,
+                                                    args.epochs, seed, encoder)
+        _log(f"validation seed {seed}: {out[f'validation_{seed}']}")
+    if args.validation_only:
+        return out
+    for name, control in (("planted", False), ("control", True)):
+        out[name] = trained_bridges(dataset(args.preset, args.seed, control=control), chosen, args.epochs,
+                                    args.seed, encoder)
     return out
 
 
@@ -231,30 +346,86 @@ def principle_scores(ds: Dataset, found: list[Any]) -> dict[str, Any]:
 PATTERNS = {"decision": None, "all": r"."}
 
 
+#: The principle detector's grid (chosen on the validation seeds). Identical texts and slot variants are
+#: never linked (``variant_overlap`` = :data:`VARIANT_OVERLAP`); communities are Leiden's when the graph has
+#: none (v2 graphs have none).
+PRINCIPLE_GRID = {"min_similarity": (0.3, 0.4, 0.5, 0.6, 0.7), "min_lexical": (0.0, 0.1),
+                  "min_tightness": (None, 0.4, 0.5, 0.6)}
+#: Over every attribute (``all``), low cosines link millions of pairs: the grid starts at 0.6 there.
+ALL_MIN_SIMILARITY = 0.6
+
+
+def principle_cosines(ds: Dataset, encoder: Any) -> dict[str, Any]:
+    """Why a similarity detector can or cannot see the planted principles (validation seeds only): the
+    planted paraphrases' mean pairwise cosine, and for each paraphrase how many attributes of the graph
+    are closer to it than its nearest fellow paraphrase."""
+    from signet_rl.emergence.similar import active_attributes, encode
+
+    attrs = active_attributes(ds.graph)
+    vec = encode(encoder, attrs["content"].tolist())
+    lab = ds.truth.labels["attributes"]
+    pos = {a: i for i, a in enumerate(attrs["id"])}
+    out = {}
+    for name, grp in lab[lab["principle"].map(lambda x: isinstance(x, str))].groupby("principle"):
+        rows = [pos[a] for a in grp["attribute_id"] if a in pos]
+        block = vec[rows] @ vec[rows].T
+        pair = block[np.triu_indices(len(rows), 1)]
+        closer = []
+        for k, r in enumerate(rows):
+            sims = vec @ vec[r]
+            sims[r] = -np.inf
+            best_fellow = max(block[k, m] for m in range(len(rows)) if m != k)
+            closer.append(int((sims > best_fellow).sum()))
+        out[name] = {"mean_cosine": round(float(pair.mean()), 3), "max_cosine": round(float(pair.max()), 3),
+                     "attributes_closer_than_nearest_fellow": closer}
+    return out
+
+
 def run_principles(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
-    val = dataset(args.preset, args.val_seed, control=False)
+    vals = [(seed, dataset(args.preset, seed, control=False)) for seed in args.val_seed]
     best, table = None, []
     for which, pattern in PATTERNS.items():
-        extra = {} if pattern is None else {"pattern": pattern}
-        for s in (0.4, 0.5, 0.6, 0.7, 0.8):
-            for lx in (0.0, 0.1, 0.2, 0.3):
-                found = detect_principles(val.graph, encoder=encoder, min_similarity=s, min_lexical=lx,
-                                          **extra)
-                sc = principle_scores(val, found)
-                f1 = _f1(sc["precision"], sc["recall"])
-                table.append({"attributes": which, "min_similarity": s, "min_lexical": lx, "f1": f1, **sc})
-                if best is None or f1 > best[0]:
-                    best = (f1, which, s, lx)
+        extra: dict[str, Any] = {} if pattern is None else {"pattern": pattern}
+        for s in PRINCIPLE_GRID["min_similarity"]:
+            if which == "all" and s < ALL_MIN_SIMILARITY:
+                continue
+            for lx in PRINCIPLE_GRID["min_lexical"]:
+                for tight in PRINCIPLE_GRID["min_tightness"]:
+                    f1s, found_n = [], []
+                    for seed, val in vals:
+                        found = detect_principles(val.graph, encoder=encoder, min_similarity=s,
+                                                  min_lexical=lx, min_tightness=tight,
+                                                  variant_overlap=VARIANT_OVERLAP, community_source="auto",
+                                                  **extra)
+                        sc = principle_scores(val, found)
+                        f1s.append(_f1(sc["precision"], sc["recall"]))
+                        found_n.append(len(found))
+                        table.append({"seed": seed, "attributes": which, "min_similarity": s,
+                                      "min_lexical": lx, "min_tightness": tight, "f1": f1s[-1], **sc})
+                    _log(f"validation {which} sim {s} lex {lx} tight {tight}: F1 {np.mean(f1s):.3f}, "
+                         f"detected {found_n}")
+                    # no point recovers anything: the one that proposes least wins
+                    key = (float(np.mean(f1s)), -float(np.mean(found_n)))
+                    if best is None or key > best[0]:
+                        best = (key, which, s, lx, tight)
     assert best is not None
-    _, which, s, lx = best
+    _, which, s, lx, tight = best
     extra = {} if PATTERNS[which] is None else {"pattern": PATTERNS[which]}
     out: dict[str, Any] = {"chosen": {"attributes": which, "min_similarity": s, "min_lexical": lx,
-                                      "min_communities": 3},
-                           "validation_f1": best[0], "validation": table}
+                                      "min_tightness": tight, "variant_overlap": VARIANT_OVERLAP,
+                                      "community_source": "auto", "min_communities": 3},
+                           "validation_f1": best[0][0], "validation": table,
+                           "validation_cosines": {seed: principle_cosines(val, encoder)
+                                                  for seed, val in vals}}
+    if args.validation_only:
+        return out
     for name, control in (("planted", False), ("control", True)):
         ds = dataset(args.preset, args.seed, control=control)
-        found = detect_principles(ds.graph, encoder=encoder, min_similarity=s, min_lexical=lx, **extra)
+        found = detect_principles(ds.graph, encoder=encoder, min_similarity=s, min_lexical=lx,
+                                  min_tightness=tight,
+                                  variant_overlap=VARIANT_OVERLAP, community_source="auto", **extra)
         out[name] = principle_scores(ds, found)
+        out[name]["examples"] = [p.text for p in found[:5]]
     return out
 
 
@@ -328,6 +499,43 @@ def pruning_outcome(ds: Dataset, records: list[Any], until: pd.Timestamp, t: Hea
             "needed_items_pruned": sum(len(needed[e]) for e in pruned & set(needed))}
 
 
+def run_pruning_signals(args: argparse.Namespace) -> dict[str, Any]:
+    """``--part pruning-signals`` (validation seeds only): could any structural signal a deployed system
+    has tell the planted noise entities from the rest? Per group — noise, entities later (validation and
+    test) queries need, entities training queries need, the others — the mean and spread of each
+    entity's dependency degree, attributes, memory mentions, superseded attributes, mean attribute
+    importance and confidence. Truth is read here only to form the groups."""
+    out: dict[str, Any] = {}
+    for seed in args.val_seed:
+        ds = dataset(args.preset, seed, control=False)
+        g = ds.graph
+        ids = g.entities["id"].to_numpy(dtype=object)
+        noise = set(ds.truth.labels["entities"].query("noise")["entity_id"])
+        later = later_needed_entities(ds, ("validation", "test"))
+        train = later_needed_entities(ds, ("train",))
+        deps = g.dependencies
+        degree = pd.concat([deps["source_entity_id"], deps["target_entity_id"]]).value_counts()
+        attrs = g.attributes.assign(entity=g.attribute_entity_ids().to_numpy())
+        feats = pd.DataFrame({
+            "degree": degree.reindex(ids).fillna(0).to_numpy(),
+            "attributes": attrs.groupby("entity").size().reindex(ids).fillna(0).to_numpy(),
+            "mentions": g.mentions.groupby("entity_id").size().reindex(ids).fillna(0).to_numpy(),
+            "superseded": attrs.assign(s=attrs["status"] != "active").groupby("entity")["s"].sum()
+            .reindex(ids).fillna(0).to_numpy(),
+            "importance": attrs.groupby("entity")["importance"].mean().reindex(ids).to_numpy(),
+            "confidence": attrs.groupby("entity")["confidence"].mean().reindex(ids).to_numpy(),
+        })
+        feats["group"] = ["noise" if e in noise else "later_needed" if e in later else
+                          "train_needed" if e in train else "other" for e in ids]
+        agg = feats.groupby("group").agg(["mean", "std"]).round(3)
+        out[f"validation_{seed}"] = {
+            "entities": feats["group"].value_counts().to_dict(),
+            "features": {f"{c}_{s}": agg[(c, s)].to_dict() for c, s in agg.columns},
+        }
+        _log(f"seed {seed}:\n{agg.T}")
+    return out
+
+
 def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
     if args.chosen_from is not None:  # thresholds chosen on the validation seed by an earlier run
         earlier = json.loads(Path(args.chosen_from).read_text())
@@ -337,8 +545,8 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
     else:
         grid = [HealthThresholds(min_ratings=m, sick_share=sh, min_exposure=x)
                 for m in (2, 3, 5) for sh in (0.5, 0.8, 1.0) for x in (0, 1, 3, 10, 30)]
-        val = dataset(args.preset, args.val_seed, control=False)
-        records, until = training_log(val, args.epochs, args.val_seed)
+        val = dataset(args.preset, args.val_seed[0], control=False)
+        records, until = training_log(val, args.epochs, args.val_seed[0])
         best, table = None, []
         for t in grid:
             o = pruning_outcome(val, records, until, t, ("validation",))
@@ -387,10 +595,18 @@ def _f1(p: float | None, r: float | None) -> float:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--part", choices=("bridges", "principles", "pruning"), required=True)
+    ap.add_argument("--part",
+                    choices=("bridges", "bridges-trained", "principles", "pruning", "pruning-signals"),
+                    required=True)
     ap.add_argument("--seed", type=int, required=True,
                     help="the reporting seed (named on the command line only)")
-    ap.add_argument("--val-seed", type=int, default=VAL_SEED)
+    ap.add_argument("--val-seed", type=int, nargs="+", default=list(VAL_SEEDS),
+                    help="the validation seeds every threshold is chosen on (pruning: the first)")
+    ap.add_argument("--stream", choices=tuple(STREAMS), default="train",
+                    help="bridges: the simulated explorer's rated queries: the training split or the whole "
+                         "timeline")
+    ap.add_argument("--validation-only", action="store_true",
+                    help="choose on the validation seeds, print the choice, and compute nothing on --seed")
     ap.add_argument("--preset", default="medium")
     ap.add_argument("--encoder", default="minilm", help="hashing or minilm (bridges, principles)")
     ap.add_argument("--epochs", type=int, default=3)
@@ -398,20 +614,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--max-test", type=int, default=None, help="test queries for recall/latency (all)")
     ap.add_argument("--out", type=Path, default=OUT, help="where the JSON goes")
     ap.add_argument("--chosen-from", default=None,
-                    help="pruning: take the thresholds an earlier run chose on its validation seed "
-                         "(its JSON)")
+                    help="pruning, bridges-trained: take the thresholds an earlier run chose on its "
+                         "validation seeds (its JSON)")
     ap.add_argument("--cache", type=Path, default=ROOT / "data" / "cache" / "embeddings",
                     help="the embedding cache folder")
     args = ap.parse_args(argv)
-    if args.seed == args.val_seed:
+    if args.seed in args.val_seed:
         ap.error(f"--seed {args.seed} is the validation seed; report on another")
     t0 = time.time()
     if args.part == "pruning":
         out = run_pruning(args)
+    elif args.part == "pruning-signals":
+        out = run_pruning_signals(args)
     else:
         encoder = make_encoder(args.encoder, cache_dir=args.cache)
-        out = run_bridges(args, encoder) if args.part == "bridges" else run_principles(args, encoder)
-    out.update(part=args.part, preset=args.preset, seed=args.seed, val_seed=args.val_seed,
+        run = {"bridges": run_bridges, "bridges-trained": run_bridges_trained, "principles": run_principles}
+        out = run[args.part](args, encoder)
+    out.update(part=args.part, preset=args.preset, seed=args.seed, val_seed=args.val_seed, stream=args.stream,
                encoder=args.encoder, epochs=args.epochs, seconds=round(time.time() - t0, 1))
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{args.part}-{args.preset}-{args.seed}.json"

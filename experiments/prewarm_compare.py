@@ -41,6 +41,7 @@ from signet_rl.datasets.synthetic import generate
 from signet_rl.emergence.prewarm import (
     PrewarmConfig,
     TemporalPrewarm,
+    TrainerPrewarm,
     prewarm_record,
     prewarm_slate,
     signet_session_start,
@@ -127,13 +128,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=int, default=PrewarmConfig().budget_chars)
     ap.add_argument("--tune", action="store_true", help=f"hour_width over {HOUR_GRID}")
     ap.add_argument("--out", default="data/experiments/prewarm")
+    ap.add_argument("--in-trainer", action="store_true",
+                    help="pre-warm inside the training loop too (emergence.prewarm): every training session "
+                         "start logs a rated pre-warm slate, so the statistics learn from them")
     args = ap.parse_args(argv)
     dataset = generate(args.preset, seed=args.seed, version=2)
     cfg = BanditConfig(epochs=1, eval_every=0, checkpoint_every=0, max_val_queries=None)
     trainer = BanditTrainer(dataset, make_scorer("linucb"), cfg, traversal=TRAVERSAL, seed=args.seed,
                             progress=False)
+    if args.in_trainer:
+        trainer.session_start = TrainerPrewarm(PrewarmConfig(hour_width=args.hour_width,
+                                                             budget_chars=args.budget))
     trainer.run()
     print(f"trained on {len(trainer.log)} interactions", file=sys.stderr, flush=True)
+    pre = [r for r in trainer.log if r.intent == "prewarm"]
+    if args.in_trainer:
+        rated = [x for r in pre for x in r.ratings if x is not None]
+        print(json.dumps({"training_prewarm_slates": len(pre),
+                          "training_prewarm_units": sum(len(r.shown) for r in pre),
+                          "training_prewarm_positive_share": (sum(x > 0 for x in rated) / len(rated))
+                          if rated else None}), flush=True)
     widths = HOUR_GRID if args.tune else (args.hour_width,)
     models: dict[str, TemporalPrewarm] = {}
     for w in widths:
@@ -144,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     for m in models.values():
         m.observe(trainer.log.records)
     frame = evaluate(trainer, models, args.budget, args.seed)
-    out = FsPath(args.out) / f"{args.preset}-seed{args.seed}"
+    out = FsPath(args.out) / f"{args.preset}-seed{args.seed}{'-in-trainer' if args.in_trainer else ''}"
     out.mkdir(parents=True, exist_ok=True)
     frame.to_parquet(out / "sessions.parquet")
     result = summary(frame)

@@ -351,6 +351,8 @@ def _train_bandit(
         on_eval=on_eval, progress=bool(cfg.get("progress", True)),
     )  # fmt: skip
     trainer.explorer_regulator = regulator
+    bridges = _emergence_bridge_targets(cfg, dataset, trainer)
+    _emergence_prewarm(cfg, trainer)
     stop_after = cfg.get("stop_after")
     resume = resume_command(cfg, out)
     try:
@@ -436,7 +438,7 @@ def _train_bandit(
     (art / "per_intent.md").write_text(result.intent_tables()["md"])
     result.rows.to_csv(art / "per_query.csv", index=False)
     (art / "final_metrics.json").write_text(json.dumps(final, indent=2, sort_keys=True))
-    _emergence_after_training(cfg, dataset, trainer, art)
+    _emergence_after_training(cfg, dataset, trainer, art, bridges)
     save = getattr(scorer, "save", None)
     if save is not None:  # with the traversal it was trained with, which loading it restores
         save(art / "policy", traversal=traversal)
@@ -453,7 +455,46 @@ def _train_bandit(
     return float(last[name])
 
 
-def _emergence_after_training(cfg: DictConfig, dataset: Any, trainer: BanditTrainer, art: Path) -> None:
+def _emergence_config(cfg: DictConfig) -> Any:
+    """``cfg.emergence`` as an :class:`~signet_rl.emergence.config.EmergenceConfig` (None when absent)."""
+    values = cfg.get("emergence")
+    if values is None:
+        return None
+    from signet_rl.emergence.config import EmergenceConfig
+
+    return EmergenceConfig.from_mapping(OmegaConf.to_container(values, resolve=True))  # type: ignore[arg-type]
+
+
+def _emergence_prewarm(cfg: DictConfig, trainer: BanditTrainer) -> None:
+    """With ``emergence.prewarm`` on: temporal pre-warm at each training session's start
+    (:class:`~signet_rl.emergence.prewarm.TrainerPrewarm`, settings ``emergence.prewarm_config``), its slate
+    logged with propensities and rated like any other."""
+    config = _emergence_config(cfg)
+    if config is None or not config.prewarm:
+        return
+    from signet_rl.emergence.prewarm import TrainerPrewarm
+
+    trainer.session_start = TrainerPrewarm(config.prewarm_config)
+
+
+def _emergence_bridge_targets(cfg: DictConfig, dataset: Any, trainer: BanditTrainer) -> dict[str, Any] | None:
+    """With ``emergence.bridges`` and ``emergence.bridge.target_explorers`` on: the bridge candidates of
+    each graph, found at ingest (before the loop), and the trainer's explorer slot aimed at them
+    (:class:`~signet_rl.emergence.components.BridgeTargets`). None otherwise."""
+    config = _emergence_config(cfg)
+    if config is None or not config.bridges or not config.bridge.target_explorers:
+        return None
+    from signet_rl.emergence.components import BridgeTargets, bridge_candidates
+    from signet_rl.text.encoders import make_encoder
+
+    encoder = make_encoder(str(cfg.encoder))
+    found = {gid: bridge_candidates(graph, config.bridge, encoder) for gid, graph in dataset.graphs.items()}
+    trainer.explorer_targets = BridgeTargets(dataset.graphs, found)
+    return found
+
+
+def _emergence_after_training(cfg: DictConfig, dataset: Any, trainer: BanditTrainer, art: Path,
+                              bridges: dict[str, Any] | None = None) -> None:
     """Issue 29's bridges, principles and health over the run's graph and training feedback, when
     ``cfg.emergence`` switches any on (all off by default); written under ``artifacts/emergence/`` (per
     graph under ``artifacts/by_graph/<id>/emergence/`` when the dataset has several)."""
@@ -473,7 +514,8 @@ def _emergence_after_training(cfg: DictConfig, dataset: Any, trainer: BanditTrai
         q.timestamp is not None for q in trainer.train_queries) else None
     for gid, graph in dataset.graphs.items():
         records = [r for r in trainer.log if r.context.get("graph_id") == gid]
-        outcome = after_training(config, graph, records, until=until, encoder=encoder)
+        outcome = after_training(config, graph, records, until=until, encoder=encoder,
+                                 bridges=None if bridges is None else bridges[gid])
         outcome.write(art if len(dataset.graphs) == 1 else art / "by_graph" / gid)
 
 

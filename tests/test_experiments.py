@@ -255,7 +255,7 @@ def test_emergence_report_runs_tiny(tmp_path):
     common = ["--preset", "tiny", "--encoder", "hashing", "--epochs", "1", "--out", str(tmp_path),
               "--cache", str(tmp_path / "cache")]
     with pytest.raises(SystemExit):
-        report.main(["--part", "principles", "--seed", str(report.VAL_SEED), *common])  # must differ
+        report.main(["--part", "principles", "--seed", str(report.VAL_SEEDS[0]), *common])  # must differ
     out = report.main(["--part", "principles", "--seed", "3", *common])
     assert out["planted"]["planted"] == 5 and out["control"]["planted"] == 0
     assert out["control"]["matching"] == 0 and out["control"]["recall"] is None  # nothing planted to match
@@ -263,7 +263,7 @@ def test_emergence_report_runs_tiny(tmp_path):
     assert p["matching"] + round(p["spurious_share"] * p["detected"]) == p["detected"]
     assert out["chosen"]["min_communities"] == 3
     saved = json.loads((tmp_path / "principles-tiny-3.json").read_text())
-    assert saved["planted"] == out["planted"] and saved["val_seed"] == report.VAL_SEED
+    assert saved["planted"] == out["planted"] and saved["val_seed"] == list(report.VAL_SEEDS)
 
 
 @pytest.mark.slow
@@ -273,6 +273,14 @@ def test_emergence_report_bridges_and_pruning_run_tiny(tmp_path):
               "--cache", str(tmp_path / "cache")]
     bridges = report.main(["--part", "bridges", "--seed", "3", *common])
     assert bridges["planted"]["planted"] >= 2 and bridges["control"]["planted"] == 0
+    trained = report.main(["--part", "bridges-trained", "--seed", "3", *common,
+                           "--chosen-from", str(tmp_path / "bridges-tiny-3.json"),
+                           "--out", str(tmp_path / "t")])
+    assert trained["chosen"] == bridges["chosen"] and trained["control"]["promoted_true"] == 0
+    assert trained["planted"]["explorer_slots"] > 0  # the explorer slot ran inside the training loop
+    signals = report.main(["--part", "pruning-signals", "--seed", "3", *common])
+    assert set(signals) >= {f"validation_{s}" for s in report.VAL_SEEDS}
+    assert "noise" in signals[f"validation_{report.VAL_SEEDS[0]}"]["entities"]
     pruning = report.main(["--part", "pruning", "--seed", "3", *common])
     assert pruning["control"]["chosen"]["noise"] == 0
     assert pruning["planted"]["unused_and_sick"]["pruned"] >= pruning["planted"]["chosen"]["pruned"]

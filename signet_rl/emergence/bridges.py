@@ -30,11 +30,14 @@ import pandas as pd
 
 from signet_rl.emergence.similar import (
     active_attributes,
+    agreeing_neighbours,
+    content_tokens,
     encode,
     jaccard,
     linked_pairs,
     resolve,
     similar_pairs,
+    slot_variant,
     terms,
 )
 from signet_rl.graph.confidence import Reason, move
@@ -70,8 +73,21 @@ def _bridge_id(a: str, b: str) -> str:
 
 def find_bridges(graph: KnowledgeGraph, attribute_ids: list[str] | None = None, *,
                  encoder: Encoder | None = None, min_similarity: float = 0.6,
-                 min_lexical: float = 0.4) -> list[Bridge]:
+                 min_lexical: float = 0.4, mutual_top: int | None = None,
+                 variant_overlap: float | None = None, max_copies: int | None = None) -> list[Bridge]:
     """Candidate bridges from ``attribute_ids`` (the newly ingested ones; all active ones when None).
+
+    Two attributes of different entities that no dependency links *agree* when their cosine is at least
+    ``min_similarity`` and their keyword Jaccard at least ``min_lexical``. Two optional checks make the
+    candidates few enough to explore:
+
+    * ``variant_overlap``: a pair that is the same wording with different values
+      (:func:`~signet_rl.emergence.similar.slot_variant`) states two facts, not one, and is no bridge;
+    * ``mutual_top``: each attribute must be among the other's ``mutual_top`` nearest agreeing attributes
+      (mutual nearest neighbours). A fact said twice is its copy's nearest restatement; an attribute that
+      merely resembles many others (a common template) is nobody's nearest in particular;
+    * ``max_copies``: a text held word for word (case and spacing aside) by more than ``max_copies``
+      entities is a common value ("log level is info"), not a fact two entities happen to share.
 
     Args:
         graph: the graph after ingest.
@@ -79,6 +95,10 @@ def find_bridges(graph: KnowledgeGraph, attribute_ids: list[str] | None = None, 
         encoder: the text encoder (the hashing encoder by default).
         min_similarity: least cosine of the two attributes' vectors, in [-1, 1].
         min_lexical: least Jaccard overlap of their keyword terms, in [0, 1].
+        mutual_top: mutual nearest-neighbour rank (None: off).
+        variant_overlap: token Jaccard from which a pair with differing tokens on both sides is a slot
+            variant (None: off).
+        max_copies: most entities that may hold a bridge end's exact text (None: off).
 
     Returns:
         Bridges sorted by similarity (highest first), one per attribute pair.
@@ -86,6 +106,9 @@ def find_bridges(graph: KnowledgeGraph, attribute_ids: list[str] | None = None, 
     Raises:
         BridgeError: an id in ``attribute_ids`` that is not an active attribute of an entity (named).
     """
+    if mutual_top is not None and (isinstance(mutual_top, bool) or not isinstance(mutual_top, int)
+                                   or mutual_top < 1):
+        raise ValueError(f"mutual_top must be None or an integer >= 1, got {mutual_top!r}")
     attrs = active_attributes(graph)
     pos = {a: i for i, a in enumerate(attrs["id"])}
     if attribute_ids is None:
@@ -104,19 +127,47 @@ def find_bridges(graph: KnowledgeGraph, attribute_ids: list[str] | None = None, 
     ids = attrs["id"].to_numpy(dtype=object)
     linked = linked_pairs(graph)
     words: dict[int, frozenset[str]] = {}
+    tokens: dict[int, frozenset[str]] = {}
+    generic = np.zeros(len(texts), dtype=bool)
+    if max_copies is not None:
+        norm = pd.Series([" ".join(t.lower().split()) for t in texts])
+        holders = pd.DataFrame({"t": norm, "e": owner}).groupby("t")["e"].nunique()
+        generic = (norm.map(holders) > max_copies).to_numpy()
+
+    def lexical(i: int, j: int) -> float:
+        wi = words.setdefault(i, terms(texts[i]))
+        wj = words.setdefault(j, terms(texts[j]))
+        return jaccard(wi, wj)
+
+    def allowed(i: int, j: int) -> bool:
+        if owner[i] == owner[j] or generic[i] or generic[j] or frozenset((owner[i], owner[j])) in linked:
+            return False
+        if variant_overlap is not None and slot_variant(tokens.setdefault(i, content_tokens(texts[i])),
+                                                        tokens.setdefault(j, content_tokens(texts[j])),
+                                                        variant_overlap):
+            return False
+        return lexical(i, j) >= min_lexical
+
+    pairs: list[tuple[int, int, float]] = []
+    if mutual_top is None:
+        for i, j, sim in zip(*similar_pairs(vectors, new, min_similarity), strict=True):
+            if allowed(int(i), int(j)):
+                pairs.append((int(i), int(j), float(sim)))
+    else:
+        near = agreeing_neighbours(vectors, new, allowed, mutual_top, min_similarity)
+        others = np.array(sorted({j for js in near.values() for j in js} - set(near)), dtype=np.int64)
+        if len(others):
+            near.update(agreeing_neighbours(vectors, others, allowed, mutual_top, min_similarity))
+        for i in new.tolist():
+            for j in near[i]:
+                if i in near[j]:
+                    pairs.append((i, j, float(vectors[i] @ vectors[j])))
     out: dict[str, Bridge] = {}
-    for i, j, sim in zip(*similar_pairs(vectors, new, min_similarity), strict=True):
-        if owner[i] == owner[j] or frozenset((owner[i], owner[j])) in linked:
-            continue
-        wi = words.setdefault(int(i), terms(texts[i]))
-        wj = words.setdefault(int(j), terms(texts[j]))
-        lex = jaccard(wi, wj)
-        if lex < min_lexical:
-            continue
-        a, b = sorted((int(i), int(j)), key=lambda k: ids[k])
+    for i, j, sim in pairs:
+        a, b = sorted((i, j), key=lambda k: ids[k])
         bid = _bridge_id(ids[a], ids[b])
         out[bid] = Bridge(id=bid, attribute_a=ids[a], attribute_b=ids[b], entity_a=owner[a],
-                          entity_b=owner[b], similarity=float(sim), lexical=lex)
+                          entity_b=owner[b], similarity=sim, lexical=lexical(i, j))
     return sorted(out.values(), key=lambda b: (-b.similarity, b.id))
 
 

@@ -29,18 +29,19 @@ from typing import Any
 
 import pandas as pd
 
-from signet_rl.emergence.bridges import BridgeTracker, find_bridges
-from signet_rl.emergence.config import EmergenceConfig
+from signet_rl.core.types import Query
+from signet_rl.emergence.bridges import Bridge, BridgeTracker, find_bridges
+from signet_rl.emergence.config import BridgeParams, EmergenceConfig, PrincipleParams
 from signet_rl.emergence.health import PruningPlan, community_health, entity_health, plan_pruning
-from signet_rl.emergence.principles import META_KEY, add_principles, detect_principles
+from signet_rl.emergence.principles import META_KEY, Principle, add_principles, detect_principles
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.learning.feedback_log import FeedbackRecord
 from signet_rl.text.encoders import Encoder
-from signet_rl.traversal.path import HopKind, PathError
+from signet_rl.traversal.path import Hop, HopKind, PathError
 from signet_rl.traversal.path import Path as TPath
 
-__all__ = ["FOLDER", "EmergenceOutcome", "after_training", "bridge_ratings", "entity_statuses",
-           "read_outcome"]
+__all__ = ["FOLDER", "BridgeTargets", "EmergenceOutcome", "after_training", "bridge_candidates",
+           "bridge_ratings", "entity_statuses", "find_principles", "read_outcome"]
 
 #: The run folder's sub-folder for the outcome.
 FOLDER = "emergence"
@@ -52,6 +53,59 @@ def _attribute_hops(text: str) -> set[str]:
     except PathError:
         return set()
     return {h.id for h in path.hops if h.kind is HopKind.ATTRIBUTE}
+
+
+def bridge_candidates(graph: KnowledgeGraph, params: BridgeParams,
+                      encoder: Encoder | None = None) -> list[Bridge]:
+    """The ingest check over every attribute with ``params``' thresholds (:func:`find_bridges`)."""
+    return find_bridges(graph, None, encoder=encoder, min_similarity=params.min_similarity,
+                        min_lexical=params.min_lexical, mutual_top=params.mutual_top,
+                        variant_overlap=params.variant_overlap, max_copies=params.max_copies)
+
+
+def find_principles(graph: KnowledgeGraph, params: PrincipleParams,
+                    encoder: Encoder | None = None) -> list[Principle]:
+    """:func:`detect_principles` with ``params``' settings (shared by the trainer and the service)."""
+    return detect_principles(graph, encoder=encoder, min_communities=params.min_communities,
+                             min_similarity=params.min_similarity, min_lexical=params.min_lexical,
+                             min_tightness=params.min_tightness, variant_overlap=params.variant_overlap,
+                             community_source=params.community_source,
+                             **({} if params.pattern is None else {"pattern": params.pattern}))
+
+
+class BridgeTargets:
+    """Bridge candidates as explorer targets *inside* the training loop (``emergence.bridge.
+    target_explorers``): the trainer calls it with a query and its entry entities and puts the first path
+    it returns in the explorer slot, so the slot's rating lands on the bridge during training and the log
+    carries it (with its propensity, like any explorer slot) for :func:`bridge_ratings`.
+
+    A target is the far end's bridge attribute as a path ``E:far > A:aspect > T:attribute`` for a
+    candidate with one end among the entries. Bridges that join *two* of the query's entries come first
+    (nothing else connects them, and a query naming both asks how they relate), then by similarity.
+    """
+
+    def __init__(self, graphs: dict[str, KnowledgeGraph], bridges: dict[str, list[Bridge]],
+                 k: int = 2) -> None:
+        self.k = k
+        self.by_entity: dict[str, dict[str, list[tuple[float, str, TPath]]]] = {}
+        for gid, graph in graphs.items():
+            aspect = dict(zip(graph.attributes["id"], graph.attributes["aspect_id"], strict=True))
+            ends: dict[str, list[tuple[float, str, TPath]]] = {}
+            for b in bridges.get(gid, []):
+                for near, far, attr in ((b.entity_a, b.entity_b, b.attribute_b),
+                                        (b.entity_b, b.entity_a, b.attribute_a)):
+                    path = TPath((Hop(HopKind.ENTITY, far), Hop(HopKind.ASPECT, str(aspect[attr])),
+                                  Hop(HopKind.ATTRIBUTE, attr)), strategy="relate", explorer=True)
+                    ends.setdefault(near, []).append((b.similarity, far, path))
+            self.by_entity[gid] = ends
+
+    def __call__(self, query: Query, entries: list[str] | tuple[str, ...]) -> list[TPath]:
+        ends = self.by_entity.get(query.graph_id, {})
+        inside = set(entries)
+        found = [(far in inside, sim, path) for e in dict.fromkeys(entries)
+                 for sim, far, path in ends.get(e, [])]
+        found.sort(key=lambda t: (not t[0], -t[1], t[2].serialise()))
+        return [p for _, _, p in found[: self.k]]
 
 
 def bridge_ratings(tracker: BridgeTracker, records: Iterable[FeedbackRecord]) -> list[tuple[str, int]]:
@@ -115,7 +169,7 @@ class EmergenceOutcome:
 
 def after_training(config: EmergenceConfig, graph: KnowledgeGraph, records: Iterable[FeedbackRecord], *,
                    until: pd.Timestamp | str | None, encoder: Encoder | None = None,
-                   at: pd.Timestamp | None = None) -> EmergenceOutcome:
+                   at: pd.Timestamp | None = None, bridges: list[Bridge] | None = None) -> EmergenceOutcome:
     """Run the switched-on mechanisms over a training run's graph and feedback log (module docstring).
 
     Args:
@@ -125,6 +179,8 @@ def after_training(config: EmergenceConfig, graph: KnowledgeGraph, records: Iter
         until: the end of the training period (health and pruning use feedback up to it only).
         encoder: bridges' and principles' text encoder (the hashing encoder by default).
         at: the timestamp of new edges and principle entities (now by default).
+        bridges: the candidates found at ingest when the run already has them (the explorer targets'),
+            else they are found here.
     """
     records = list(records)
     out = EmergenceOutcome(config=config, graph=graph)
@@ -137,8 +193,7 @@ def after_training(config: EmergenceConfig, graph: KnowledgeGraph, records: Iter
         b = config.bridge
         tracker = BridgeTracker(promote_after=b.promote_after, climb_after=b.climb_after,
                                 fade_after=b.fade_after)
-        tracker.add(find_bridges(graph, None, encoder=encoder, min_similarity=b.min_similarity,
-                                 min_lexical=b.min_lexical))
+        tracker.add(bridge_candidates(graph, b, encoder) if bridges is None else bridges)
         g = out.graph
         for bid, rating in bridge_ratings(tracker, records):
             if tracker.states[bid].status != "faded":
@@ -146,8 +201,7 @@ def after_training(config: EmergenceConfig, graph: KnowledgeGraph, records: Iter
         out.graph, out.bridges = g, tracker
     if config.principles:
         p = config.principle
-        found = detect_principles(out.graph, encoder=encoder, min_communities=p.min_communities,
-                                  min_similarity=p.min_similarity, min_lexical=p.min_lexical)
+        found = find_principles(out.graph, p, encoder)
         out.graph = add_principles(out.graph, found, encoder=encoder, at=at)
         out.principles = [{k: v for k, v in rec.items() if k != "embedding"}
                           for rec in out.graph.meta.get(META_KEY, {}).values()]

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from signet_rl.emergence.health import HealthThresholds
+from signet_rl.emergence.prewarm import PrewarmConfig
 from signet_rl.emergence.staleness import ExplorerRegulator
 
 __all__ = ["BridgeParams", "EmergenceConfig", "PrincipleParams"]
 
-SWITCHES = ("cold_tier", "health", "bridges", "principles", "staleness")
+SWITCHES = ("cold_tier", "health", "bridges", "principles", "staleness", "prewarm")
 
 
 @dataclass(frozen=True)
@@ -32,9 +33,15 @@ class BridgeParams:
 
     min_similarity: float = 0.6
     min_lexical: float = 0.4
+    mutual_top: int | None = None
+    variant_overlap: float | None = None
+    max_copies: int | None = None
     promote_after: int = 3
     climb_after: int = 2
     fade_after: int = 2
+    #: the trainer's explorer slot goes to a bridge candidate with an end among the query's entries
+    #: (inside the training loop), before any other speculative path
+    target_explorers: bool = False
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,11 @@ class PrincipleParams:
     min_communities: int = 3
     min_similarity: float = 0.6
     min_lexical: float = 0.3
+    min_tightness: float | None = None
+    variant_overlap: float | None = None
+    community_source: str = "graph"
+    #: which attributes to look at (a regex on aspect name or content; None: decisions and preferences)
+    pattern: str | None = None
 
 
 @dataclass(frozen=True)
@@ -55,10 +67,13 @@ class EmergenceConfig:
     bridges: bool = False
     principles: bool = False
     staleness: bool = False
+    #: temporal pre-warm at each training session's start, logged and rated like any slate (issue 29 §5)
+    prewarm: bool = False
     health_thresholds: HealthThresholds = field(default_factory=HealthThresholds)
     bridge: BridgeParams = field(default_factory=BridgeParams)
     principle: PrincipleParams = field(default_factory=PrincipleParams)
     regulator: ExplorerRegulator = field(default_factory=ExplorerRegulator)
+    prewarm_config: PrewarmConfig = field(default_factory=PrewarmConfig)
 
     @property
     def enabled(self) -> tuple[str, ...]:
@@ -75,7 +90,8 @@ class EmergenceConfig:
         """
         values = dict(values or {})
         nested: dict[str, type[Any]] = {"health_thresholds": HealthThresholds, "bridge": BridgeParams,
-                                        "principle": PrincipleParams, "regulator": ExplorerRegulator}
+                                        "principle": PrincipleParams, "regulator": ExplorerRegulator,
+                                        "prewarm_config": PrewarmConfig}
         known = [*SWITCHES, *nested]
         kwargs: dict[str, Any] = {}
         for key, value in values.items():

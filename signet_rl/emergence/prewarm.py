@@ -44,6 +44,7 @@ __all__ = [
     "PrewarmConfig",
     "PrewarmSlate",
     "TemporalPrewarm",
+    "TrainerPrewarm",
     "prewarm_record",
     "prewarm_slate",
     "signet_session_start",
@@ -307,3 +308,26 @@ def signet_session_start(graph: KnowledgeGraph, at: Any, budget_chars: int = PRE
         if left <= 0:
             break
     return Unit(text="\n".join(texts), items=tuple(ids), kind="memory")
+
+
+class TrainerPrewarm:
+    """Pre-warm inside the bandit trainer (:attr:`signet_rl.learning.trainer.BanditTrainer.session_start`):
+    at each session's start it reads the ratings logged since its last call into its
+    :class:`TemporalPrewarm` statistics — pre-warm slates' own ratings included, so they learn from the
+    sessions' ratings like any slate — and draws the slate for the session's start time.
+
+    Args:
+        config: the kernel and slate settings (Signet's 600-character "predicted" budget by default).
+    """
+
+    def __init__(self, config: PrewarmConfig | None = None) -> None:
+        self.model = TemporalPrewarm(config)
+        self._seen = 0
+
+    def __call__(self, query: Any, construct: Callable[[Path], Unit], records: Sequence[FeedbackRecord],
+                 rng: np.random.Generator) -> PrewarmSlate:
+        if len(records) < self._seen:  # a fresh log (a resumed run re-reads it from the start)
+            self.model, self._seen = TemporalPrewarm(self.model.config), 0
+        self.model.observe(records[self._seen:])
+        self._seen = len(records)
+        return prewarm_slate(self.model, query.timestamp, construct, rng)

@@ -31,11 +31,13 @@ import pandas as pd
 
 from signet_rl.emergence.similar import (
     active_attributes,
+    content_tokens,
     encode,
     jaccard,
     linked_pairs,
     resolve,
     similar_pairs,
+    slot_variant,
     terms,
 )
 from signet_rl.graph.confidence import LADDER, Reason, ladder_step, reason_codes
@@ -76,15 +78,36 @@ class Principle:
     status: str = "proposed"
 
 
-def _communities(graph: KnowledgeGraph) -> dict[str, str]:
+def _communities(graph: KnowledgeGraph, source: str) -> dict[str, str]:
+    """Entity -> community: the graph's own (``graph``), Leiden's on the entity graph (``detect``), or the
+    graph's when it has any and Leiden's otherwise (``auto``). Without either, each entity would count as
+    a community of its own, and "at least 3 communities" would mean only "at least 3 entities"."""
     members = graph.community_members
-    return dict(zip(members["entity_id"], members["community_id"], strict=True))
+    if source == "graph" or (source == "auto" and len(members)):
+        return dict(zip(members["entity_id"], members["community_id"], strict=True))
+    from signet_rl.graph.communities import detect_communities
+
+    found = detect_communities(graph, seed=0)
+    return {str(e): f"leiden:{int(c)}" for e, c in zip(found.entity_ids, found.membership, strict=True)}
 
 
 def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
                       min_communities: int = 3, min_similarity: float = 0.6, min_lexical: float = 0.3,
-                      pattern: str = DECISION_PATTERN) -> list[Principle]:
+                      pattern: str = DECISION_PATTERN, min_tightness: float | None = None,
+                      variant_overlap: float | None = None,
+                      community_source: str = "graph") -> list[Principle]:
     """Principles in ``graph`` not already in it (module docstring).
+
+    Three optional checks keep coincidences out (each off at its default):
+
+    * ``variant_overlap``: two attributes that are the same text, or the same wording with other values
+      (:func:`~signet_rl.emergence.similar.slot_variant`), are not linked, and a group needs at least
+      ``min_communities`` distinct texts: a principle is one idea said in different words, not one
+      template filled in at several entities;
+    * ``min_tightness``: the group's mean pairwise cosine must reach it (single-link chains of loosely
+      similar attributes are not one pattern);
+    * ``community_source``: ``graph`` (the graph's own; an entity in none is its own community), ``detect``
+      (Leiden on the entity graph) or ``auto`` (the graph's when it has any, else Leiden's).
 
     Args:
         graph: the graph.
@@ -94,9 +117,15 @@ def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
         min_lexical: least keyword Jaccard for two attributes to agree.
         pattern: regex (case-insensitive) on aspect name or attribute content selecting the
             decision and preference attributes.
+        min_tightness: least mean pairwise cosine of a group (None: off).
+        variant_overlap: token Jaccard from which two differently-valued wordings are one template
+            (None: off; identical texts are then linked like any other pair).
+        community_source: where communities come from (above).
     """
     if isinstance(min_communities, bool) or not isinstance(min_communities, int) or min_communities < 2:
         raise ValueError(f"min_communities must be an integer >= 2, got {min_communities!r}")
+    if community_source not in ("graph", "detect", "auto"):
+        raise ValueError(f"community_source must be 'graph', 'detect' or 'auto', got {community_source!r}")
     attrs = active_attributes(graph)
     principle_ids = set(graph.entities.loc[graph.entities["entity_type"] == EntityType.PRINCIPLE, "id"])
     rx = re.compile(pattern, re.IGNORECASE)
@@ -124,20 +153,31 @@ def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
             continue
         if jaccard(words[i], words[j]) < min_lexical:
             continue
+        if variant_overlap is not None and (
+                texts[i].strip().lower() == texts[j].strip().lower()
+                or slot_variant(content_tokens(texts[i]), content_tokens(texts[j]), variant_overlap)):
+            continue
         parent[find(int(i))] = find(int(j))
     groups: dict[int, list[int]] = {}
     for i in range(len(attrs)):
         groups.setdefault(find(i), []).append(i)
-    comm = _communities(graph)
+    comm = _communities(graph, community_source)
     existing = set(graph.meta.get(META_KEY, {}))
     out = []
     for rows in groups.values():
         if len(rows) < 2:
             continue
         ents = tuple(dict.fromkeys(owner[r] for r in rows))
+        distinct = {" ".join(texts[r].lower().split()) for r in rows}
+        if variant_overlap is not None and len(distinct) < min_communities:
+            continue  # one statement repeated (or two, one inside the other) is not a pattern across many
         communities = tuple(sorted({comm.get(e, f"entity:{e}") for e in ents}))
         if len(communities) < min_communities:
             continue
+        if min_tightness is not None:
+            block = vectors[rows] @ vectors[rows].T
+            if (block.sum() - np.trace(block)) / (len(rows) * (len(rows) - 1)) < min_tightness:
+                continue
         ids = sorted(attrs["id"].iat[r] for r in rows)
         pid = "principle-" + hashlib.blake2b("\x1f".join(ids).encode(), digest_size=8).hexdigest()
         if pid in existing:

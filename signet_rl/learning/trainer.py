@@ -254,6 +254,18 @@ class BanditTrainer:
         #: ``(feedback so far, slate_size) -> explorer slots`` for a new session; set by the entry layer
         #: when ``config.explorer_regulation`` (the regulator lives above this layer).
         self.explorer_regulator: Callable[[Sequence[FeedbackRecord], int], int] | None = None
+        #: ``(query, entry entity ids) -> paths`` the explorer slot should try first (e.g. bridge candidates:
+        #: :class:`signet_rl.emergence.components.BridgeTargets`); set by the entry layer, None: off. The
+        #: first target not already on the slate takes the slot, logged like any explorer unit.
+        self.explorer_targets: Callable[[Query, Sequence[str]], list[Path]] | None = None
+        #: session-start pre-warm (issue 29 §5): ``(query, construct, log so far, rng) -> slate`` called
+        #: when a timeline session opens, before its first query is answered; the slate (``candidates``,
+        #: ``scores``, ``shown``, ``pscores``, ``units``: :class:`signet_rl.emergence.prewarm.PrewarmSlate`)
+        #: is rated against that first query and logged with its propensities as query
+        #: ``prewarm:<session>``, intent ``prewarm``. Set by the entry layer; None: off.
+        self.session_start: Callable[[Query, Callable[[Path], Any], Sequence[FeedbackRecord],
+                                      np.random.Generator], Any] | None = None
+        self._prewarmed: set[str] = set()
         self.session_slots: dict[str, int] = {}
         self.stats: dict[str, EdgeStats] = {}
         for gid in dataset.graphs:
@@ -331,9 +343,15 @@ class BanditTrainer:
         paths = list(cands.walk.paths)
         session = session_of(query, position, cfg.session_size)
         self._open_session(session)
+        self._prewarm(query, session)
         n_walk = len(paths)
+        targets: list[int] = []
         if self.quota.per_session and self.quota.available(session) > 0:
             paths += self.retriever.far_paths(query, cands)
+            if self.explorer_targets is not None:
+                extra = self.explorer_targets(query, list(cands.entries))
+                targets = list(range(len(paths), len(paths) + len(extra)))
+                paths += extra
         scores, slate = self._select(query, paths[:n_walk], cands)
         shown = [int(i) for i in slate.indices]
         pscores = [float(p) for p in slate.propensities]
@@ -350,7 +368,8 @@ class BanditTrainer:
                 cands.entries,
                 k=len(paths),
             )
-            spec = [int(i) for i in ranked if int(i) not in shown]
+            spec = [i for i in targets if i not in shown]
+            spec += [int(i) for i in ranked if int(i) not in shown and int(i) not in targets]
             if spec:
                 pick = spec[0]
                 paths[pick] = Path(
@@ -439,6 +458,38 @@ class BanditTrainer:
         self.session_slots[session] = slots
         self.quota.max_per_session = max(self.quota.max_per_session, slots)
         self.quota.per_session = slots
+
+    def _prewarm(self, query: Query, session: str) -> None:
+        """Log the session-start pre-warm slate of a newly opened ``session`` (:attr:`session_start`), rated
+        against the session's first query. Its draws come from a generator seeded by the run seed and the
+        step, so a resumed run draws the same slate."""
+        if self.session_start is None:
+            return
+        if not self._prewarmed:  # a resumed run: every session its log holds has had its start
+            self._prewarmed = {r.session for r in self.log.records}
+        if session in self._prewarmed:
+            return
+        self._prewarmed.add(session)
+        builder = self.retriever.builder(query.graph_id)
+
+        def construct(path: Path) -> Any:
+            return builder.construct(path, at=query.timestamp)
+
+        rng = np.random.default_rng([self.seed, self.step, 29])
+        slate = self.session_start(query, construct, self.log.records, rng)
+        if not slate.shown:
+            return
+        ratings: list[float | None] = []
+        for unit in slate.units:
+            r = self.rater.rate(query.id, self.resolver.unit_items(query, unit))
+            ratings.append(None if r is None else float(int(r)))
+        self.log.append(FeedbackRecord(
+            run_id=self.run_id, step=self.step, query_id=f"prewarm:{session}", timestamp=query.timestamp,
+            session=session, intent="prewarm", context={"entries": [], "graph_id": query.graph_id},
+            candidates=list(slate.candidates), candidate_scores=list(slate.scores), shown=list(slate.shown),
+            positions=list(range(len(slate.shown))), pscores=list(slate.pscores), ratings=ratings,
+            explorer=[False] * len(slate.shown), policy_version="prewarm",
+        ))  # fmt: skip
 
     def _flush(self) -> None:
         if not self._pending:

@@ -28,7 +28,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from signet_rl.emergence.bridges import BridgeTracker, find_bridges
+from signet_rl.emergence.bridges import BridgeTracker
+from signet_rl.emergence.components import bridge_candidates, find_principles
 from signet_rl.emergence.config import EmergenceConfig
 from signet_rl.emergence.health import community_health, health_from_touches, touched_entities
 from signet_rl.emergence.principles import (
@@ -37,7 +38,6 @@ from signet_rl.emergence.principles import (
     add_principles,
     confirm,
     correct,
-    detect_principles,
     notification,
     reject,
 )
@@ -97,8 +97,7 @@ class ServiceEmergence:
         edges, for whichever of them is switched on; ``graph`` itself when none is."""
         if self.config.principles:
             p = self.config.principle
-            found = detect_principles(graph, encoder=self.encoder, min_communities=p.min_communities,
-                                      min_similarity=p.min_similarity, min_lexical=p.min_lexical)
+            found = find_principles(graph, p, self.encoder)
             graph = add_principles(graph, found, encoder=self.encoder, at=graph.entities["created_at"].max()
                                    if len(graph.entities) else None)
             for pid, verb, text in self._db.execute(
@@ -108,8 +107,7 @@ class ServiceEmergence:
             b = self.config.bridge
             self.tracker = BridgeTracker(promote_after=b.promote_after, climb_after=b.climb_after,
                                          fade_after=b.fade_after)
-            self.tracker.add(find_bridges(graph, None, encoder=self.encoder, min_similarity=b.min_similarity,
-                                          min_lexical=b.min_lexical))
+            self.tracker.add(bridge_candidates(graph, b, self.encoder))
             for _, rating, path, recall_id in self._db.execute(
                     "SELECT f.seq, f.rating, r.path, r.recall_id FROM feedback f "
                     "JOIN results r ON r.result_id = f.result_id ORDER BY f.seq").fetchall():

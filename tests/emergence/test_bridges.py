@@ -111,3 +111,46 @@ def test_tracker_state_round_trips_through_json() -> None:
     assert back.rate(g, first, -1).dependency("dep-" + first).reason == "llm-uncertain"
     with pytest.raises(BridgeError, match=r"not a saved BridgeTracker: .*unexpected keyword argument 'x'"):
         BridgeTracker.from_json('{"x": 1, "states": []}')
+
+
+PARAPHRASED = {  # one fact said two ways by two unlinked entities, and template siblings with other values
+    "p0": "the quarterly review falls on the first tuesday of march",
+    "p1": "in march the first tuesday is kept free for going over the quarter",
+    "d0": "the quarterly review falls on the first thursday of january",
+    "d1": "the quarterly review falls on the first monday of september",
+    "c0": "log level is info", "c1": "log level is info", "c2": "log level is info",
+}
+
+
+def paraphrased_graph() -> KnowledgeGraph:
+    return KnowledgeGraph.from_records(
+        entities=[Entity(id=e, name=e) for e in PARAPHRASED],
+        aspects=[Aspect(id=f"a-{e}", entity_id=e, name="schedule") for e in PARAPHRASED],
+        attributes=[Attribute(id=f"t-{e}", aspect_id=f"a-{e}", content=t) for e, t in PARAPHRASED.items()])
+
+
+def test_variants_common_texts_and_mutual_rank_leave_the_restatement_only() -> None:
+    g = paraphrased_graph()  # the default (hashing) encoder: p0-p1 at cosine 0.44, p0-d0 at 0.77
+    loose = {frozenset((b.entity_a, b.entity_b)) for b in find_bridges(g, min_similarity=0.3,
+                                                                      min_lexical=0.0)}
+    assert frozenset(("p0", "d0")) in loose and frozenset(("c0", "c1")) in loose  # siblings, copies
+    assert frozenset(("p0", "p1")) in loose
+    strict = find_bridges(g, min_similarity=0.3, min_lexical=0.0, mutual_top=1, variant_overlap=0.4,
+                          max_copies=2)
+    assert [(b.entity_a, b.entity_b) for b in strict] == [("p0", "p1")]
+    with pytest.raises(ValueError, match=r"mutual_top must be None or an integer >= 1, got 0"):
+        find_bridges(g, mutual_top=0)
+
+
+def test_the_restatement_is_promoted_after_scripted_positive_ratings() -> None:
+    g = paraphrased_graph()
+    (bridge,) = find_bridges(g, min_similarity=0.3, min_lexical=0.0, mutual_top=1, variant_overlap=0.4,
+                             max_copies=2)
+    tracker = BridgeTracker(promote_after=3)
+    tracker.add([bridge])
+    for rating in (+1, -1, +1, +1):  # net +2: still a candidate
+        g = tracker.rate(g, bridge.id, rating, at=AT)
+    assert tracker.states[bridge.id].status == "candidate" and len(g.dependencies) == 0
+    g = tracker.rate(g, bridge.id, +1, at=AT)  # net +3
+    dep = g.dependency("dep-" + bridge.id)
+    assert (dep.source_entity_id, dep.target_entity_id, dep.reason) == ("p0", "p1", "inferred")

@@ -147,3 +147,50 @@ def test_a_snake_case_preference_aspect_counts_as_one() -> None:
     assert set(p.entity_ids) == {"billing", "garden", "novel"}
     aspects["name"] = ["working notes" if n == "design_preferences" else n for n in aspects["name"]]
     assert detect_principles(g.replace(aspects=aspects)) == []  # neither a decision nor a preference
+
+
+def test_one_template_filled_in_three_communities_is_not_a_principle() -> None:
+    """The same text, or the same wording with other values, at three unrelated entities is a template,
+    not one idea said three ways: with ``variant_overlap`` such pairs are never linked."""
+    template = {"billing": "always prefers small reversible changes over big rewrites",
+                "garden": "always prefers small reversible changes over big rewrites",
+                "novel": "always prefers large reversible changes over small rewrites"}
+    g = graph(THREE)
+    attrs = g.attributes.copy()
+    attrs["content"] = [template.get(a.removeprefix("t-"), c) for a, c in zip(attrs["id"], attrs["content"],
+                                                                             strict=True)]
+    g = g.replace(attributes=attrs)
+    assert len(detect_principles(g)) == 1  # without the check the template is "found"
+    assert detect_principles(g, variant_overlap=0.4) == []
+    (p,) = detect_principles(graph(THREE), variant_overlap=0.4)  # the paraphrased pattern still is
+    assert set(p.entity_ids) == {"billing", "garden", "novel"}
+
+
+def test_a_loose_chain_fails_the_tightness_check() -> None:
+    (p,) = detect_principles(graph(THREE), min_tightness=0.5)
+    assert set(p.entity_ids) == {"billing", "garden", "novel"}
+    assert detect_principles(graph(THREE), min_tightness=0.99) == []
+
+
+def test_communities_detected_from_structure_when_the_graph_has_none() -> None:
+    """Without community rows every entity would be a community of its own. ``community_source="auto"``
+    runs Leiden: the three projects are three communities (found), and once their entities form one
+    densely linked cluster they are one (not found)."""
+    apart = graph(THREE).replace(communities=graph(THREE).communities.iloc[0:0],
+                                 community_members=graph(THREE).community_members.iloc[0:0])
+    (p,) = detect_principles(apart, community_source="auto")
+    assert len(p.communities) == 3 and all(c.startswith("leiden:") for c in p.communities)
+    ents = ["billing", "garden", "novel"]
+    extra = [{"id": f"x-{a}-{b}", "source_entity_id": f"{a}-{n}", "target_entity_id": f"{b}-{m}",
+              "dependency_type": "uses", "strength": 1.0, "confidence": 1.0, "reason": "user-asserted"}
+             for a, n in zip(ents, ("db", "tools", "plot"), strict=True)
+             for b, m in zip(ents, ("db", "tools", "plot"), strict=True) if a < b]
+    extra += [{"id": f"y-{e}-{o}", "source_entity_id": e, "target_entity_id": f"{o}-{m}",
+               "dependency_type": "uses", "strength": 1.0, "confidence": 1.0, "reason": "user-asserted"}
+              for e in ents for o, m in zip(ents, ("db", "tools", "plot"), strict=True) if o != e]
+    together = apart.replace(dependencies=pd.concat([apart.dependencies, pd.DataFrame(extra)],
+                                                    ignore_index=True))
+    assert detect_principles(together, community_source="auto") == []
+    assert len(detect_principles(together, community_source="auto", min_communities=2)) == 0
+    with pytest.raises(ValueError, match=r"community_source must be 'graph', 'detect' or 'auto', got 'x'"):
+        detect_principles(apart, community_source="x")
