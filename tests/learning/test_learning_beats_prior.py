@@ -52,15 +52,15 @@ def test_the_trained_gnn_beats_the_prior_where_the_prior_is_wrong(wrong_prior):
     assert ndcg["learned"] > ndcg["random"]
 
 
-@pytest.mark.parametrize("loss", ["squared", "pairwise"])
-def test_the_gnn_beats_its_untrained_self_which_ranks_as_desire_fused(wrong_prior, loss):
+def test_the_gnn_beats_its_untrained_self_which_ranks_as_desire_fused(wrong_prior):
     """The default GNN's heads start at zero (``zero_residual``): untrained, it ranks exactly as
-    ``desire_fused`` (PPR here); what it learns from ratings must lift it above that, with either loss."""
+    ``desire_fused`` (PPR here), query by query; what it learns from two passes of ratings lifts it above
+    that."""
     torch.set_num_threads(1)
     config = BanditConfig(
-        epochs=1, eval_every=0, checkpoint_every=0, slate_size=3, explorer_per_session=0, reinforcement=False
+        epochs=2, eval_every=0, checkpoint_every=0, slate_size=3, explorer_per_session=0, reinforcement=False
     )
-    kw = {"hidden": 8, "n_heads": 2, "lr": 0.02, "seed": 0, "loss": loss}
+    kw = {"hidden": 8, "n_heads": 2, "lr": 0.02, "seed": 0}
     untrained = DesirePathRetriever(make_scorer("gnn", **kw), config=TRAVERSAL)
     scorer = make_scorer("gnn", **kw)
     trainer = BanditTrainer(wrong_prior, scorer, config, traversal=TRAVERSAL, seed=0, progress=False)
@@ -73,4 +73,4 @@ def test_the_gnn_beats_its_untrained_self_which_ranks_as_desire_fused(wrong_prio
     )  # fmt: skip
     rows = res.rows[res.rows["n_needed"] > 0].pivot(index="query_id", columns="retriever", values="ndcg@10")
     np.testing.assert_allclose(rows["untrained"], rows["fused"])  # query by query
-    assert rows["learned"].mean() > rows["untrained"].mean() + 0.1
+    assert rows["learned"].mean() > rows["untrained"].mean() + 0.08  # 0.588 against 0.464 when written
