@@ -89,6 +89,15 @@ def run(spec: str, version: int, scorer_name: str, overrides: dict[str, Any], ta
                 p = paired(res.rows.assign(seed=seed, budget=str(budget)), "learned", "desire_fused",
                            "ndcg@10", budget)  # fmt: skip
                 out[key][f"learned-fused@{budget}"] = {k: round(v, 4) for k, v in p.items()}
+                # a time-shift check without the test split: the earlier and the later half of these
+                # queries by timestamp (test lies later still)
+                when = {q.id: q.timestamp for q in ds.split(split)}
+                wide = rows.pivot(index="query_id", columns="retriever", values="ndcg@10")
+                order = sorted(wide.index, key=lambda qid: when[qid])
+                half = len(order) // 2
+                for part, ids in (("early", order[:half]), ("late", order[half:])):
+                    diff = wide.loc[ids, "learned"] - wide.loc[ids, "desire_fused"]
+                    out[key][f"learned-fused@{budget}:{part}"] = round(float(diff.mean()), 4)
     return out
 
 

@@ -167,7 +167,7 @@ EXPORTED_GNN_OPTIONS = frozenset({
     "importance_weighted", "max_importance_weight", "edge_features", "communities", "time_features",
     "hand_features", "base_scores", "base_scale", "lr_decay_updates", "refresh_edge_stats", "aspect_buckets",
     "hand_feature_count", "name_dim", "type_buckets", "edge_type_buckets", "community_buckets", "encoder",
-    "seed", "query_text", "aspect_intent",
+    "seed", "query_text", "aspect_intent", "zero_residual", "loss",
 })  # fmt: skip
 
 

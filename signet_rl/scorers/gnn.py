@@ -125,7 +125,33 @@ ADDED_ARGUMENTS: dict[str, Any] = {
     "hand_feature_count": 28,
     # what of the query's wording the net reads (issue 25's template shift): both on before the switches
     "query_text": True, "aspect_intent": True,
+    # issue 25b: the heads start at zero (the untrained scorer ranks exactly as its base) and the loss
+    "zero_residual": False, "loss": "squared",
 }  # fmt: skip
+
+
+def _rated_pairs(items: Sequence[tuple[Any, ...]]) -> tuple[Tensor, Tensor]:
+    """``(better, worse)`` row indices into the concatenated rated paths of ``items`` (each item's ratings at
+    index 3): every pair of one slate whose ratings differ, the higher-rated first."""
+    hi: list[int] = []
+    lo: list[int] = []
+    offset = 0
+    for it in items:
+        r = it[3]
+        for i in range(len(r)):
+            for j in range(len(r)):
+                if r[i] > r[j]:
+                    hi.append(offset + i)
+                    lo.append(offset + j)
+        offset += len(r)
+    return torch.tensor(hi, dtype=torch.long), torch.tensor(lo, dtype=torch.long)
+
+
+def _pairwise_loss(out: Tensor, hi: Tensor, lo: Tensor, weight: Tensor) -> Tensor:
+    """RankNet per pair and head, ``[pairs, heads]``: :math:`w_a w_b \\log(1 + e^{-(f(a) - f(b))})` for each
+    rated pair (``a = hi``, rated higher, ``b = lo``) of outputs ``out`` ``[n, heads]``, weighted by the
+    product of the two paths' weights ``weight`` ``[n, heads]`` (bootstrap x importance)."""
+    return weight[hi] * weight[lo] * nn.functional.softplus(-(out[hi] - out[lo]))
 
 
 def _symlog(x: Tensor) -> Tensor:
@@ -271,6 +297,7 @@ class GNNPathNet(nn.Module):
         base_dim: int = 0,
         base_init: Sequence[float] = (),
         aspect_keys: int = 0,
+        zero_residual: bool = False,
     ) -> None:
         from torch_geometric.nn import GINEConv
 
@@ -308,6 +335,7 @@ class GNNPathNet(nn.Module):
         # a learned per-head bias for each (predicted intent, aspect-name bucket): which kinds of facts help
         # which kinds of question (started at 0)
         self.aspect_bias = nn.Embedding(aspect_keys, n_heads) if aspect_keys else None
+        self.zero_residual = zero_residual
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -316,7 +344,10 @@ class GNNPathNet(nn.Module):
             if callable(reset):
                 reset()
         nn.init.zeros_(self.heads.bias)
-        nn.init.normal_(self.heads.weight, std=0.1)
+        if self.zero_residual and self.base_skip is not None:  # untrained, the net is its base skip alone
+            nn.init.zeros_(self.heads.weight)
+        else:
+            nn.init.normal_(self.heads.weight, std=0.1)
         if self.base_skip is not None:
             with torch.no_grad():
                 init = self._base_init or (0.0,) * self.base_dim
@@ -473,6 +504,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         aspect_buckets: int = 64,
         query_text: bool = False,
         aspect_intent: bool = True,
+        zero_residual: bool = True,
+        loss: Literal["squared", "pairwise", "both"] = "squared",
         hand_feature_count: int | None = None,
         name_dim: int = 16,
         type_buckets: int = 32,
@@ -499,6 +532,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         check_range("weight_decay", weight_decay, 0, owner=who)
         check_range("max_importance_weight", max_importance_weight, 1, owner=who)
         check_range("base_scale", base_scale, 0, owner=who)
+        if loss not in ("squared", "pairwise", "both"):
+            raise ValueError(f"{who}: loss must be 'squared', 'pairwise' or 'both', got {loss!r}")
         if hand_feature_count is None:
             hand_feature_count = len(PATH_FEATURES)
         check_integer("hand_feature_count", hand_feature_count, 1, len(PATH_FEATURES), owner=who)
@@ -512,6 +547,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             "lr_decay_updates": lr_decay_updates, "refresh_edge_stats": refresh_edge_stats,
             "aspect_buckets": aspect_buckets, "hand_feature_count": hand_feature_count,
             "query_text": query_text, "aspect_intent": aspect_intent,
+            "zero_residual": zero_residual, "loss": loss,
             "name_dim": name_dim, "type_buckets": type_buckets,
             "edge_type_buckets": edge_type_buckets, "community_buckets": community_buckets,
             "encoder": encoder, "seed": seed,
@@ -532,6 +568,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         self.aspect_buckets = aspect_buckets
         self.query_text = bool(query_text)
         self.aspect_intent = bool(aspect_intent)
+        self.loss = loss
         self.layers = layers
         self.query_featurizer = QueryFeaturizer(encoder, classifier)
         self._init_graph_states(edge_stats)
@@ -547,7 +584,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
                 hand_dim=hand_feature_count if hand_features else 0,
                 base_dim=len(BASE_SCORES) if base_scores else 0,
                 base_init=[base_scale * DEFAULT_FUSED_WEIGHTS[k] for k in BASE_SCORES] if base_scores else (),
-                aspect_keys=len(INTENTS) * aspect_buckets,
+                aspect_keys=len(INTENTS) * aspect_buckets, zero_residual=zero_residual,
             )  # fmt: skip
         self.optimizer = torch.optim.Adam(
             self.net.parameters(), lr=lr, weight_decay=weight_decay, foreach=True
@@ -822,22 +859,28 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
                 state, [(q, p, c) for q, p, c, *_ in items], train=True,
                 base_rows=[it[5] for it in items] if self.base is not None else None,
             )  # fmt: skip
-            groups.append((state, inputs, target, weight[:, None] * mask))
+            groups.append((state, inputs, target, weight[:, None] * mask, _rated_pairs(items)))
         self.updates += 1
         if self.lr_decay_updates:
             rate = self.lr / math.sqrt(1.0 + (self.updates - 1) / self.lr_decay_updates)
             for group in self.optimizer.param_groups:
                 group["lr"] = rate
+        squared, pairwise = self.loss in ("squared", "both"), self.loss in ("pairwise", "both")
         den = sum(float(g[3].sum()) for g in groups)
-        if den <= 0:  # every bootstrap mask drew 0: nothing to learn from this time
-            return
+        # a pair's weight: the product of its two paths' (bootstrap x importance) weights
+        pair_den = sum(float((g[3][g[4][0]] * g[3][g[4][1]]).sum()) for g in groups)
+        if (not squared or den <= 0) and (not pairwise or pair_den <= 0):
+            return  # every bootstrap mask drew 0, or no rated pair differs: nothing to learn this time
         for _ in range(self.steps_per_update):
             self.optimizer.zero_grad()
             loss = torch.zeros(())
-            for state, inputs, target, m in groups:
+            for state, inputs, target, m, (hi, lo) in groups:
                 out = self._run(state, inputs)
-                loss = loss + (m * (out - target[:, None]) ** 2).sum()
-            (loss / den).backward()
+                if squared and den > 0:
+                    loss = loss + (m * (out - target[:, None]) ** 2).sum() / den
+                if pairwise and pair_den > 0 and len(hi):
+                    loss = loss + _pairwise_loss(out, hi, lo, m).sum() / pair_den
+            loss.backward()
             self.optimizer.step()
         self._version += 1
 

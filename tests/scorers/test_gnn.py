@@ -401,3 +401,54 @@ def test_a_gnn_blind_to_wording_keeps_what_it_learned_when_queries_are_worded_an
     new = Query(id="q-new", text="catch me up on atlas, quickly", graph_id="main", split="test",
                 timestamp=Q.timestamp)  # fmt: skip
     assert int(np.argmax(gnn.score(new, ROUTES, ctx))) == 4  # the useful route the prior ranks last
+
+
+def test_the_untrained_default_gnn_ranks_exactly_as_desire_fused(ctx):
+    """``zero_residual`` (the default): the heads start at zero, so before any rating the score is the skip
+    alone, ``base_scale`` x desire_fused's score, whatever the seed."""
+    from signet_rl.scorers.fused import FusedScorer
+
+    fused = FusedScorer().score(Q, ROUTES, ctx)
+    assert len(set(np.round(fused, 6))) == 5  # a strict order to compare against
+    for seed in (0, 3):
+        gnn = GNNPathScorer(seed=seed)
+        assert gnn.config["zero_residual"] is True
+        np.testing.assert_allclose(gnn.score(Q, ROUTES, ctx), 0.2 * fused, rtol=1e-5, atol=1e-6)
+        draws = gnn.sample_scores(Q, ROUTES, ctx, 4, np.random.default_rng(0))
+        np.testing.assert_allclose(draws, np.tile(0.2 * fused, (4, 1)), rtol=1e-5, atol=1e-6)
+    old = GNNPathScorer(seed=0, zero_residual=False)  # the heads' random start moves the ranking off fused
+    assert not np.allclose(old.score(Q, ROUTES, ctx), 0.2 * fused, atol=1e-3)
+
+
+def test_rated_pairs_are_every_differently_rated_pair_of_a_slate():
+    from signet_rl.scorers.gnn import _rated_pairs
+
+    hi, lo = _rated_pairs([(None, None, None, [1.0, -1.0, 0.0]), (None, None, None, [0.0, 0.0]),
+                           (None, None, None, [-1.0, 1.0])])  # fmt: skip
+    assert sorted(zip(hi.tolist(), lo.tolist(), strict=True)) == [(0, 1), (0, 2), (2, 1), (6, 5)]
+
+
+def test_the_pairwise_loss_is_ranknet_and_moves_the_better_path_up(ctx):
+    from signet_rl.scorers.gnn import _pairwise_loss
+
+    out = torch.tensor([[0.5, 0.0], [-0.5, 1.0], [2.0, 2.0]])
+    weight = torch.tensor([[1.0, 2.0], [1.0, 0.0], [3.0, 1.0]])
+    got = _pairwise_loss(out, torch.tensor([0, 2]), torch.tensor([1, 0]), weight)
+    want = [
+        [np.log1p(np.exp(-1.0)), 0.0],  # pair (0 > 1): head 0 margin 1, head 1 weight 2 x 0
+        [3.0 * np.log1p(np.exp(-1.5)), 2.0 * np.log1p(np.exp(-2.0))],
+    ]  # pair (2 > 0)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+    s = GNNPathScorer(**_small(seed=0, loss="pairwise"))
+    fb = [Feedback(Q, ROUTES, ctx, shown=[4, 0, 2], ratings=[1, -1, -1])]
+    for _ in range(20):
+        s.update(fb)
+    after = s.score(Q, ROUTES, ctx)
+    assert after[4] > after[0] and after[4] > after[2]
+    before = _params(s)
+    s.update([Feedback(Q, ROUTES, ctx, shown=[4, 0], ratings=[0, 0])])  # no pair differs: nothing to learn
+    assert _same(before, _params(s))
+    with pytest.raises(
+        ValueError, match=r"^GNNPathScorer: loss must be 'squared', 'pairwise' or 'both', got 'hinge'$"
+    ):
+        GNNPathScorer(loss="hinge")
