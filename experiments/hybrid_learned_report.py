@@ -50,7 +50,9 @@ def table(prefix: str, scorers: list[str], seeds: list[int], multi: str) -> str:
     for scorer in scorers:
         rows = load(prefix, scorer, seeds)
         rows = rows[rows["n_needed"] > 0]
-        mean = rows.groupby(["retriever", "query_id"])[["needed_recall", "recall@5", "precision", "walk_share"]]
+        mean = rows.groupby(["retriever", "query_id"])[
+            ["needed_recall", "recall@5", "precision", "walk_share"]
+        ]
         per = mean.mean()
         learned, flat = per.loc["learned"], per.loc["best_flat"]
         flat = flat.reindex(learned.index)
