@@ -102,8 +102,20 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+#: The hybrid entry's pieces when ``hybrid: true`` meets a dataset's ``hybrid:`` block (under that block,
+#: the dataset's ``traversal`` block and the ``traversal.*`` overrides): the floor, session steps and entity
+#: walks; the intent's graph walk adds no evidence on LoCoMo's extracted graphs (its candidate ceiling equals
+#: the walks', docs/results.md) and lowers MuSiQue's.
+HYBRID_PIECES: dict[str, bool] = {"floor": True, "session": True, "entity_walks": True, "graph_walk": False}
+
+#: Learned scorers that take ``floor_prior`` (a residual over the hybrid entry's floor).
+RESIDUAL_SCORERS = frozenset({"linucb", "gnn"})
+
+
 def traversal_config(cfg: DictConfig) -> dict[str, Any]:
-    """The dataset's ``traversal`` block with the non-null ``traversal.*`` overrides on top."""
+    """The dataset's ``traversal`` block with the non-null ``traversal.*`` overrides on top; with
+    ``hybrid: true`` and a dataset ``hybrid:`` block, :data:`HYBRID_PIECES` and that block's bounds under
+    both."""
 
     def plain(node: Any) -> Any:
         return OmegaConf.to_container(node, resolve=True) if node is not None else {}
@@ -111,15 +123,25 @@ def traversal_config(cfg: DictConfig) -> dict[str, Any]:
     base = plain(cfg.dataset.get("traversal"))
     over = plain(cfg.get("traversal"))
     assert isinstance(base, dict) and isinstance(over, dict)
-    out = dict(base)
+    out: dict[str, Any] = {}
+    hybrid = cfg.dataset.get("hybrid")
+    if bool(cfg.get("hybrid", False)) and hybrid is not None:
+        out.update(HYBRID_PIECES)
+        out.update(plain(hybrid))
+    out.update(base)
     out.update({k: v for k, v in over.items() if v is not None})
     return out
 
 
-def build_scorer(cfg: DictConfig) -> Any:
-    """The scorer ``cfg.scorer`` names (``name`` plus its constructor arguments)."""
-    node = {str(k): v for k, v in dict(OmegaConf.to_container(cfg.scorer, resolve=True)).items()}  # type: ignore[arg-type]
+def build_scorer(cfg: DictConfig, traversal: dict[str, Any] | None = None) -> Any:
+    """The scorer ``cfg.scorer`` names (``name`` plus its constructor arguments). With the floor among the
+    candidates (``traversal["floor"]``), a learned scorer of :data:`RESIDUAL_SCORERS` gets ``floor_prior`` =
+    ``cfg.floor_prior`` unless ``cfg.scorer`` sets it."""
+    plain = OmegaConf.to_container(cfg.scorer, resolve=True)
+    node = {str(k): v for k, v in dict(plain).items()}  # type: ignore[arg-type]
     name = node.pop("name")
+    if (traversal or {}).get("floor") and name in RESIDUAL_SCORERS and node.get("floor_prior") is None:
+        node["floor_prior"] = float(cfg.get("floor_prior", 0.0) or 0.0)
     return make_scorer(str(name), **node)
 
 
@@ -263,7 +285,7 @@ def train_bandit(cfg: DictConfig) -> float:
     config = BanditConfig.from_dict(task)
     regulator = explorer_regulator(config)
     seed_everything(seed)
-    scorer = build_scorer(cfg)
+    scorer = build_scorer(cfg, traversal)
     seed_everything(seed)  # the dataset loads from a freshly seeded state, as it always has
     torch.set_num_threads(int(cfg.get("threads") or torch.get_num_threads()))
     out = run_dir(cfg)

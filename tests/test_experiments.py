@@ -310,3 +310,26 @@ def test_the_flat_tables_of_locomo_and_musique_name_flat_signet_beside_best_flat
     own = found["flat_signet (own caps, unpaired)"]
     assert own.name == "flat_signet (own caps, unpaired)"
     assert (own.max_results, own.importance_min) == (5, 0.3)  # Signet's own caps and filter, not UNCAPPED
+
+
+def test_hybrid_learned_report_pairs_learned_with_best_flat_per_query(tmp_path, monkeypatch):
+    mod = _load("hybrid_learned_report")
+    monkeypatch.setattr(mod, "ROOT", tmp_path)
+    # two seeds; q1 and q2 multi-hop; learned beats best_flat by 0.5 on q1 (both seeds), ties elsewhere
+    for seed, extra in ((0, 0.5), (1, 0.5)):
+        art = tmp_path / "runs" / "report" / f"locomo-linucb-s{seed}" / "artifacts"
+        art.mkdir(parents=True)
+        rows = []
+        for q, cat, flat in (("q1", "multi-hop", 0.0), ("q2", "multi-hop", 1.0), ("q3", "temporal", 0.5)):
+            for r, v in (("best_flat", flat), ("learned", flat + (extra if q == "q1" else 0.0))):
+                rows.append(f"{q},{r},{cat},1,{v},0.1,{v},{0.4 if r == 'learned' else ''}")
+        head = "query_id,retriever,category,n_needed,needed_recall,precision,recall@5,walk_share"
+        (art / "per_query.csv").write_text(head + "\n" + "\n".join(rows) + "\n")
+    out = mod.table("locomo", ["linucb"], [0, 1], "multi-hop").splitlines()[-1]
+    cells = [c.strip() for c in out.strip("|").split("|")]
+    assert cells[:5] == ["linucb", "2", "3", "0.667", "0.500"]
+    assert cells[5].startswith("+0.167 [") and cells[8].startswith("+0.250 [") and cells[8].endswith("(2)")
+    assert cells[-1] == "0.400"
+    with pytest.raises(FileNotFoundError, match=r"locomo-gnn-s0/artifacts/per_query.csv is missing: run "
+                       r"python experiments/learning_report.py --runs locomo-gnn-s0 first"):  # fmt: skip
+        mod.table("locomo", ["gnn"], [0], "multi-hop")

@@ -42,6 +42,22 @@ def test_every_dataset_composes_with_the_bandit_task(dataset):
     assert merged.max_branching == 2  # the command line wins over the dataset's block
 
 
+def test_locomo_trains_over_the_hybrid_entry_with_the_floor_residual_by_default():
+    cfg = _compose("dataset=locomo", "scorer=linucb")
+    traversal = traversal_config(cfg)
+    bounds = {k: v for k, v in cfg.dataset.hybrid.items()}
+    assert traversal == {"floor": True, "session": True, "entity_walks": True, "graph_walk": False, **bounds}
+    assert build_scorer(cfg, traversal).floor_prior == cfg.floor_prior > 0
+    # the command line wins: a traversal override, the scorer's own floor_prior, the entity walk alone
+    cfg = _compose("dataset=locomo", "scorer=gnn", "traversal.max_paths=20", "+scorer.floor_prior=0")
+    traversal = traversal_config(cfg)
+    assert traversal["max_paths"] == 20 and build_scorer(cfg, traversal).floor_prior == 0
+    cfg = _compose("dataset=locomo", "scorer=linucb", "hybrid=false")
+    assert "floor" not in traversal_config(cfg) and build_scorer(cfg, traversal_config(cfg)).floor_prior == 0
+    cfg = _compose("scorer=linucb")  # synthetic: no hybrid block, the walk as before
+    assert "floor" not in traversal_config(cfg) and build_scorer(cfg, traversal_config(cfg)).floor_prior == 0
+
+
 def test_any_kg_folder_composes_with_the_kg_task():
     cfg = _compose("task=kg", "dataset=kg", "dataset.spec=kg:umls", "dataset.path_length=2")
     assert cfg.task.name == "kg" and cfg.dataset.spec == "kg:umls" and cfg.dataset.path_length == 2

@@ -42,7 +42,7 @@ import random
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -175,6 +175,9 @@ class _Logged:
     ratings: list[float | None]
     pscores: list[float]
     explorer: list[bool]
+    #: The hybrid entry's per-path records (``ScoringContext.path_info``: flat's scores, floor rank, session
+    #: distance...), so an update sees the features the candidates were scored with (empty without it).
+    info: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def session_of(query: Query, position: int, session_size: int) -> str:
@@ -213,6 +216,9 @@ class BanditTrainer:
             learning curve (:func:`signet_rl.evaluation.harness.validation_callback`); None: no validation.
         on_eval: called with ``(step, metrics)`` after every validation evaluation (MLflow logging).
         progress: show a progress bar.
+        flat: the hybrid entry's flat retriever (its hits are the floor; a retriever or a flat variant
+            name); None: ``best_flat``, frozen per dataset family. Used only when the traversal switches a
+            hybrid piece on.
     """
 
     def __init__(
@@ -227,6 +233,7 @@ class BanditTrainer:
         validate: Callable[[DesirePathRetriever], dict[str, float]] | None = None,
         on_eval: Callable[[int, dict[str, float]], None] | None = None,
         progress: bool = True,
+        flat: Any = None,
     ) -> None:
         self.dataset = dataset
         self.scorer = scorer
@@ -244,7 +251,10 @@ class BanditTrainer:
         self.train_queries = _timeline(dataset.split("train"))
         if not self.train_queries:
             raise ValueError(f"{dataset.name}: no training queries; the bandit loop needs a train split")
-        self.retriever = DesirePathRetriever(scorer, config=self.traversal, encoder=encoder, name="learned")
+        self.retriever = DesirePathRetriever(
+            scorer, config=self.traversal, encoder=encoder, name="learned",
+            **({} if flat is None else {"flat": flat}),
+        )  # fmt: skip
         self.retriever.index(dataset)
         self.resolver = ItemResolver(dataset)
         self.rater = SimulatedRater(dataset.truth, self.config.rater_noise, self.config.rater_prob, seed=seed)
@@ -337,7 +347,10 @@ class BanditTrainer:
         """One training interaction for ``query`` (None when the query walks nothing)."""
         t0 = time.perf_counter()
         cfg = self.config
-        cands = self.retriever.candidates(query)
+        if self.retriever.config.hybrid:  # the hybrid entry's bounds follow the budget
+            cands = self.retriever.candidates(query, cfg.budget_chars)
+        else:
+            cands = self.retriever.candidates(query)
         if cands is None or not cands.walk.paths:
             return None
         paths = list(cands.walk.paths)
@@ -409,7 +422,8 @@ class BanditTrainer:
         k = min(len(shown), len(all_true))
         oracle = float(np.sort(all_true)[::-1][:k].mean()) if k else 0.0
         fb = Feedback(query, paths, cands.context, shown, ratings, pscores, explorer)
-        light = _Logged(query, paths, list(cands.entries), shown, ratings, pscores, explorer)
+        info = dict(cands.context.path_info)
+        light = _Logged(query, paths, list(cands.entries), shown, ratings, pscores, explorer, info)
         self._pending.append(light)
         if len(self._pending) >= cfg.update_every:
             self._flush()
@@ -508,6 +522,8 @@ class BanditTrainer:
 
     def _feedback(self, x: _Logged) -> Feedback:
         context = self.retriever.context(x.query, x.entries)
+        # the hybrid entry's records of the candidates (a checkpoint from before they were kept has none)
+        context.path_info = getattr(x, "info", None) or {}
         return Feedback(x.query, x.paths, context, x.shown, x.ratings, x.pscores, x.explorer)
 
     # -- evaluation ----------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ __all__ = [
     "PathFeaturizer",
     "PerGraphFeaturizers",
     "QueryFeaturizer",
+    "floor_prior",
     "intent_one_hot",
     "time_features",
 ]
@@ -187,6 +188,31 @@ class EdgeStats(Protocol):
 
     def weight(self, edge_idx: np.ndarray) -> np.ndarray:
         """``[m]`` learned weights of the edges ``edge_idx``."""
+
+
+def floor_prior(
+    paths: Sequence[Path], context: ScoringContext, scale: float = 1.0
+) -> npt.NDArray[np.float64]:
+    """The learned scorers' frozen base over the hybrid entry's floor: ``scale / (1 + rank)`` for a path on
+    the floor (``ScoringContext.path_info[...]["floor_rank"] = rank >= 0``: its position in ``best_flat``'s
+    ranking), 0 for every other candidate; ``[len(paths)]``.
+
+    A scorer with ``floor_prior > 0`` scores ``floor_prior(path) + residual(path)`` and learns only the
+    residual (started at exactly 0): untrained, it ranks the floor first in flat's order (floor values are
+    > 0 and strictly decreasing with the rank, the rest 0), so its slate is ``best_flat``'s; ratings move a
+    path away from that order only where they say so. Flat's tail is held more loosely than its head (the
+    gaps shrink as ``1 / rank^2``). Reads flat's ranking only, never ground truth.
+
+        >>> from signet_rl.traversal.path import Hop
+        >>> ps = [Path((Hop.memory(m),), strategy="floor") for m in ("a", "b", "c")]
+        >>> info = {ps[0].id: {"floor_rank": 0.0}, ps[1].id: {"floor_rank": 1.0}}
+        >>> ctx = ScoringContext(None, None, path_info=info)  # type: ignore[arg-type]
+        >>> floor_prior(ps, ctx).tolist()
+        [1.0, 0.5, 0.0]
+    """
+    info = context.path_info
+    rank = np.asarray([info.get(p.id, {}).get("floor_rank", -1.0) for p in paths], dtype=np.float64)
+    return np.where(rank >= 0, float(scale) / (1.0 + np.maximum(rank, 0.0)), 0.0)
 
 
 #: :class:`PathFeaturizer` column names, in order (see its docstring for each one's meaning).

@@ -93,6 +93,7 @@ from signet_rl.scorers.features import (
     PathFeaturizer,
     PerGraphFeaturizers,
     QueryFeaturizer,
+    floor_prior,
 )
 from signet_rl.scorers.fused import BASE_SCORES, DEFAULT_FUSED_WEIGHTS, BaseScores
 from signet_rl.scorers.gnn_inputs import (  # torch-free: shared with the served (ONNX) policy
@@ -127,6 +128,8 @@ ADDED_ARGUMENTS: dict[str, Any] = {
     "query_text": True, "aspect_intent": True,
     # issue 25b: the heads start at zero (the untrained scorer ranks exactly as its base) and the loss
     "zero_residual": False, "loss": "squared",
+    # a residual over the hybrid entry's floor (issue 24): off before it
+    "floor_prior": 0.0,
 }  # fmt: skip
 
 
@@ -206,6 +209,8 @@ class _Inputs:
     #: time-sliced subgraphs: per group of entity hops sharing a time slice, their positions in ``ent``,
     #: the subgraph around them and the node inputs of that slice; ``None``: the cached full pass.
     sub: list[tuple[Tensor, _Subgraph, _NodeInputs]] | None
+    #: ``[n]`` the frozen floor prior added to every head (``floor_prior > 0``), else None
+    floor: Tensor | None = None
 
 
 class _GraphState:
@@ -415,8 +420,11 @@ class GNNPathNet(nn.Module):
         ``[n, base_dim]`` (the residual: they enter the trunk and, through ``base_skip``, every head)."""
         c = self.query_in(query)
         logits = torch.einsum("nlh,nh->nl", hops, self.attn(c)) / math.sqrt(self.hidden)
-        logits = logits.masked_fill(~mask, float("-inf"))
-        attn = torch.softmax(logits, dim=1)
+        # a path with no hop the net reads (the hybrid entry's memory-only floor and session paths) pools
+        # nothing: its row is left unmasked and zeroed after the softmax (all -inf gave NaN, forward and back)
+        some = mask.any(dim=1, keepdim=True)
+        logits = logits.masked_fill(~mask & some, float("-inf"))
+        attn = torch.softmax(logits, dim=1) * some
         pooled = torch.einsum("nl,nlh->nh", attn, hops)
         mean = hops.sum(1) / mask.sum(1, keepdim=True).clamp(min=1)
         parts = [pooled, mean, c, pooled * c]
@@ -452,6 +460,11 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             ``base_scale``) adds them to every head, so the untrained scorer already ranks like
             ``desire_fused`` and learning corrects it.
         base_scale: the skip's starting scale (>= 0).
+        floor_prior: > 0: learn a residual over the hybrid entry's floor (issue 24): every head's output is
+            :func:`~signet_rl.scorers.features.floor_prior` (``floor_prior / (1 + flat's rank)`` on the floor,
+            0 off it) plus the net's, and the output heads and the skip start at 0, so the untrained scorer
+            ranks exactly as ``best_flat`` does and the loss trains the net on ``rating - floor prior``.
+            0: off. The ONNX export does not carry it (refused by name).
         lr_decay_updates: learning-rate schedule: Adam's rate at update ``u`` is
             ``lr / sqrt(1 + u / lr_decay_updates)`` (0: constant).
         aspect_buckets: with > 0, learn a bias per head for each (predicted intent, aspect name hashed into
@@ -507,6 +520,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         zero_residual: bool = True,
         loss: Literal["squared", "pairwise", "both"] = "squared",
         hand_feature_count: int | None = None,
+        floor_prior: float = 0.0,
         name_dim: int = 16,
         type_buckets: int = 32,
         edge_type_buckets: int = 64,
@@ -534,6 +548,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         check_range("base_scale", base_scale, 0, owner=who)
         if loss not in ("squared", "pairwise", "both"):
             raise ValueError(f"{who}: loss must be 'squared', 'pairwise' or 'both', got {loss!r}")
+        check_range("floor_prior", floor_prior, 0, owner=who)
         if hand_feature_count is None:
             hand_feature_count = len(PATH_FEATURES)
         check_integer("hand_feature_count", hand_feature_count, 1, len(PATH_FEATURES), owner=who)
@@ -546,7 +561,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             "hand_features": hand_features, "base_scores": base_scores, "base_scale": base_scale,
             "lr_decay_updates": lr_decay_updates, "refresh_edge_stats": refresh_edge_stats,
             "aspect_buckets": aspect_buckets, "hand_feature_count": hand_feature_count,
-            "query_text": query_text, "aspect_intent": aspect_intent,
+            "query_text": query_text, "aspect_intent": aspect_intent, "floor_prior": floor_prior,
             "zero_residual": zero_residual, "loss": loss,
             "name_dim": name_dim, "type_buckets": type_buckets,
             "edge_type_buckets": edge_type_buckets, "community_buckets": community_buckets,
@@ -586,6 +601,13 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
                 base_init=[base_scale * DEFAULT_FUSED_WEIGHTS[k] for k in BASE_SCORES] if base_scores else (),
                 aspect_keys=len(INTENTS) * aspect_buckets, zero_residual=zero_residual,
             )  # fmt: skip
+        self.floor_prior = float(floor_prior)
+        if self.floor_prior:  # the residual starts at exactly 0: the untrained scorer is the floor prior
+            with torch.no_grad():
+                nn.init.zeros_(self.net.heads.weight)
+                nn.init.zeros_(self.net.heads.bias)
+                if self.net.base_skip is not None:
+                    nn.init.zeros_(self.net.base_skip.weight)
         self.optimizer = torch.optim.Adam(
             self.net.parameters(), lr=lr, weight_decay=weight_decay, foreach=True
         )
@@ -719,6 +741,10 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         )  # fmt: skip
         t = torch.from_numpy
         ents, dep = t(x.ent), t(x.dep)
+        floor = None
+        if getattr(self, "floor_prior", 0.0):
+            prior = [floor_prior(p, c, self.floor_prior) for _, p, c in items]
+            floor = t(np.concatenate(prior).astype(np.float32))
         return _Inputs(
             shape=x.shape, query=t(x.query), hand=None if x.hand is None else t(x.hand),
             base=None if x.base is None else t(x.base),
@@ -728,7 +754,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             dep_owner=t(x.dep_owner), dep_pos=t(x.dep_pos),
             asp_x=t(x.asp_x), asp_owner=t(x.asp_owner), asp_pos=t(x.asp_pos),
             att_x=t(x.att_x), att_owner=t(x.att_owner), att_pos=t(x.att_pos),
-            sub=self._time_groups(state, ents, x.t_ent, train),
+            sub=self._time_groups(state, ents, x.t_ent, train), floor=floor,
         )  # fmt: skip
 
     def _time_groups(
@@ -776,6 +802,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         out = self.net.head(hops, mask, x.query, x.hand, x.base)
         if self.net.aspect_bias is not None and x.aspect_key is not None:
             out = out + self.net.aspect_bias(x.aspect_key)
+        if x.floor is not None:  # the frozen floor prior: the net learns the residual over it
+            out = out + x.floor[:, None]
         return out
 
     def _outputs(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> Tensor:

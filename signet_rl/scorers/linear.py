@@ -49,6 +49,7 @@ from signet_rl.scorers.features import (
     PathFeaturizer,
     PerGraphFeaturizers,
     QueryFeaturizer,
+    floor_prior,
 )
 from signet_rl.scorers.fused import BASE_SCORES, BaseScores
 from signet_rl.traversal.path import Path
@@ -74,6 +75,13 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         encoder: text encoder name (query similarity features).
         classifier: predicts the query intent (default rule-based).
         edge_stats: learned desire-path statistics per edge (features ``desire_*``).
+        floor_prior: > 0: learn a residual over the hybrid entry's floor. :math:`z` gains the column
+            :func:`~signet_rl.scorers.features.floor_prior` (``floor_prior / (1 + flat's rank)`` on the floor,
+            0 off it), and the ridge prior's mean puts weight 1 on it (:math:`\\theta_0`; every other weight
+            0), so the posterior mean is
+            :math:`\\theta_0 + A^{-1} \\sum_i w_i x_i (r_i - \\theta_0^\\top x_i)`:
+            untrained, the greedy score is exactly the floor prior (``best_flat``'s order, the floor
+            first), and ratings move it from there. 0: off (a prior mean of 0).
 
     Attributes:
         dim: length of :math:`x` (``(1 + 28) * 6`` with intent interactions; ``(1 + 28 + 3) * 6`` with
@@ -100,8 +108,10 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         encoder: str = "hashing",
         classifier: IntentClassifier | None = None,
         edge_stats: EdgeStats | None = None,
+        floor_prior: float = 0.0,
     ) -> None:
         who = "LinUCBScorer"
+        check_range("floor_prior", floor_prior, 0, owner=who)
         check_range("alpha", alpha, 0, owner=who)
         check_range("lam", lam, 0, lo_open=True, owner=who)
         check_range("sigma", sigma, 0, owner=who)
@@ -119,11 +129,19 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
             "importance_weighted": importance_weighted, "max_importance_weight": self.max_importance_weight,
             "intent_interactions": intent_interactions, "base_scores": base_scores, "encoder": encoder,
         }  # fmt: skip
+        self.floor_prior = float(floor_prior)
+        if self.floor_prior:  # (a state saved without the key is a scorer without the column)
+            self.config["floor_prior"] = self.floor_prior
         self.base = BaseScores() if base_scores else None
         self.base_dim = 1 + len(PATH_FEATURES) + (len(BASE_SCORES) if base_scores else 0)
+        self.base_dim += 1 if self.floor_prior else 0  # the floor prior's column, last in z
         self.dim = self.base_dim * (1 + len(INTENTS) if intent_interactions else 1)
         self.A_inv = np.eye(self.dim) / self.lam
-        self.b = np.zeros(self.dim)
+        #: the ridge prior's mean: weight 1 on the shared block's floor-prior column (with floor_prior)
+        self.theta0 = np.zeros(self.dim)
+        if self.floor_prior:
+            self.theta0[self.base_dim - 1] = 1.0
+        self.b = self.lam * self.theta0
         self.updates = 0
         self._theta: np.ndarray | None = None
         self._chol: np.ndarray | None = None
@@ -150,6 +168,8 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         if self.base is not None:
             z_base = self.base.features(query, paths, context) if base is None else base
             parts.append(np.asarray(z_base, dtype=np.float64))
+        if self.floor_prior:
+            parts.append(floor_prior(paths, context, self.floor_prior)[:, None])
         z = np.concatenate(parts, axis=1)
         if not self.intent_interactions:
             return z

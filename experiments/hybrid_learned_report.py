@@ -1,0 +1,86 @@
+"""Learned desire over the hybrid entry against ``best_flat`` with paired 95% intervals (issue 24).
+
+Reads the finished ``experiments/learning_report.py`` runs ``runs/report/<prefix>-<scorer>-s<seed>`` (their
+``artifacts/per_query.csv``: the test fold, read once at the end of each run) and prints, per scorer, the mean
+over seeds of needed recall (overall and per QA category), recall@5, precision and walk share, and the paired
+difference learned − ``best_flat`` with a 95% bootstrap interval over queries (each query's learned figure the
+mean over the seeds; ``best_flat`` does not depend on the seed). Markdown on stdout.
+
+    python experiments/hybrid_learned_report.py --prefix locomo --scorers linucb gnn
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def paired(d: np.ndarray, n_boot: int = 10_000, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of ``d`` and its percentile-bootstrap 95% interval over the rows."""
+    rng = np.random.default_rng(seed)
+    boots = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(axis=1)
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return float(d.mean()), float(lo), float(hi)
+
+
+def load(prefix: str, scorer: str, seeds: list[int]) -> pd.DataFrame:
+    frames = []
+    for seed in seeds:
+        path = ROOT / "runs" / "report" / f"{prefix}-{scorer}-s{seed}" / "artifacts" / "per_query.csv"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: run python experiments/learning_report.py --runs "
+                                    f"{prefix}-{scorer}-s{seed} first")  # fmt: skip
+        rows = pd.read_csv(path)
+        frames.append(rows.assign(seed=seed))
+    return pd.concat(frames, ignore_index=True)
+
+
+def table(prefix: str, scorers: list[str], seeds: list[int], multi: str) -> str:
+    lines = [
+        f"| scorer | seeds | queries | learned | best_flat | learned − best_flat [95%] | {multi}: learned | "
+        f"best_flat | difference [95%] | recall@5 learned / best_flat | precision learned / best_flat | "
+        "walk share |",
+        "|---|---|---:|---:|---:|---|---:|---:|---|---|---|---:|",
+    ]
+    for scorer in scorers:
+        rows = load(prefix, scorer, seeds)
+        rows = rows[rows["n_needed"] > 0]
+        mean = rows.groupby(["retriever", "query_id"])[
+            ["needed_recall", "recall@5", "precision", "walk_share"]
+        ]
+        per = mean.mean()
+        learned, flat = per.loc["learned"], per.loc["best_flat"]
+        flat = flat.reindex(learned.index)
+        cat = rows.drop_duplicates("query_id").set_index("query_id")["category"].reindex(learned.index)
+        d, lo, hi = paired((learned["needed_recall"] - flat["needed_recall"]).to_numpy())
+        m = (cat == multi).to_numpy()
+        md, mlo, mhi = paired((learned["needed_recall"] - flat["needed_recall"]).to_numpy()[m])
+        lines.append(
+            f"| {scorer} | {len(seeds)} | {len(learned)} | {learned['needed_recall'].mean():.3f} | "
+            f"{flat['needed_recall'].mean():.3f} | {d:+.3f} [{lo:+.3f}, {hi:+.3f}] | "
+            f"{learned['needed_recall'][m].mean():.3f} | {flat['needed_recall'][m].mean():.3f} | "
+            f"{md:+.3f} [{mlo:+.3f}, {mhi:+.3f}] ({int(m.sum())}) | "
+            f"{learned['recall@5'].mean():.3f} / {flat['recall@5'].mean():.3f} | "
+            f"{learned['precision'].mean():.3f} / {flat['precision'].mean():.3f} | "
+            f"{learned['walk_share'].mean():.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--prefix", default="locomo")
+    ap.add_argument("--scorers", nargs="+", default=["linucb", "gnn"])
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--multi", default="multi-hop", help="the category reported on its own")
+    args = ap.parse_args()
+    print(table(args.prefix, args.scorers, args.seeds, args.multi))
+
+
+if __name__ == "__main__":
+    main()

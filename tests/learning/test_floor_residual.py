@@ -1,0 +1,115 @@
+"""The learned scorers over the hybrid entry learn a residual over best_flat's frozen floor (issue 24): with
+no interaction they inject exactly the flat retriever's slate, and ratings move them away from it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from signet_rl.core.types import Query, Unit, fit_budget
+from signet_rl.datasets.base import Dataset, GroundTruth, Truth
+from signet_rl.evaluation.harness import evaluate
+from signet_rl.graph.model import Entity, KnowledgeGraph, Memory, Mention
+from signet_rl.learning.trainer import BanditConfig, BanditTrainer
+from signet_rl.pipeline.desire import DesirePathRetriever
+from signet_rl.scorers import make_scorer
+from signet_rl.scorers.features import floor_prior
+
+T0 = pd.Timestamp("2024-03-01", tz="UTC")
+WORDS = ["apple", "river", "violin", "garden", "rocket", "harbor", "pepper", "candle", "meadow", "bridge",
+         "falcon", "lantern", "marble", "orchid", "pirate", "quartz", "saddle", "tunnel", "walnut", "zipper",
+         "anchor", "basket", "cactus", "dragon", "engine", "feather", "glacier", "hammer", "island", "jungle",
+         "kettle", "ladder", "magnet", "needle", "oyster", "parrot"]  # fmt: skip
+N_TRAIN = 30
+FLOOR = {"floor": True, "session": False, "entity_walks": False, "graph_walk": False,
+         "floor_budget_factor": 6.0}  # fmt: skip
+BUDGET = 60  # one turn
+
+
+def topics() -> Dataset:
+    """One session per word: a distractor turn, the answer turn (the evidence), a filler turn. Queries
+    before ``N_TRAIN`` train, the rest test."""
+    mems, ments = [], []
+    ents = [Entity(id="person:ann", name="Ann", entity_type="person", created_at=T0),
+            Entity(id="person:bob", name="Bob", entity_type="person", created_at=T0)]  # fmt: skip
+    queries, truth = [], []
+    for s, w in enumerate(WORDS):
+        turns = [f"Ann: {w} {w} {w} {w}, again and again", f"Bob: the {w} secret answer code is {s}",
+                 f"Ann: thanks, that helps, number {s}"]  # fmt: skip
+        for i, text in enumerate(turns):
+            mid = f"c:D{s}:{i + 1}"
+            mems.append(Memory(id=mid, content=text, tags=f"session_{s}",
+                               created_at=T0 + pd.Timedelta(days=s, seconds=i)))  # fmt: skip
+            ments.append(Mention(memory_id=mid, entity_id=f"person:{text.split(':')[0].lower()}"))
+        split = "train" if s < N_TRAIN else "test"
+        queries.append(Query(id=f"q{s}", text=f"What is the secret answer code of the {w}?", graph_id="c",
+                             split=split, timestamp=T0 + pd.Timedelta(days=60 + s)))  # fmt: skip
+        truth.append(Truth(f"q{s}", (f"c:D{s}:2",), "memory"))
+    graph = KnowledgeGraph.from_records(entities=ents, memories=mems, mentions=ments)
+    return Dataset(name="hand:topics", graphs={"c": graph}, queries=queries, truth=GroundTruth(truth))
+
+
+class FixedFlat:
+    """A flat retriever whose ranking is fixed: for the query about word ``s``, its distractor turn, the
+    next word's distractor, then its answer turn (rank 2), then its filler and the other distractors."""
+
+    name = "fixed_flat"
+
+    def index(self, dataset: Dataset) -> None:
+        self.text = dataset.graphs["c"].memories.set_index("id")["content"].to_dict()
+
+    def retrieve(self, query: Query, budget_chars: int | None = None) -> list[Unit]:
+        s = int(query.id[1:])
+        nxt = (s + 1) % len(WORDS)
+        order = [f"c:D{s}:1", f"c:D{nxt}:1", f"c:D{s}:2", f"c:D{s}:3"]
+        order += [f"c:D{t}:1" for t in range(len(WORDS)) if t not in (s, nxt)][:6]
+        units = [Unit(self.text[m], (m,), score=1.0 - 0.05 * r, meta={"vector": 1.0 - 0.05 * r})
+                 for r, m in enumerate(order)]  # fmt: skip
+        return units if budget_chars is None else fit_budget(units, budget_chars)
+
+
+def scorer(name: str):
+    if name == "gnn":
+        return make_scorer("gnn", hidden=8, layers=1, n_heads=2, floor_prior=0.3, seed=0)
+    return make_scorer("linucb", alpha=0.5, floor_prior=0.3)
+
+
+@pytest.mark.parametrize("name", ["linucb", "gnn"])
+def test_untrained_learned_policy_injects_exactly_best_flats_floor_order(name):
+    ds = topics()
+    flat = FixedFlat()
+    flat.index(ds)
+    cfg = {**FLOOR, "session": True, "entity_walks": True}  # walks and session steps among the candidates
+    # the policy evaluation reads before any interaction (greedy: LinUCB's confidence width off)
+    desire = BanditTrainer(ds, scorer(name), traversal=cfg, flat=flat, progress=False).frozen("untrained")
+    assert isinstance(desire, DesirePathRetriever)
+    assert not desire.floor_first  # a learned scorer ranks every candidate itself
+    for q in ds.queries[:8]:
+        cands = desire.candidates(q, 400)
+        kinds = {p.kind for p in cands.walk.paths}
+        assert "floor" in kinds and kinds - {"floor"}, kinds
+        scores = desire.scorer.score(q, cands.walk.paths, cands.context)
+        # the residual starts at exactly 0: the score is the floor prior, 0.3 / (1 + flat's rank), 0 off it
+        np.testing.assert_allclose(scores, floor_prior(cands.walk.paths, cands.context, 0.3), atol=1e-7)
+        for budget in (60, 120, 400):
+            want = [u.items for u in flat.retrieve(q, budget)]
+            got = desire.retrieve(q, budget)
+            assert [u.items for u in got[: len(want)]] == want
+            assert all(u.meta["source"] == "floor" for u in got[: len(want)])
+
+
+def test_linucb_learns_a_residual_that_beats_its_untrained_policy():
+    ds = topics()
+    flat = FixedFlat()
+    config = BanditConfig(epochs=3, budget_chars=BUDGET, slate_size=3, exploration="epsilon", epsilon=0.2,
+                          explorer_per_session=0, reinforcement=False, rater_noise=0.0, rater_prob=1.0,
+                          eval_every=10_000, checkpoint_every=10_000)  # fmt: skip
+    trainer = BanditTrainer(ds, scorer("linucb"), config, traversal=FLOOR, seed=0, flat=flat, progress=False)
+    untrained = trainer.frozen("untrained")
+    trainer.run()
+    res = evaluate(ds, {"flat": flat, "untrained": untrained, "learned": trainer.frozen("learned")},
+                   split="test", budget_chars=BUDGET, n_boot=1)  # fmt: skip
+    recall = res.rows.groupby("retriever")["needed_recall"].mean()
+    assert recall["flat"] == 0.0 and recall["untrained"] == 0.0  # flat's top turn is the distractor
+    assert recall["learned"] >= 0.8, recall.to_dict()
