@@ -97,14 +97,26 @@ def _tag(seed: int, learned: list[str], baselines: bool) -> str:
 
 
 def paired(
-    rows: pd.DataFrame, a: str, b: str, metric: str, budget: int, n_boot: int = 2000
+    rows: pd.DataFrame, a: str, b: str, metric: str, budget: int, n_boot: int = 2000,
+    same_queries: bool = False,
 ) -> dict[str, float]:
-    """Mean of ``a - b`` over the pooled queries that need something, and its paired bootstrap 95% interval
-    (queries resampled within each seed)."""
+    """Mean of ``a - b`` over the pooled queries that need something, and its paired bootstrap 95% interval.
+
+    Each seed's own dataset (``same_queries=False``, as here): queries are resampled within each seed. Seeds
+    that score the same test queries (``same_queries=True``, the learned report's runs on one dataset): each
+    query's difference is averaged over the seeds that scored it and the distinct queries are resampled, so a
+    query counts once however many seeds drew it (the interval is conditional on the seeds' trained policies).
+    """
     r = rows[(rows["budget"] == str(budget)) & (rows["n_needed"] > 0)]
     wide = r.pivot_table(index=["seed", "query_id"], columns="retriever", values=metric)
     diff = (wide[a] - wide[b]).dropna()
     rng = np.random.default_rng(0)
+    if same_queries:
+        per_query = diff.groupby(level="query_id").mean().to_numpy()
+        boots = np.array([per_query[rng.integers(len(per_query), size=len(per_query))].mean()
+                          for _ in range(n_boot)])  # fmt: skip
+        lo, hi = np.percentile(boots, [2.5, 97.5])
+        return {"mean": float(per_query.mean()), "lo": float(lo), "hi": float(hi), "n": int(len(per_query))}
     groups = [g.to_numpy() for _, g in diff.groupby(level="seed")]
     boots = np.array([
         np.concatenate([g[rng.integers(len(g), size=len(g))] for g in groups]).mean() for _ in range(n_boot)
