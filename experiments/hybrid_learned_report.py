@@ -1,10 +1,12 @@
 """Learned desire over the hybrid entry against ``best_flat`` with paired 95% intervals (issue 24).
 
 Reads the finished ``experiments/learning_report.py`` runs ``runs/report/<prefix>-<scorer>-s<seed>`` (their
-``artifacts/per_query.csv``: the test fold, read once at the end of each run) and prints, per scorer, the mean
-over seeds of needed recall (overall and per QA category), recall@5, precision and walk share, and the paired
-difference learned − ``best_flat`` with a 95% bootstrap interval over queries (each query's learned figure the
-mean over the seeds; ``best_flat`` does not depend on the seed). Markdown on stdout.
+``artifacts/per_query.csv``: the test fold, read once at the end of each run) and prints, per scorer, needed
+recall (overall and per QA category), recall@5, precision and walk share pooled over the distinct queries the
+seeds drew (each query's learned figure the mean over the seeds that drew it; ``best_flat`` does not depend on
+the seed), and the paired difference learned − ``best_flat`` with a 95% bootstrap interval over those queries.
+The interval is conditional on the seeds' trained policies: it resamples queries, not training runs, so the
+per-seed figures belong beside it. Markdown on stdout.
 
     python experiments/hybrid_learned_report.py --prefix locomo --scorers linucb gnn
 """

@@ -14,7 +14,9 @@ Forward push keeps an estimate ``p`` and a residual ``r`` (``r = s`` at the star
 ``PPR(s) = p + PPR(r)``: pushing a vertex ``u`` moves ``(1 - d) r_u`` into ``p_u`` and spreads ``d r_u``
 over its neighbours by weight (a dangling vertex sends it back to the seeds). It stops once every
 residual is below ``tol`` times its vertex's weighted degree (``tol`` for a dangling vertex), so each
-vertex's estimate is below the exact value by at most ``tol * deg_w(v)`` (the ACL bound), and the work is
+vertex's estimate is below the exact value by at most ``tol * max(deg_w(v), 1)`` (the ACL bound, which the
+tests check on graphs whose seeds have edges; residual that a dangling vertex sends back to the seeds can add
+about ``tol`` times ``v``'s PageRank from the seeds, so at most 1e-6 at the default), and the work is
 bounded by ``1 / ((1 - d) tol)`` weighted-degree units whatever the graph's size. Here every vertex over
 its threshold is pushed at once per round (the invariant holds for any push order), so a round is a few
 array operations over the active vertices' CSR rows.
@@ -107,7 +109,7 @@ def push_pagerank(
     before: int | None = None,
 ) -> np.ndarray:
     """``float64 [n]``: the personalised PageRank of ``graph`` reset at ``seeds`` (see the module
-    docstring), each vertex at most ``tol * deg_w(v)`` below the exact value (unreached vertices 0).
+    docstring), each vertex at most about ``tol * max(deg_w(v), 1)`` below the exact value (unreached vertices 0).
 
     ``before``: the PageRank of the graph of the edges whose order key is below it (a time slice, when the
     keys are the edges' ranks in creation order), with no per-slice array over the whole graph: the pushed
