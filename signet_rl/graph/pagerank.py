@@ -109,7 +109,8 @@ def push_pagerank(
     before: int | None = None,
 ) -> np.ndarray:
     """``float64 [n]``: the personalised PageRank of ``graph`` reset at ``seeds`` (see the module
-    docstring), each vertex at most about ``tol * max(deg_w(v), 1)`` below the exact value (unreached vertices 0).
+    docstring), each vertex at most about ``tol * max(deg_w(v), 1)`` below the exact value (unreached
+    vertices 0).
 
     ``before``: the PageRank of the graph of the edges whose order key is below it (a time slice, when the
     keys are the edges' ranks in creation order), with no per-slice array over the whole graph: the pushed
