@@ -313,7 +313,7 @@ def test_the_flat_tables_of_locomo_and_musique_name_flat_signet_beside_best_flat
 
 
 def test_hybrid_learned_report_pairs_learned_with_best_flat_per_query(tmp_path, monkeypatch):
-    mod = _load("hybrid_learned_report")
+    mod = load_experiment("hybrid_learned_report")
     monkeypatch.setattr(mod, "ROOT", tmp_path)
     # two seeds; q1 and q2 multi-hop; learned beats best_flat by 0.5 on q1 (both seeds), ties elsewhere
     for seed, extra in ((0, 0.5), (1, 0.5)):

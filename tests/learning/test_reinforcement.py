@@ -381,7 +381,8 @@ def test_apply_with_one_bad_feedback_in_a_batch_changes_nothing(star, ratings, b
 
 
 def test_apply_counts_hybrid_entry_paths_as_walked_without_reinforcing_an_intent(star):
-    # a dependency walk of the hybrid entry (strategy "dependency") used to raise "unknown intent" mid-training
+    # a dependency walk of the hybrid entry (strategy "dependency") used to raise "unknown intent"
+    # mid-training
     g, arrays = star
     stats = EdgeStats(arrays.num_dependencies, cool=0.5)
     stats.weights[:] = 2.0
