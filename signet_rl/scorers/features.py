@@ -408,6 +408,8 @@ class PathFeaturizer:
         self._attr_vectors: _LazyVectors | None = None
         self._aspect_vectors: _LazyVectors | None = None
         self._entity_vectors: FloatArray | None = None
+        self._memory_vectors: _LazyVectors | None = None
+        self._memory_index: dict[str, int] = {}
 
     # -- text vectors (encoded on first use, once per row) -----------------------------------------
 
@@ -429,6 +431,22 @@ class PathFeaturizer:
         if self._aspect_vectors is None:
             self._aspect_vectors = self._column(self.graph.aspects, "name", self.arrays.aspect_ids)
         return self._aspect_vectors.get(idx)
+
+    def memory_vectors(self, ids: Sequence[str]) -> FloatArray:
+        """Embeddings of memory contents by memory id, ``[len(ids), d]`` (the floor and session units of the
+        hybrid entry are memories); encoded on first use, like :meth:`attribute_vectors`.
+
+        Raises:
+            KeyError: a memory id the graph does not hold, named.
+        """
+        if self._memory_vectors is None:
+            mem_ids = self.graph.memories["id"].astype(str).to_numpy()
+            self._memory_index = {k: i for i, k in enumerate(mem_ids)}
+            self._memory_vectors = self._column(self.graph.memories, "content", mem_ids)
+        missing = [m for m in ids if str(m) not in self._memory_index]
+        if missing:
+            raise KeyError(f"memory_vectors: memory id {missing[0]!r} is not in the graph")
+        return self._memory_vectors.get([self._memory_index[str(m)] for m in ids])
 
     def entity_vectors(self) -> FloatArray:
         """Embeddings of every entity's name, in ``arrays.entity_ids`` order: ``[N, d]`` (all encoded at

@@ -422,7 +422,9 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
           of year on the unit circle (zeros with no ``t``).
         * ``log_session_gap_days``: ``ln(1 + days since the last memory written before t)``, the gap since
           the previous activity (0 with no ``t`` or none before).
-        * ``embedded``: 1 when the candidate has text of its own (facts), 0 when its name stands in.
+        * ``embedded``: 1 when the candidate has text of its own (facts, or a memory path's memories), 0 when
+          its name stands in. A memory path (the hybrid entry's floor and session units) has no end entity:
+          its entity columns (access count, entity slot, density) are 0.
         * ``superseded``: 1 when a fact was superseded by a row written by ``t`` (any superseded one
           without ``t``).
         * ``entity_slot``, ``aspect_slot``: CRC32 hash slot of the end entity and of the aspect, divided by
@@ -453,13 +455,17 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         out[:, col["superseded"]] = np.bincount(b.att_owner, weights=stale, minlength=n) > 0
         constraint = (a.attr_kind[b.att] == 1).astype(np.float64)
         out[:, col["constraint"]] = np.bincount(b.att_owner, weights=constraint, minlength=n) > 0
-        lo, hi = state.mention_indptr[b.end], state.mention_indptr[b.end + 1]
+        # a memory path (the hybrid entry's floor and session units) has no end entity (-1): its entity
+        # columns stay 0 and its embedding is its memories' text
+        has_end = b.end >= 0
+        end = np.maximum(b.end, 0)
+        lo, hi = state.mention_indptr[end], state.mention_indptr[end + 1]
         access = (hi - lo).astype(np.float64)
         if t is not None:
             times = state.mention_times
             pairs = zip(lo.tolist(), hi.tolist(), strict=True)
             access = np.array([np.searchsorted(times[s:e], float(t), "right") for s, e in pairs], np.float64)
-        out[:, col["log_access_count"]] = np.log1p(access)
+        out[:, col["log_access_count"]] = np.where(has_end, np.log1p(access), 0.0)
         if t is not None:
             out[:, col["hour_sin"] : col["weekday_cos"] + 1] = time_features(float(t))
             month = pd.Timestamp(float(t), unit="s", tz="UTC").month - 1
@@ -469,12 +475,13 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
             if before:
                 gap = max(0.0, (float(t) - float(state.memory_times[before - 1])) / DAY)
                 out[:, col["log_session_gap_days"]] = math.log1p(gap)
-        out[:, col["embedded"]] = has_att
-        out[:, col["entity_slot"]] = state.entity_slot[b.end]
+        memory_path = ~has_end & np.array([bool(p.memories) for p in paths], dtype=bool)
+        out[:, col["embedded"]] = has_att | memory_path  # a memory's own text is its embedding
+        out[:, col["entity_slot"]] = np.where(has_end, state.entity_slot[end], 0.0)
         has_asp = b.asp >= 0
         out[has_asp, col["aspect_slot"]] = state.aspect_slot[b.asp[has_asp]]
         degree = feat.slices.degree(t)
-        out[:, col["structural_density"]] = np.log1p(degree[b.end].astype(np.float64))
+        out[:, col["structural_density"]] = np.where(has_end, np.log1p(degree[end].astype(np.float64)), 0.0)
         out[:, col["traversal"]] = np.bincount(b.dep_owner, minlength=n) > 0
 
         # embeddings: mean of the facts' vectors, else the aspect's name, else the end entity's name
@@ -484,9 +491,11 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         name_only = ~has_att & has_asp
         if name_only.any():
             emb[name_only] = feat.aspect_vectors(b.asp[name_only])
-        bare = ~has_att & ~has_asp
+        bare = ~has_att & ~has_asp & has_end
         if bare.any():
             emb[bare] = feat.entity_vectors()[b.end[bare]]
+        for i in np.flatnonzero(~has_att & ~has_asp & memory_path):
+            emb[i] = feat.memory_vectors(paths[i].memories).mean(axis=0)
         norm = np.linalg.norm(emb, axis=1, keepdims=True)
         emb = np.where(norm > 0, emb / np.maximum(norm, 1e-12), 0.0)
         return emb.astype(np.float32), out

@@ -298,3 +298,33 @@ def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError) as err:
         SignetPredictorScorer(**kwargs)
     assert str(err.value) == message
+
+
+def test_a_memory_path_has_its_memory_text_and_no_entity_columns():
+    """The hybrid entry's floor and session units are memory paths with no end entity: their entity columns
+    are 0 (they used to index entity -1 and gave a NaN access count), their embedding is their memory's text,
+    and they count as embedded."""
+    from signet_rl.core.types import Query
+    from signet_rl.graph.model import Entity, KnowledgeGraph, Memory, Mention
+    from signet_rl.traversal.path import Hop, Path
+
+    g = KnowledgeGraph.from_records(
+        entities=[Entity(id="person:ann", name="Ann", entity_type="person", created_at=T0)],
+        memories=[Memory(id="m1", content="Ann moved to Lisbon in May", created_at=T0),
+                  Memory(id="m2", content="The violin lesson is on Tuesday", created_at=T0)],
+        mentions=[Mention(memory_id="m1", entity_id="person:ann")],
+    )  # fmt: skip
+    a = GraphArrays.from_graph(g)
+    s = SignetPredictorScorer()
+    paths = [Path((Hop.memory("m1"),), strategy="floor"), Path((Hop.memory("m2"),), strategy="floor")]
+    ctx = ScoringContext(g, a, ("person:ann",), (T0 + pd.Timedelta(days=3)).timestamp())
+    emb, f = s.features(paths, ctx)
+    assert np.isfinite(f).all()
+    for name in ("log_access_count", "entity_slot", "structural_density", "traversal"):
+        assert f[:, F[name]].tolist() == [0.0, 0.0], name
+    assert f[:, F["embedded"]].tolist() == [1.0, 1.0]
+    encoder = s.query_featurizer.encoder
+    text = np.asarray(encoder.encode(["Ann moved to Lisbon in May", "The violin lesson is on Tuesday"]))
+    text = text / np.linalg.norm(text, axis=1, keepdims=True)
+    np.testing.assert_allclose(emb, text, atol=1e-5)
+    assert s.score(Query(id="q", text="Where does Ann live?", graph_id="c", split="test"), paths, ctx).shape == (2,)
