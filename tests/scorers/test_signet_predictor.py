@@ -327,4 +327,5 @@ def test_a_memory_path_has_its_memory_text_and_no_entity_columns():
     text = np.asarray(encoder.encode(["Ann moved to Lisbon in May", "The violin lesson is on Tuesday"]))
     text = text / np.linalg.norm(text, axis=1, keepdims=True)
     np.testing.assert_allclose(emb, text, atol=1e-5)
-    assert s.score(Query(id="q", text="Where does Ann live?", graph_id="c", split="test"), paths, ctx).shape == (2,)
+    query = Query(id="q", text="Where does Ann live?", graph_id="c", split="test")
+    assert np.isfinite(s.score(query, paths, ctx)).all()
