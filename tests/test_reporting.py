@@ -13,8 +13,8 @@ from repo_copy import tracked_changes
 from signet_rl.reporting import Section, publish, read_section, splice
 
 #: The committed learning section's protocol: the groups whose every run finished, and how many runs did.
-GROUPS = "main,ablation,tight,tuning,drift,transfer"
-RERUN = 46
+GROUPS = "main,ablation,tight,tuning,drift,transfer,locomo,musique"
+RERUN = 52
 
 
 def test_splice_replaces_only_its_section_and_adds_a_missing_one_in_its_parent():
