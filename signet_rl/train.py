@@ -136,11 +136,12 @@ def traversal_config(cfg: DictConfig) -> dict[str, Any]:
 def build_scorer(cfg: DictConfig, traversal: dict[str, Any] | None = None) -> Any:
     """The scorer ``cfg.scorer`` names (``name`` plus its constructor arguments). With the floor among the
     candidates (``traversal["floor"]``), a learned scorer of :data:`RESIDUAL_SCORERS` gets ``floor_prior`` =
-    ``cfg.floor_prior`` unless ``cfg.scorer`` sets it."""
+    ``cfg.floor_prior`` unless ``cfg.scorer`` sets a non-zero one (its yaml's 0.0, the constructor's default,
+    defers to the top-level key; ``floor_prior=0`` turns the residual off)."""
     plain = OmegaConf.to_container(cfg.scorer, resolve=True)
     node = {str(k): v for k, v in dict(plain).items()}  # type: ignore[arg-type]
     name = node.pop("name")
-    if (traversal or {}).get("floor") and name in RESIDUAL_SCORERS and node.get("floor_prior") is None:
+    if (traversal or {}).get("floor") and name in RESIDUAL_SCORERS and not node.get("floor_prior"):
         node["floor_prior"] = float(cfg.get("floor_prior", 0.0) or 0.0)
     return make_scorer(str(name), **node)
 

@@ -48,10 +48,12 @@ def test_locomo_trains_over_the_hybrid_entry_with_the_floor_residual_by_default(
     bounds = {k: v for k, v in cfg.dataset.hybrid.items()}
     assert traversal == {"floor": True, "session": True, "entity_walks": True, "graph_walk": False, **bounds}
     assert build_scorer(cfg, traversal).floor_prior == cfg.floor_prior > 0
-    # the command line wins: a traversal override, the scorer's own floor_prior, the entity walk alone
-    cfg = _compose("dataset=locomo", "scorer=gnn", "traversal.max_paths=20", "+scorer.floor_prior=0")
+    # the command line wins: a traversal override, the scorer's own non-zero floor_prior, the top-level 0
+    cfg = _compose("dataset=locomo", "scorer=gnn", "traversal.max_paths=20", "scorer.floor_prior=0.3")
     traversal = traversal_config(cfg)
-    assert traversal["max_paths"] == 20 and build_scorer(cfg, traversal).floor_prior == 0
+    assert traversal["max_paths"] == 20 and build_scorer(cfg, traversal).floor_prior == 0.3
+    cfg = _compose("dataset=locomo", "scorer=gnn", "floor_prior=0")
+    assert build_scorer(cfg, traversal_config(cfg)).floor_prior == 0
     cfg = _compose("dataset=locomo", "scorer=linucb", "hybrid=false")
     assert "floor" not in traversal_config(cfg) and build_scorer(cfg, traversal_config(cfg)).floor_prior == 0
     cfg = _compose("scorer=linucb")  # synthetic: no hybrid block, the walk as before
