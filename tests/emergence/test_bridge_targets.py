@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
-
-from signet_rl.datasets import load_dataset
 from signet_rl.emergence.bridges import Bridge, BridgeTracker
 from signet_rl.emergence.components import BridgeTargets, bridge_ratings
 from signet_rl.emergence.similar import active_attributes, linked_pairs
-from signet_rl.learning.trainer import BanditConfig, BanditTrainer
-from signet_rl.scorers import make_scorer
 
-CFG = dict(epochs=1, max_interactions=12, eval_every=0, checkpoint_every=0, slate_size=2, session_size=1)
+CFG = dict(max_interactions=12, slate_size=2, session_size=1)
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    return load_dataset("synthetic:tiny:0")
-
-
-def _trainer(ds):
-    return BanditTrainer(ds, make_scorer("prior"), BanditConfig(**CFG), traversal={"max_depth": 2}, seed=3,
-                         progress=False)
-
-
-def test_the_explorer_slot_walks_the_bridge_and_its_rating_reaches_the_tracker(tiny):
-    probe = _trainer(tiny)
+def test_the_explorer_slot_walks_the_bridge_and_its_rating_reaches_the_tracker(tiny, prior_trainer):
+    probe = prior_trainer(tiny, **CFG)
     first = probe.train_queries[0]
     entries = list(probe.retriever.candidates(first).entries)
     near = entries[0]

@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
 from omegaconf import OmegaConf
 
-from signet_rl.datasets import load_dataset
 from signet_rl.emergence.config import EmergenceConfig
 from signet_rl.emergence.prewarm import PREDICTED_BUDGET, TrainerPrewarm
-from signet_rl.learning.trainer import BanditConfig, BanditTrainer
-from signet_rl.scorers import make_scorer
 from signet_rl.train import _emergence_prewarm
 
-CFG = dict(epochs=1, max_interactions=40, eval_every=0, checkpoint_every=0, slate_size=2, session_size=4)
+CFG = dict(max_interactions=40, slate_size=2, session_size=4)
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    return load_dataset("synthetic:tiny:0")
-
-
-def _trainer(ds):
-    return BanditTrainer(ds, make_scorer("prior"), BanditConfig(**CFG), traversal={"max_depth": 2}, seed=3,
-                         progress=False)
-
-
-def test_each_session_start_logs_a_rated_prewarm_slate_that_learns_from_earlier_ratings(tiny):
-    t = _trainer(tiny)
+def test_each_session_start_logs_a_rated_prewarm_slate_that_learns_from_earlier_ratings(tiny, prior_trainer):
+    t = prior_trainer(tiny, **CFG)
     assert t.session_start is None  # off unless the entry layer sets it
     _emergence_prewarm(OmegaConf.create({"emergence": {"prewarm": True}}), t)
     assert isinstance(t.session_start, TrainerPrewarm)
@@ -53,9 +39,9 @@ def test_each_session_start_logs_a_rated_prewarm_slate_that_learns_from_earlier_
     assert t.session_start.model.config.budget_chars == PREDICTED_BUDGET
 
 
-def test_prewarm_is_off_by_default(tiny):
+def test_prewarm_is_off_by_default(tiny, prior_trainer):
     assert EmergenceConfig().prewarm is False
-    t = _trainer(tiny)
+    t = prior_trainer(tiny, **CFG)
     _emergence_prewarm(OmegaConf.create({"emergence": {"bridges": False}}), t)
     assert t.session_start is None
     t.run()
