@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from signet_rl.datasets.base import Dataset
-from signet_rl.datasets.synthetic_v2 import generate_v2
+from signet_rl.datasets.synthetic import generate
 from signet_rl.emergence.bridges import BridgeTracker, find_bridges
 from signet_rl.emergence.health import HealthThresholds, plan_pruning
 from signet_rl.emergence.principles import detect_principles
@@ -60,6 +60,9 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "data" / "emergence"
 #: The validation seed every threshold is chosen on.
 VAL_SEEDS = (11, 1001)
+#: The synthetic generator version every dataset of a run is built with (``--version``; 2 by default, 3 is
+#: the opt-in benchmark of :mod:`signet_rl.datasets.synthetic_v3`). Set once by :func:`main`.
+VERSION = 2
 
 
 # --------------------------------------------------------------------------------------------------
@@ -67,10 +70,14 @@ VAL_SEEDS = (11, 1001)
 
 
 def dataset(preset: str, seed: int, control: bool) -> Dataset:
-    """The v2 dataset; the control has no principles, no noise entities and its bridge facts removed."""
+    """The dataset (generator :data:`VERSION`); the control has no principles, no noise entities and its
+    bridge facts removed."""
     if not control:
-        return generate_v2(preset, seed=seed)
-    ds = generate_v2(preset, seed=seed, principles=0, noise_entity_rate=0.0, bridges_per_1k=0.0)
+        return generate(preset, seed=seed, version=VERSION)
+    nothing: dict[str, Any] = {"principles": 0, "noise_entity_rate": 0.0, "bridges_per_1k": 0.0}
+    if VERSION >= 3:  # v3 sizes its bridges by their queries: no bridge queries, the two bridges removed
+        nothing["bridge_share"] = 0.0
+    ds = generate(preset, seed=seed, version=VERSION, **nothing)
     lab = ds.truth.labels["attributes"]
     planted = set(lab.loc[lab["category"] == "bridge", "attribute_id"])
     g = ds.graph
@@ -491,12 +498,29 @@ def pruning_outcome(ds: Dataset, records: list[Any], until: pd.Timestamp, t: Hea
                     later: tuple[str, ...]) -> dict[str, Any]:
     plan = plan_pruning(ds.graph, records, until=until, thresholds=t)
     noise = set(ds.truth.labels["entities"].query("noise")["entity_id"])
+    ents = ds.graph.entities
+    written = set(ents.loc[ents["created_at"] <= until, "id"]) & noise  # noise that exists by then
     needed = later_needed_entities(ds, later)
     pruned = set(plan.entity_ids)
     return {"plan": plan, "pruned": len(pruned), "entities": len(ds.graph.entities), "noise": len(noise),
             "noise_pruned": _div(len(pruned & noise), len(noise)),
+            "noise_written_by_training_end": len(written),
+            "noise_pruned_of_written": _div(len(pruned & written), len(written)),
+            "kept": dict(Counter(plan.kept.values())),
             "needed_entities_pruned": len(pruned & set(needed)),
             "needed_items_pruned": sum(len(needed[e]) for e in pruned & set(needed))}
+
+
+def _co_mentioned(g: Any) -> pd.Series:
+    """Per entity, how many other entities its memories mention."""
+    m = g.mentions[["memory_id", "entity_id"]].drop_duplicates()
+    pairs = m.merge(m, on="memory_id", suffixes=("", "_other"))
+    pairs = pairs[pairs["entity_id"] != pairs["entity_id_other"]]
+    return pairs.groupby("entity_id")["entity_id_other"].nunique()
+
+
+#: ``(max_mentions, max_co_mentioned)`` points of the v3 pruning grid.
+MENTION_GRID = ((None, None), (1, None), (None, 0), (1, 0))
 
 
 def run_pruning_signals(args: argparse.Namespace) -> dict[str, Any]:
@@ -520,6 +544,7 @@ def run_pruning_signals(args: argparse.Namespace) -> dict[str, Any]:
             "degree": degree.reindex(ids).fillna(0).to_numpy(),
             "attributes": attrs.groupby("entity").size().reindex(ids).fillna(0).to_numpy(),
             "mentions": g.mentions.groupby("entity_id").size().reindex(ids).fillna(0).to_numpy(),
+            "co_mentioned": _co_mentioned(g).reindex(ids).fillna(0).to_numpy(),
             "superseded": attrs.assign(s=attrs["status"] != "active").groupby("entity")["s"].sum()
             .reindex(ids).fillna(0).to_numpy(),
             "importance": attrs.groupby("entity")["importance"].mean().reindex(ids).to_numpy(),
@@ -543,8 +568,13 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
         out: dict[str, Any] = {"chosen": earlier["chosen"], "chosen_from": f"{earlier['preset']} validation "
                                f"seed {earlier['val_seed']} ({Path(args.chosen_from).name})"}
     else:
-        grid = [HealthThresholds(min_ratings=m, sick_share=sh, min_exposure=x)
-                for m in (2, 3, 5) for sh in (0.5, 0.8, 1.0) for x in (0, 1, 3, 10, 30)]
+        # v3 adds the passing-mention reading (memories up to the end of training): mentioned at most once,
+        # co-mentioned with no other entity, both, or neither
+        mentions = ((None, None),) if VERSION == 2 else MENTION_GRID
+        grid = [HealthThresholds(min_ratings=m, sick_share=sh, min_exposure=x, max_mentions=mm,
+                                 max_co_mentioned=mc)
+                for m in (2, 3, 5) for sh in (0.5, 0.8, 1.0) for x in (0, 1, 3, 10, 30)
+                for mm, mc in mentions]
         val = dataset(args.preset, args.val_seed[0], control=False)
         records, until = training_log(val, args.epochs, args.val_seed[0])
         best, table = None, []
@@ -608,6 +638,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--validation-only", action="store_true",
                     help="choose on the validation seeds, print the choice, and compute nothing on --seed")
     ap.add_argument("--preset", default="medium")
+    ap.add_argument("--version", type=int, choices=(2, 3), default=2,
+                    help="synthetic generator version (3: passing-mention noise, value principles, recurring "
+                         "bridges); a v3 run's JSON is named <part>-<preset>-<seed>-v3.json")
     ap.add_argument("--encoder", default="minilm", help="hashing or minilm (bridges, principles)")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--budget", type=int, default=2000)
@@ -621,6 +654,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = ap.parse_args(argv)
     if args.seed in args.val_seed:
         ap.error(f"--seed {args.seed} is the validation seed; report on another")
+    global VERSION
+    VERSION = args.version
     t0 = time.time()
     if args.part == "pruning":
         out = run_pruning(args)
@@ -631,9 +666,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         run = {"bridges": run_bridges, "bridges-trained": run_bridges_trained, "principles": run_principles}
         out = run[args.part](args, encoder)
     out.update(part=args.part, preset=args.preset, seed=args.seed, val_seed=args.val_seed, stream=args.stream,
-               encoder=args.encoder, epochs=args.epochs, seconds=round(time.time() - t0, 1))
+               encoder=args.encoder, epochs=args.epochs, version=args.version,
+               seconds=round(time.time() - t0, 1))
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"{args.part}-{args.preset}-{args.seed}.json"
+    tag = "" if args.version == 2 else f"-v{args.version}"
+    path = args.out / f"{args.part}-{args.preset}-{args.seed}{tag}.json"
     path.write_text(json.dumps(out, indent=1, default=str))
     print(json.dumps({k: v for k, v in out.items() if k != "validation"}, indent=1, default=str))
     return out

@@ -201,14 +201,16 @@ def _make_config(cls: type[_C], preset: str, overrides: dict[str, Any], unknown_
 
 
 #: Generator versions ``generate`` knows; 1 stays the default (its config hash never changes).
-VERSIONS: tuple[int, ...] = (1, 2)
+VERSIONS: tuple[int, ...] = (1, 2, 3)
 
 
 def generate(preset: str = "small", seed: int = 0, version: int = 1, **overrides: Any) -> Dataset:
     """Generate the benchmark for ``preset`` (``tiny``, ``small``, ``medium``, ``xl``) and ``seed``.
 
     The same preset, seed, version and overrides always give the same dataset. ``version=2`` is the
-    latent-need benchmark of :mod:`signet_rl.datasets.synthetic_v2` (dataset option ``version: 2``).
+    latent-need benchmark of :mod:`signet_rl.datasets.synthetic_v2` (dataset option ``version: 2``);
+    ``version=3`` is v2 with passing-mention noise, value principles, recurring bridges and a drift of fact
+    kind (:mod:`signet_rl.datasets.synthetic_v3`, opt-in).
 
     Raises:
         ValueError: an unknown version, preset or knob, naming it.
@@ -222,6 +224,10 @@ def generate(preset: str = "small", seed: int = 0, version: int = 1, **overrides
         from signet_rl.datasets.synthetic_v2 import generate_v2
 
         return generate_v2(preset, seed=seed, **overrides)
+    if version == 3:
+        from signet_rl.datasets.synthetic_v3 import generate_v3
+
+        return generate_v3(preset, seed=seed, **overrides)
     config = make_config(preset, **overrides)
     return _Generator(config, seed).run()
 
@@ -626,17 +632,25 @@ class _Generator:
         n_facts = len(f.entity)
         ent = np.asarray(f.entity)
         # Updates first (their count sets how many memories the base facts get).
-        candidates = np.flatnonzero(np.asarray(f.category) == REGULAR)
+        candidates = self._update_candidates(f)
         n_upd = int(round(c.supersede_rate * len(candidates)))
-        n_extra = int(round(c.distractor_memory_rate * self.n)) + int(round(c.chitchat_rate * c.n_memories))
-        n_base = max(1, min(n_facts, c.n_memories - n_upd - n_extra))
-        order = np.lexsort((rng.random(n_facts), ent, self.community[ent]))
+        own = self._own_memory_entities()
+        n_extra = (
+            int(round(c.distractor_memory_rate * self.n))
+            + int(round(c.chitchat_rate * c.n_memories))
+            + len(own)
+        )
+        # Pooled facts are dealt into the shared memories; an own-memory entity's facts are not.
+        pool = np.flatnonzero(~np.isin(ent, own)) if len(own) else np.arange(n_facts)
+        n_pool = len(pool)
+        n_base = max(1, min(n_pool, c.n_memories - n_upd - n_extra))
+        order = pool[np.lexsort((rng.random(n_pool), ent[pool], self.community[ent[pool]]))]
         cuts = (
-            np.sort(rng.choice(np.arange(1, n_facts), size=n_base - 1, replace=False))
+            np.sort(rng.choice(np.arange(1, n_pool), size=n_base - 1, replace=False))
             if n_base > 1
             else np.array([], dtype=np.int64)
         )
-        chunk_of_sorted = np.zeros(n_facts, dtype=np.int64)
+        chunk_of_sorted = np.zeros(n_pool, dtype=np.int64)
         chunk_of_sorted[cuts] = 1
         chunk_of_sorted = np.cumsum(chunk_of_sorted)
         fact_mem = np.empty(n_facts, dtype=np.int64)
@@ -644,8 +658,14 @@ class _Generator:
         first_fact = order[np.searchsorted(chunk_of_sorted, np.arange(n_base))]
         mem_domain = self.domain[ent[first_fact]]
         mem_time = self.session_times(mem_domain, 0.0, c.days * 0.95)
-        fact_time = mem_time[fact_mem]
         mem_facts = np.split(order, cuts)
+        if len(own):  # one memory each, after the shared ones, at a time of the entity's domain
+            for k, e in enumerate(own.tolist()):
+                facts = np.flatnonzero(ent == e)
+                fact_mem[facts] = n_base + k
+                mem_facts.append(facts)
+            mem_time = np.concatenate([mem_time, self.session_times(self.domain[own], 0.0, c.days * 0.95)])
+        fact_time = mem_time[fact_mem]
 
         mem_content, mem_mentions, mem_kind = [], [], []
         intros = ["Noted about", "Discussed", "Update on", "Reminder re", "From the session on"]
@@ -706,7 +726,7 @@ class _Generator:
 
         # Distractor and chit-chat memories.
         self.mem_distractor_start = len(mem_content)
-        hosts = rng.choice(self.n, size=int(round(c.distractor_memory_rate * self.n)), replace=False)
+        hosts = self._distractor_memory_hosts(int(round(c.distractor_memory_rate * self.n)))
         for e in hosts.tolist():
             tpl = V.DISTRACTOR_MEMORIES[int(rng.integers(len(V.DISTRACTOR_MEMORIES)))]
             mem_content.append(self.fill(tpl, name=self.names[e]))
@@ -732,6 +752,19 @@ class _Generator:
         link = np.flatnonzero(np.asarray(f.edge) >= 0)
         e_time[np.asarray(f.edge)[link]] = fact_time[link]
         self.e_time = e_time
+
+    def _update_candidates(self, f: _Facts) -> np.ndarray:
+        """Facts a later update may supersede: every regular fact."""
+        return np.flatnonzero(np.asarray(f.category) == REGULAR)
+
+    def _own_memory_entities(self) -> np.ndarray:
+        """Entities whose facts are all written in one memory of their own, mentioning nothing else (none
+        before version 3), in memory order."""
+        return np.array([], dtype=np.int64)
+
+    def _distractor_memory_hosts(self, k: int) -> np.ndarray:
+        """The ``k`` entities a distractor memory is written about: any entity."""
+        return self.rng.choice(self.n, size=k, replace=False)
 
     # -- tables -------------------------------------------------------------------------------------
 

@@ -201,6 +201,7 @@ class _GeneratorV2(_Generator):
         src = rng.integers(0, n, n_true + n_sp)
         tgt = self._edge_targets(src)
         spurious = rng.permutation(np.arange(len(src)) >= n_true)
+        src, tgt, spurious = self._edge_filter(src, tgt, spurious)
         src, tgt, spurious, dtype = self._typed_edges(src, tgt, spurious)
         p_true = np.array([0.08, 0.10, 0.15, 0.37, 0.22, 0.08])
         p_spur = np.array([0.14, 0.16, 0.2, 0.3, 0.15, 0.05])
@@ -210,13 +211,19 @@ class _GeneratorV2(_Generator):
         for e in np.flatnonzero(stated).tolist():
             self._state_edge(f, e, SPURIOUS_STATEMENT if spurious[e] else LINK, ent_aspects)
 
+    def _edge_filter(
+        self, src: np.ndarray, tgt: np.ndarray, spurious: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The drawn edges to keep: all of them."""
+        return src, tgt, spurious
+
     def bridges_principles_distractors(self, f: _Facts) -> None:
         """Paraphrased bridges with near-duplicate distractors, v1's principles, lexical distractors whose
         ``notes`` aspects weigh like any other aspect, and an alias fact per entity."""
         c, rng = self.c, self.rng
         edges = set(zip(self.e_src.tolist(), self.e_tgt.tolist(), strict=True))
         ok = np.flatnonzero(~self.noise)
-        n_bridges = max(2, int(round(self.n * c.bridges_per_1k / 1000)))
+        n_bridges = self._n_bridges()
         self.bridges: list[tuple[int, int]] = []
         self.bridge_dups: dict[int, list[int]] = {}
         for g in range(n_bridges):
@@ -246,10 +253,11 @@ class _GeneratorV2(_Generator):
                     f.add(e, int(rng.choice(self.ent_aspects[e])), 0, NEAR_DUPLICATE, other, tpl_a, group=g)
                 )
             self.bridge_dups[len(self.bridges) - 1] = dups
-        names = list(V.PRINCIPLES)
+        table = self._principle_table()
+        names = list(table)
         for p in range(min(c.principles, len(names))):
             comms = rng.choice(self.n_comm, size=min(c.principle_entities, self.n_comm), replace=False)
-            paraphrases = V.PRINCIPLES[names[p]]
+            paraphrases = table[names[p]]
             for j, cm in enumerate(comms.tolist()):
                 members = [
                     e for e in range(self.comm_start[cm], self.comm_start[cm + 1]) if not self.noise[e]
@@ -269,6 +277,14 @@ class _GeneratorV2(_Generator):
             asp = self.ent_aspects[e]
             a = int(asp[int(rng.integers(len(asp)))])
             self.alias_fact[e] = f.add(e, a, 0, ALIAS, f"also goes by {self.aliases[e]}", "alias")
+
+    def _n_bridges(self) -> int:
+        """How many bridges to plant: ``bridges_per_1k`` per thousand entities, at least two."""
+        return max(2, int(round(self.n * self.c.bridges_per_1k / 1000)))
+
+    def _principle_table(self) -> dict[str, list[str]]:
+        """Each planted principle's paraphrases (one per entity that states it, cycled)."""
+        return V.PRINCIPLES
 
     def _notes_weights(self, k: int) -> np.ndarray:
         return np.round(0.3 + 0.7 * self.rng.beta(2.0, 2.0, k), 4)
@@ -362,6 +378,7 @@ class _GeneratorV2(_Generator):
         self.H = rng.normal(0.0, c.hidden_scale, shape)
         self.K = rng.normal(0.0, c.kind_scale, (len(HIDDEN_INTENTS), len(FACT_CLASSES)))
         self.H_post = self.H.copy()
+        self.K_post = self.K.copy()
         self.drift_t = np.inf
         self.drifted: list[str] = []
         if c.drift and c.drift_domains:
@@ -416,10 +433,11 @@ class _GeneratorV2(_Generator):
         facts = np.asarray([a for a, _ in scope])
         hop = np.asarray([h for _, h in scope], dtype=np.float64)
         i = HIDDEN_INTENTS.index(intent)
-        H = self.H_post if t >= self.drift_t else self.H
+        post = t >= self.drift_t
+        H, K = (self.H_post, self.K_post) if post else (self.H, self.K)
         z = (
             H[i, self.asp_name_idx[self.a_aspect[facts]]]
-            + self.K[i, self.fact_class[facts]]
+            + K[i, self.fact_class[facts]]
             + c.usefulness_weight * self.u[facts]
             - c.hop_penalty * hop
             + rng.normal(0.0, c.query_noise, len(facts))
@@ -438,10 +456,10 @@ class _GeneratorV2(_Generator):
             return self.no_question(t)
         if intent == "relate":
             if rng.random() < c.bridge_share and self.bridges:
-                k = int(rng.integers(len(self.bridges)))
+                k, after = self._bridge_occasion()
                 ia, ib = self.bridges[k]
                 x, y = int(self.a_entity[ia]), int(self.a_entity[ib])
-                t = self.query_time(x, max(self.fact_time[ia], self.fact_time[ib]))
+                t = self.query_time(x, after)
                 needed = self.latest(np.asarray([ia, ib]), t)
                 mis = [d for d in self.bridge_dups.get(k, []) if self.fact_time[d] <= t]
                 out = {"t": t, "needed": needed, "extra_misleading": mis, "category": "bridge", "hops": None}
@@ -524,6 +542,13 @@ class _GeneratorV2(_Generator):
             "x": x,
             "y": -1,
         }
+
+    def _bridge_occasion(self) -> tuple[int, float]:
+        """The bridge a bridge query asks about (uniform) and the time it asks after (both copies
+        written)."""
+        k = int(self.rng.integers(len(self.bridges)))
+        ia, ib = self.bridges[k]
+        return k, max(self.fact_time[ia], self.fact_time[ib])
 
     def reference(self, x: int, t: float, needed: list[int], other: int = -1) -> tuple[str, str]:
         """How a query names entity ``x``: its name, or (at ``unnamed_share``) another reference (a role
@@ -626,7 +651,7 @@ class _GeneratorV2(_Generator):
             "memories": pd.DataFrame({"memory_id": self.mem_ids, "kind": self.mem_kind}),
         }
         rows = []
-        for period, H in (("pre", self.H), ("post", self.H_post)):
+        for period, H, K in (("pre", self.H, self.K), ("post", self.H_post, self.K_post)):
             if period == "post" and not np.isfinite(self.drift_t):
                 break
             for i, intent in enumerate(HIDDEN_INTENTS):
@@ -636,7 +661,7 @@ class _GeneratorV2(_Generator):
                     )
                 for j, cls in enumerate(FACT_CLASSES):
                     rows.append(
-                        {"period": period, "intent": intent, "key": f"class:{cls}", "value": self.K[i, j]}
+                        {"period": period, "intent": intent, "key": f"class:{cls}", "value": K[i, j]}
                     )
         out["hidden"] = pd.DataFrame(rows)
         return out

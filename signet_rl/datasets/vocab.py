@@ -311,6 +311,47 @@ NAME_SUFFIX: dict[str, list[str]] = {
 
 #: Bridge facts in two wordings that state the same thing (same slot values, few shared words); the
 #: first wording also seeds the near-duplicate distractors (same words, other values).
+#: Generator v3's principles: a value a person holds, stated in unrelated contexts (work, people, systems,
+#: research, home). Each statement is paraphrased (no shared template) but names the value itself in some
+#: word form, as a person who cares about privacy says privacy-ish things whatever the context.
+PRINCIPLES_V3: dict[str, list[str]] = {
+    "privacy": [
+        "keeps personal data out of logs to protect privacy",
+        "refuses analytics that invade people's privacy",
+        "encrypts notes by default, privacy first",
+        "never shares anything private without consent",
+        "picks apps by how well they guard privacy",
+    ],
+    "simplicity": [
+        "picks the simplest option when in doubt",
+        "deletes code to keep things simple",
+        "one tool per job: simplicity over frameworks",
+        "avoids clever abstractions, simple beats smart",
+        "keeps the weekly plan short and simple",
+    ],
+    "reproducibility": [
+        "pins every dependency version so builds are reproducible",
+        "records the seed of every run to reproduce it later",
+        "rebuilds results from raw data so they can be reproduced",
+        "keeps a lab notebook so each change is reproducible",
+        "cooks from written recipes to reproduce a good dish",
+    ],
+    "rest": [
+        "protects weekends from work to get real rest",
+        "logs off at six to rest in the evening",
+        "no screens after ten, rest comes first",
+        "takes a full week off each quarter to rest",
+        "plans trips with rest days built in",
+    ],
+    "writing": [
+        "writes decisions down before acting",
+        "keeps a changelog written in plain prose",
+        "answers questions with a short written doc",
+        "summarises every meeting in writing",
+        "writes letters to friends rather than texting",
+    ],
+}
+
 BRIDGE_PARAPHRASES: list[tuple[str, str]] = [
     (
         "the quarterly review falls on the first {weekday} of {month}",

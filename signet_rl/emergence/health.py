@@ -57,6 +57,11 @@ class HealthThresholds:
         sparse_degree: dependencies plus active attributes at or below which structure counts as sparse.
         min_exposure: logged candidate paths through an entity on no rated path before it counts as
             unused rather than unseen (0: every unrated entity is unused).
+        max_mentions: pruning only: an unused entity mentioned in more live memories than this (up to the
+            end of training) is kept, reason ``mentioned again`` (None: mentions are not read).
+        max_co_mentioned: pruning only: an unused entity whose memories (up to the end of training) also
+            mention more other entities than this is kept, reason ``co-mentioned`` (None: not read).
+            With ``max_mentions`` 1 and this 0, only passing mentions are pruned: written once, alone.
     """
 
     min_ratings: int = 3
@@ -65,8 +70,14 @@ class HealthThresholds:
     busy_mean: float = 0.5
     sparse_degree: int = 2
     min_exposure: int = 0
+    max_mentions: int | None = None
+    max_co_mentioned: int | None = None
 
     def __post_init__(self) -> None:
+        for name in ("max_mentions", "max_co_mentioned"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"HealthThresholds.{name} must be None or an integer >= 0, got {value!r}")
         if isinstance(self.min_exposure, bool) or not isinstance(self.min_exposure, int) or \
                 self.min_exposure < 0:
             raise ValueError(f"HealthThresholds.min_exposure must be an integer >= 0, got "
@@ -282,13 +293,43 @@ class PruningPlan:
         return self.unused + self.sick
 
 
+def _mentioned_again(graph: KnowledgeGraph, entity_ids: set[str], cutoff: pd.Timestamp | None,
+                     t: HealthThresholds) -> dict[str, str]:
+    """Of ``entity_ids``, those the memories written up to ``cutoff`` (live ones) mention more than
+    ``t.max_mentions`` times (``mentioned again``) or alongside more than ``t.max_co_mentioned`` other
+    entities (``co-mentioned``): no passing mention, so kept; one no live memory names by ``cutoff`` is kept
+    too (``not yet written``)."""
+    m = graph.mentions[["memory_id", "entity_id"]].drop_duplicates()
+    mem = graph.memories.set_index("id")
+    live = ~mem["is_deleted"].astype(bool)
+    if cutoff is not None:
+        live &= mem["created_at"] <= cutoff
+    m = m[m["memory_id"].map(live).fillna(False).astype(bool)]
+    mentions = m.groupby("entity_id")["memory_id"].nunique()
+    own = m[m["entity_id"].isin(entity_ids)]
+    pairs = own.merge(m, on="memory_id", suffixes=("", "_other"))
+    pairs = pairs[pairs["entity_id"] != pairs["entity_id_other"]]
+    co = pairs.groupby("entity_id")["entity_id_other"].nunique()
+    out: dict[str, str] = {}
+    for eid in sorted(entity_ids):
+        if int(mentions.get(eid, 0)) == 0:
+            out[eid] = "not yet written"  # no live memory names it by the cutoff: nothing to judge
+        elif t.max_mentions is not None and int(mentions.get(eid, 0)) > t.max_mentions:
+            out[eid] = "mentioned again"
+        elif t.max_co_mentioned is not None and int(co.get(eid, 0)) > t.max_co_mentioned:
+            out[eid] = "co-mentioned"
+    return out
+
+
 def plan_pruning(graph: KnowledgeGraph, records: Iterable[FeedbackRecord], *,
                  until: pd.Timestamp | str | None,
                  thresholds: HealthThresholds = HealthThresholds()) -> PruningPlan:
     """The unused and sick entities to prune, judged on feedback stamped at or before ``until`` only.
 
     ``until`` is required (pass None explicitly to use the whole log, e.g. when the log *is* the training
-    period). Pinned entities and principles are kept (listed in :attr:`PruningPlan.kept`).
+    period). Pinned entities and principles are kept (listed in :attr:`PruningPlan.kept`), and, when
+    :attr:`HealthThresholds.max_mentions` or :attr:`HealthThresholds.max_co_mentioned` is set, the unused
+    entities that are no passing mention in the memories written up to ``until``.
     """
     health = entity_health(graph, records, until=until, thresholds=thresholds)
     ents = graph.entities.set_index("id")
@@ -298,10 +339,13 @@ def plan_pruning(graph: KnowledgeGraph, records: Iterable[FeedbackRecord], *,
             protected[eid] = "pinned"
         elif ents.at[eid, "entity_type"] == EntityType.PRINCIPLE:
             protected[eid] = "principle"
-    pick = health[~health["entity_id"].isin(protected)]
     cutoff = None if until is None else pd.Timestamp(until)
     if cutoff is not None and cutoff.tzinfo is None:
         cutoff = cutoff.tz_localize("UTC")
+    if thresholds.max_mentions is not None or thresholds.max_co_mentioned is not None:
+        unused = health.loc[(health["status"] == UNUSED) & ~health["entity_id"].isin(protected), "entity_id"]
+        protected.update(_mentioned_again(graph, set(unused), cutoff, thresholds))
+    pick = health[~health["entity_id"].isin(protected)]
     return PruningPlan(until=cutoff,
                        unused=tuple(pick.loc[pick["status"] == UNUSED, "entity_id"]),
                        sick=tuple(pick.loc[pick["status"] == SICK, "entity_id"]),

@@ -111,3 +111,30 @@ def test_bad_logs_are_named() -> None:
     undated = FeedbackRecord(**{**record(3, ["E:e0"], [1]).__dict__, "timestamp": None})
     with pytest.raises(ValueError, match=r"feedback record r/3/q3 is undated"):
         plan_pruning(graph(), [undated], until=T0)
+
+
+def test_only_passing_mentions_are_pruned_when_mentions_are_read() -> None:
+    """u0: one memory, alone (a passing mention); u1: two memories; u2: one memory shared with u3; u3 and
+    u4 written after the cutoff, u4 alone. None is on a rated path."""
+    from signet_rl.graph.model import Memory, Mention
+
+    day = [T0 + pd.Timedelta(days=d) for d in range(10)]
+    mems = [("m0", 1, ["u0"]), ("m1", 1, ["u1"]), ("m2", 2, ["u1"]), ("m3", 2, ["u2", "u3"]),
+            ("m4", 8, ["u4"]), ("m5", 8, ["u3"])]
+    g = KnowledgeGraph.from_records(
+        entities=[Entity(id=f"u{i}", name=f"u{i}") for i in range(5)],
+        memories=[Memory(id=m, content=m, created_at=day[d]) for m, d, _ in mems],
+        mentions=[Mention(memory_id=m, entity_id=e) for m, _, es in mems for e in es],
+    )
+    until = day[5]
+    passing = HealthThresholds(max_mentions=1, max_co_mentioned=0)
+    plan = plan_pruning(g, [], until=until, thresholds=passing)
+    assert plan.unused == ("u0",)
+    assert plan.kept == {"u1": "mentioned again", "u2": "co-mentioned", "u3": "co-mentioned",
+                         "u4": "not yet written"}
+    once = HealthThresholds(max_mentions=1)
+    assert plan_pruning(g, [], until=until, thresholds=once).unused == ("u0", "u2", "u3")
+    assert plan_pruning(g, [], until=until).unused == ("u0", "u1", "u2", "u3", "u4")  # mentions not read
+    with pytest.raises(ValueError, match=r"HealthThresholds.max_mentions must be None or an integer >= 0, "
+                                         r"got -1"):
+        HealthThresholds(max_mentions=-1)
