@@ -238,19 +238,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="data/experiments/drift_recovery")
     ap.add_argument("--log", default=None, help="progress log file (default: stderr)")
     ap.add_argument("--summarize", action="store_true", help="recompute the summary from saved frames")
+    ap.add_argument("--version", type=int, choices=(2, 3), default=2,
+                    help="synthetic generator version (3: the drift also turns the fact-class needs round)")
+    ap.add_argument("--frozen-only", action="store_true",
+                    help="run the fixed quota only, with the frozen row and the oracle: the precondition "
+                         "(does a policy fixed before the drift lose >= 0.10?)")
     args = ap.parse_args(argv)
-    dataset = generate(args.preset, seed=args.seed, version=2, drift=True)
+    dataset = generate(args.preset, seed=args.seed, version=args.version, drift=True)
+    tag = "" if args.version == 2 else f"-v{args.version}"
     if args.summarize:
-        folder = FsPath(args.out) / f"{args.preset}-{args.scorer}-{args.stream}-seed{args.seed}"
+        folder = FsPath(args.out) / f"{args.preset}-{args.scorer}-{args.stream}-seed{args.seed}{tag}"
         result = summarize(folder, dataset)
         result["oracle"] = drift_loss(dataset, max_queries=ORACLE_QUERIES)
         print(json.dumps(result, indent=2))
         return 0
     log = open(args.log, "a") if args.log else sys.stderr  # noqa: SIM115
-    out = FsPath(args.out) / f"{args.preset}-{args.scorer}-{args.stream}-seed{args.seed}"
+    out = FsPath(args.out) / f"{args.preset}-{args.scorer}-{args.stream}-seed{args.seed}{tag}"
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, float]] = {}
-    runs = ([("regulated", d) for d in DROP_GRID] if args.tune else
+    runs = ([("regulated", d) for d in DROP_GRID] if args.tune else [("fixed", None)] if args.frozen_only else
             [("none", None), ("fixed", None), ("regulated", args.drop_at)])
     for condition, drop in runs:
         name = condition if not args.tune else f"regulated-drop{drop}"

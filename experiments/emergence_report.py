@@ -590,6 +590,8 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
     # Two operating points on the reporting seed: the validation choice (no needed item pruned there) and
     # the rule as it stands (every unused and sick entity, default thresholds).
     points = {"chosen": chosen, "unused_and_sick": HealthThresholds()}
+    if VERSION >= 3:  # the passing-mention rule as designed (not tuned): unused, written once, alone
+        points["passing_mentions"] = HealthThresholds(max_mentions=1, max_co_mentioned=0)
     for name, control in (("planted", False), ("control", True)):
         ds = dataset(args.preset, args.seed, control=control)
         records, until = training_log(ds, args.epochs, args.seed)
