@@ -29,8 +29,11 @@ real use:
   changes (from building a system to running it, from a student to a supervisor), not only the topics they
   need turn round (v2's flip of the drifting domains' aspect needs, kept) but also the kind of fact a
   question needs: descriptions give way to constraints, or to the statements of how things connect. v3
-  turns the fact-class table ``K`` round at the drift (``K_post = -K``), for every intent. v2's drift turned
-  round the aspect needs only, which a learned policy that had learned them poorly hardly felt.
+  turns the fact-class table ``K`` round at the drift (``K_post = -K``), for every intent. And attention
+  follows the change: after the drift, a question about an entity of an undrifted domain is redrawn at
+  ``attention_shift`` (0.8), so most post-drift questions are about the domains whose needs changed (a new
+  project takes the user's time). v2's drift turned round the aspect needs only, in domains asked about no
+  more than before, which a learned policy frozen before it hardly felt (0.038 recall on seed 2029).
 
 Everything else (the latent need, references, ids, layout, labels) is v2's. The labels keep v2's columns;
 ``entities.noise`` marks the passing mentions.
@@ -45,7 +48,7 @@ import numpy as np
 
 from signet_rl.datasets import vocab as V
 from signet_rl.datasets.base import Dataset
-from signet_rl.datasets.synthetic import DAY, REGULAR, _Facts, _Generator, _make_config
+from signet_rl.datasets.synthetic import DAY, DOMAIN_NAMES, REGULAR, _Facts, _Generator, _make_config
 from signet_rl.datasets.synthetic_v2 import SyntheticConfigV2, _GeneratorV2
 
 __all__ = ["GENERATOR_VERSION", "SyntheticConfigV3", "generate_v3", "make_config_v3"]
@@ -62,6 +65,8 @@ class SyntheticConfigV3(SyntheticConfigV2):
         bridge_recurrence: mean number of queries that need each planted bridge (``>= 2``).
         bridge_span: share of the timeline after a bridge is written over which its occasions fall.
         drift_classes: with ``drift``, turn the intent × fact-class needs round at the drift too.
+        attention_shift: with ``drift``, the share of post-drift questions about an entity of an undrifted
+            domain that are not asked (redrawn): attention follows the change.
     """
 
     generator_version: ClassVar[int] = GENERATOR_VERSION
@@ -70,6 +75,7 @@ class SyntheticConfigV3(SyntheticConfigV2):
     bridge_recurrence: float = 4.0
     bridge_span: float = 0.25
     drift_classes: bool = True
+    attention_shift: float = 0.8
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -78,6 +84,8 @@ class SyntheticConfigV3(SyntheticConfigV2):
                 f"synthetic config: bridge_recurrence={self.bridge_recurrence!r} must be >= 2 "
                 "(a bridge that comes up once is v2's)"
             )
+        if not 0.0 <= self.attention_shift <= 1.0:
+            raise ValueError(f"synthetic config: attention_shift={self.attention_shift!r} must be in [0, 1]")
         if not 0.0 < self.bridge_span <= 1.0:
             raise ValueError(f"synthetic config: bridge_span={self.bridge_span!r} must be in (0, 1]")
 
@@ -159,6 +167,20 @@ class _GeneratorV3(_GeneratorV2):
         super().hidden()
         if self.c.drift and self.c.drift_classes and np.isfinite(self.drift_t):
             self.K_post = -self.K
+
+    def frame(self, intent: str) -> dict[str, Any] | None:
+        """v2's question, except that after the drift a question about an undrifted domain's entity is
+        redrawn at ``attention_shift``: the user's attention goes where their work changed."""
+        q = super().frame(intent)
+        if (
+            q is not None
+            and q["x"] >= 0
+            and q["t"] >= self.drift_t
+            and DOMAIN_NAMES[int(self.domain[q["x"]])] not in self.drifted
+            and self.rng.random() < self.c.attention_shift
+        ):
+            return None
+        return q
 
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "generator_version": GENERATOR_VERSION}

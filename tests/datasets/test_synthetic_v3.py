@@ -125,3 +125,19 @@ def test_the_drift_turns_the_fact_class_needs_round_too():
     h2 = kept.pivot_table(index=["intent", "key"], columns="period", values="value")
     cls2 = h2[h2.index.get_level_values("key").str.startswith("class:")]
     np.testing.assert_allclose(cls2["post"].to_numpy(), cls2["pre"].to_numpy())
+
+
+def test_after_the_drift_attention_follows_the_change():
+    def questions_about_drifted_domains(**extra):
+        d = generate("small", seed=0, version=3, drift=True, **extra)
+        focus = d.truth.labels["queries"]
+        domain = d.truth.labels["entities"].set_index("entity_id")["domain"]
+        focus = focus[focus["x"].notna()]
+        drifted = focus["x"].map(domain).isin(d.meta["drift_domains"])
+        assert d.meta["drift_domains"] == ["infrastructure", "research", "personal"]
+        period = focus["after_drift"]
+        return {after: (int(drifted[period == after].sum()), int((period == after).sum()))
+                for after in (False, True)}
+
+    assert questions_about_drifted_domains() == {False: (92, 149), True: (138, 170)}  # 81% after, 62% before
+    assert questions_about_drifted_domains(attention_shift=0.0) == {False: (73, 121), True: (106, 216)}
