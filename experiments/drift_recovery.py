@@ -2,7 +2,9 @@
 explorer quota, a fixed quota, and no explorers.
 
 The drift scenario is ``synthetic`` v2 with ``drift=True``: at mid-timeline the needs of some domains turn
-round (:mod:`signet_rl.datasets.synthetic_v2`). Every condition runs the bandit loop (the GNN of
+round (:mod:`signet_rl.datasets.synthetic_v2`); with ``--version 3`` it is v3's drift, which also turns
+the fact-class needs round and moves the user's attention to the drifted domains
+(:mod:`signet_rl.datasets.synthetic_v3`). Every condition runs the bandit loop (the GNN of
 ``conf/scorer/gnn.yaml``, whose intent × aspect bias can learn the needs that drift; the task's defaults)
 over the same training timeline with the same seed; only the explorer quota differs:
 
@@ -64,8 +66,9 @@ RECOVER = 0.9
 DROP_GRID = (0.1, 0.2, 0.3)
 #: Queries :func:`~signet_rl.evaluation.audit.drift_loss` reads (the ``oracle`` row).
 ORACLE_QUERIES = 300
-#: ``drop_at`` chosen on the validation seed (``--tune --stream train``): the highest post-drift recall.
-DROP_AT = 0.1
+#: ``drop_at`` chosen on the validation seed (``--tune --stream train``): the highest post-drift recall;
+#: per generator version (v3: ``--tune --stream train --version 3``).
+DROP_AT = {2: 0.1, 3: 0.2}
 
 
 def greedy_recall(ret: DesirePathRetriever, resolver: ItemResolver, dataset: Dataset, query: Any,
@@ -230,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=VALIDATION_SEED)
     ap.add_argument("--preset", default=PRESET)
     ap.add_argument("--scorer", default="gnn", help="conf/scorer/<name>.yaml")
-    ap.add_argument("--drop-at", type=float, default=DROP_AT, help="the regulator's drop_at")
+    ap.add_argument("--drop-at", type=float, default=None,
+                    help="the regulator's drop_at (default: the validation choice of --version, DROP_AT)")
     ap.add_argument("--window", type=int, default=3)
     ap.add_argument("--stream", choices=("all", "train"), default="all",
                     help="all: every query of the timeline is an interaction; train: the train split only")
@@ -246,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     dataset = generate(args.preset, seed=args.seed, version=args.version, drift=True)
     tag = "" if args.version == 2 else f"-v{args.version}"
+    if args.drop_at is None:
+        args.drop_at = DROP_AT[args.version]
     if args.summarize:
         folder = FsPath(args.out) / f"{args.preset}-{args.scorer}-{args.stream}-seed{args.seed}{tag}"
         result = summarize(folder, dataset)
