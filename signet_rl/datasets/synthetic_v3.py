@@ -7,12 +7,13 @@ real use:
 
 * **Noise entities are passing mentions** (``noise_entity_rate``, as in v2). In real memory junk is the
   café named once, the colleague of a friend mentioned in passing: it is written in one session and never
-  comes up again. A v3 noise entity has the same templates and as many facts as any entity, but all of them
-  are written in **one memory of its own**, which mentions no other entity; it is never updated (no later
-  memory supersedes its facts), no distractor memory is written about it, and **no dependency** touches it
-  (an edge is stated by a memory that names both ends, and its one memory names nothing else). v2 drew
-  noise like any entity: its facts were dealt into the shared memories with the real entities, updated and
-  linked like theirs, so nothing a deployed system sees set it apart.
+  comes up again. A v3 noise entity has the same templates and draws its aspects and facts like any entity
+  (it has no link facts, having no edges), but all of them are written in **one memory of its own**,
+  which mentions no other entity; it is never updated (no later memory supersedes its facts), no
+  distractor memory is written about it, and **no dependency** touches it (an edge is stated by a memory
+  that names both ends, and its one memory names nothing else). v2 drew noise like any entity: its facts
+  were dealt into the shared memories with the real entities, updated and linked like theirs, so nothing a
+  deployed system sees set it apart.
 * **Principles are values stated in unrelated contexts** (:data:`~signet_rl.datasets.vocab.PRINCIPLES_V3`).
   A person who cares about privacy says privacy-ish things at work, with friends and at home: each statement
   is worded differently (no shared template) but names the value in some word form ("protect privacy",
