@@ -29,7 +29,7 @@ from signet_rl.retrieval.entry import EntrySearch
 from signet_rl.retrieval.flat import BEST_FLAT, flat_variant
 from signet_rl.retrieval.intent import IntentClassifier, RuleIntentClassifier
 from signet_rl.scorers.base import PathScorer, ScoringContext, make_scorer
-from signet_rl.text.encoders import CachedEncoder, make_encoder
+from signet_rl.text.encoders import CachedEncoder, encode_query, make_encoder
 from signet_rl.text.terms import capped_query, clean_text
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.construct import MemoryBuilder, build_slate
@@ -258,8 +258,8 @@ class DesirePathRetriever:
         budget = DEFAULT_BUDGET_CHARS if budget_chars is None else budget_chars
         walk_intent = "what" if intent == "none" else intent
         timer = self.timer
-        with stage(timer, "query_encoding"):
-            qv = state.encoder.encode([query.text[:1000]])[0]
+        with stage(timer, "query_encoding"):  # once per process: flat and the GNN may read the same vector
+            qv = encode_query(state.encoder, query.text[:1000])
         with stage(timer, "entry_and_flat_hits"):
             entries = self.entries(query, walk_intent, _entry_vector(state, query.text, qv))
             flat_units = self.flat.retrieve(query, None)
