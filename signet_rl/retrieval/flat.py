@@ -535,6 +535,14 @@ class FlatRetriever:
         assert self._query_encoder is not None
         return encode_query(self._query_encoder, text)
 
+    def prepare_query(self, query: Query) -> None:
+        """Encode ``query``'s vector query now (memoised, :func:`~signet_rl.text.encoders.encode_query`), so
+        that a :meth:`retrieve` of it on another thread leaves every encoder's state alone (an encoder may
+        grow its tables on an unseen word)."""
+        vq = vector_query(capped_query(query).text, self.vector_prefix_chars)
+        if self._query_encoder is not None and vq:
+            self._encode_query(vq)
+
     def _pool(self, graph_id: str) -> _Pool:
         if self._graphs is None:
             raise RuntimeError(f"{self.name}: call index(dataset) before retrieve()")
