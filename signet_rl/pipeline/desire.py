@@ -285,6 +285,11 @@ class DesirePathRetriever:
                 walk = state.traverser.walk(entries, walk_intent, query.timestamp, relevance=rel)
             else:
                 walk = Walk()
+        with stage(timer, "scoring"):
+            context = self.context(query, entries, rel)
+            prefetch = getattr(self.scorer, "prefetch", None)
+            if self.parallel_floor and prefetch is not None:  # scoring's work on the entries alone (PageRank)
+                prefetch(query, context)  # while the floor's thread runs
         with stage(timer, "entry_and_flat_hits"):
             flat_units = floor()
         with stage(timer, "traversal"):
@@ -295,9 +300,7 @@ class DesirePathRetriever:
         if not pool.paths:
             return None
         walk.paths = list(pool.paths)
-        with stage(timer, "scoring"):
-            context = self.context(query, entries, rel)
-            context.path_info = pool.info
+        context.path_info = pool.info
         if timer is not None:
             timer.counts["candidates"] = len(pool.paths)
         return Candidates(intent, entries, walk, context, pool, flat_units)

@@ -297,6 +297,11 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
             "aspect_key": np.zeros(n, np.int64) if x.aspect_key is None else x.aspect_key,
         })[0]  # fmt: skip
 
+    def prefetch(self, query: Query, context: ScoringContext) -> None:
+        """The base scores' work on the entries alone (PPR's rank), done now (see ``BaseScores.prefetch``)."""
+        if self.base is not None:
+            self.base.prefetch(query, context)
+
     def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
         """The mean of the heads' outputs, ``[n]`` (as :meth:`GNNPathScorer.score`)."""
         if not paths:
