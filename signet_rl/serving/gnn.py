@@ -133,7 +133,9 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
 
     @staticmethod
     def _run(sess: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        names = {i.name for i in sess.get_inputs()}
+        names = getattr(sess, "_signet_input_names", None)
+        if names is None:  # the session's input names, read once
+            names = sess._signet_input_names = frozenset(i.name for i in sess.get_inputs())
         out: list[np.ndarray] = sess.run(None, {k: v for k, v in feeds.items() if k in names})
         return out
 
