@@ -64,8 +64,10 @@ QUERY_VECTORS: dict[tuple[str, int, str], np.ndarray] = {}
 
 def encode_query(encoder: Encoder, text: str) -> np.ndarray:
     """``float32 [dim]``, read-only: ``encoder``'s vector of ``text``, encoded once per process
-    (:data:`QUERY_VECTORS`)."""
-    key = (encoder.name, encoder.dim, text)
+    (:data:`QUERY_VECTORS`). A :class:`CachedEncoder` keeps its own entries: its disk cache may hold a
+    vector encoded in a batch, which a model encoder need not reproduce bit for bit."""
+    name = f"cached:{encoder.name}" if isinstance(encoder, CachedEncoder) else encoder.name
+    key = (name, encoder.dim, text)
     vec = QUERY_VECTORS.get(key)
     if vec is None:
         vec = np.asarray(encoder.encode([text]), dtype=np.float32)[0]

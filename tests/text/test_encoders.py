@@ -174,7 +174,7 @@ def test_minilm_keeps_one_text_encodings_and_hands_out_copies():
     np.testing.assert_array_equal(MiniLMEncoder().encode([text]), again)
 
 
-def test_encode_query_encodes_each_query_once_per_process():
+def test_encode_query_encodes_each_query_once_per_process(tmp_path):
     """Desire's entry search, the flat floor and the GNN's query features read one vector per (encoder, text):
     the encoder's own, read-only, memoised under the encoder's name and dimension."""
     from signet_rl.scorers.features import QueryFeaturizer
@@ -190,3 +190,5 @@ def test_encode_query_encodes_each_query_once_per_process():
     assert QueryFeaturizer(enc).embed(text) is vec
     other = encode_query(HashingEncoder(dim=64), text)
     assert other.shape == (64,) and len(QUERY_VECTORS) == 2
+    cached = encode_query(CachedEncoder(enc, tmp_path), text)  # a disk cache's vectors are kept apart
+    assert cached is not vec and np.array_equal(cached, vec) and len(QUERY_VECTORS) == 3
