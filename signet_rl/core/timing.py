@@ -30,18 +30,27 @@ class StageTimer:
     """Seconds per stage since the last :meth:`clear`: ``wall`` (``time.perf_counter``) and ``cpu``
     (``time.thread_time``, this thread's CPU: unlike wall time it is not inflated by other processes on a
     loaded machine). A stage entered twice adds up. ``counts`` holds sizes the pipeline reports beside
-    its stages (``candidates``: the paths scored)."""
+    its stages (``candidates``: the paths scored). ``other_cpu``: the CPU seconds that helper threads spent
+    for the request (:meth:`add_cpu`; also in their stage's ``cpu``), which the calling thread's own CPU
+    time does not include."""
 
     def __init__(self) -> None:
         self.wall: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
         self.counts: dict[str, float] = {}
+        self.other_cpu = 0.0
 
     def clear(self) -> None:
         """Forget every stage and count (call before each timed request)."""
         self.wall.clear()
         self.cpu.clear()
         self.counts.clear()
+        self.other_cpu = 0.0
+
+    def add_cpu(self, name: str, seconds: float) -> None:
+        """Add ``seconds`` of CPU another thread spent for stage ``name`` (to ``cpu`` and ``other_cpu``)."""
+        self.cpu[name] = self.cpu.get(name, 0.0) + seconds
+        self.other_cpu += seconds
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:

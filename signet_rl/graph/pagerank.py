@@ -28,6 +28,7 @@ candidates (``benchmarks/bench_ppr.py``; ``docs/results.md``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +55,12 @@ class CSRGraph:
     @property
     def num_vertices(self) -> int:
         return len(self.degree)
+
+    @functools.cached_property
+    def push_scale(self) -> np.ndarray:
+        """``float64 [n]``: each vertex's stopping threshold per unit of ``tol`` (its weighted degree, 1 for
+        a dangling vertex), computed once per graph."""
+        return np.where(self.degree > 0, self.degree, 1.0)
 
     def rows(self, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The CSR positions of ``vertices``' entries, row after row, and each row's entry count."""
@@ -150,6 +157,9 @@ def push_pagerank(
     p = np.zeros(n)
     r = np.zeros(n)
     r[seed_rows] = reset
+    # each round's pushes are summed per neighbour into ``acc`` (zeros between rounds) in the order of
+    # ``nbr``, as a bincount over it would sum them, and the neighbours listed once, ascending
+    acc = np.zeros(n)
     active = seed_rows
     while len(active):
         mass = r[active]
@@ -174,12 +184,19 @@ def push_pagerank(
                 r += add
                 uniq = np.flatnonzero(add)
             else:
-                uniq, inverse = np.unique(nbr, return_inverse=True)
-                r[uniq] += np.bincount(inverse, weights=moved, minlength=len(uniq))
+                np.add.at(acc, nbr, moved)
+                uniq = np.sort(nbr)
+                if len(uniq) > 1:
+                    uniq = uniq[np.concatenate(([True], uniq[1:] != uniq[:-1]))]
+                r[uniq] += acc[uniq]
+                acc[uniq] = 0.0
             touched.append(uniq)
         if not touched:
             break
         cand = np.unique(np.concatenate(touched)) if len(touched) > 1 else touched[0]
-        deg = degree_of(cand)
-        active = cand[r[cand] >= tol * np.where(deg > 0, deg, 1.0)]
+        if before is None:
+            active = cand[r[cand] >= tol * graph.push_scale[cand]]
+        else:
+            deg = degree_of(cand)
+            active = cand[r[cand] >= tol * np.where(deg > 0, deg, 1.0)]
     return p

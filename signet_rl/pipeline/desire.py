@@ -11,7 +11,9 @@ truth: the intent is predicted, the entries are searched.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +31,7 @@ from signet_rl.retrieval.entry import EntrySearch
 from signet_rl.retrieval.flat import BEST_FLAT, flat_variant
 from signet_rl.retrieval.intent import IntentClassifier, RuleIntentClassifier
 from signet_rl.scorers.base import PathScorer, ScoringContext, make_scorer
-from signet_rl.text.encoders import CachedEncoder, make_encoder
+from signet_rl.text.encoders import CachedEncoder, encode_query, make_encoder
 from signet_rl.text.terms import capped_query, clean_text
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.construct import MemoryBuilder, build_slate
@@ -160,6 +162,12 @@ class DesirePathRetriever:
         self.floor_first = self.scorer.name in self.NON_LEARNED if floor_first is None else bool(floor_first)
         #: Per-stage timing of every call (:mod:`signet_rl.core.timing`; benchmarks attach one); None: off.
         self.timer: StageTimer | None = None
+        #: With the hybrid entry, run the floor's flat retrieval on a helper thread while entry search and the
+        #: graph walk run (neither reads it), so that its wall time (mostly SQLite FTS5 and a vector scan,
+        #: which release the GIL) overlaps theirs; the same units either way. The service turns it on; the
+        #: experiments keep one thread. Its CPU is added to the stage timer (``StageTimer.add_cpu``).
+        self.parallel_floor = False
+        self._floor_thread: ThreadPoolExecutor | None = None
 
     def index(self, dataset: Dataset) -> None:
         """Build the per-graph state (arrays, traverser, entry search) and prepare the scorer.
@@ -258,11 +266,11 @@ class DesirePathRetriever:
         budget = DEFAULT_BUDGET_CHARS if budget_chars is None else budget_chars
         walk_intent = "what" if intent == "none" else intent
         timer = self.timer
-        with stage(timer, "query_encoding"):
-            qv = state.encoder.encode([query.text[:1000]])[0]
+        with stage(timer, "query_encoding"):  # once per process: flat and the GNN may read the same vector
+            qv = encode_query(state.encoder, query.text[:1000])
         with stage(timer, "entry_and_flat_hits"):
+            floor = self._start_floor(query)
             entries = self.entries(query, walk_intent, _entry_vector(state, query.text, qv))
-            flat_units = self.flat.retrieve(query, None)
         rel = None
         if state.attr_vectors is not None:
             vectors = state.attr_vectors
@@ -277,6 +285,14 @@ class DesirePathRetriever:
                 walk = state.traverser.walk(entries, walk_intent, query.timestamp, relevance=rel)
             else:
                 walk = Walk()
+        with stage(timer, "scoring"):
+            context = self.context(query, entries, rel)
+            prefetch = getattr(self.scorer, "prefetch", None)
+            if self.parallel_floor and prefetch is not None:  # scoring's work on the entries alone (PageRank)
+                prefetch(query, context)  # while the floor's thread runs
+        with stage(timer, "entry_and_flat_hits"):
+            flat_units = floor()
+        with stage(timer, "traversal"):
             ts = None if query.timestamp is None else float(query.timestamp.timestamp())
             pool = state.hybrid.pool(
                 query, self.config, budget, flat_units, entries, qv, ts, state.conf_ok, list(walk.paths)
@@ -284,12 +300,39 @@ class DesirePathRetriever:
         if not pool.paths:
             return None
         walk.paths = list(pool.paths)
-        with stage(timer, "scoring"):
-            context = self.context(query, entries, rel)
-            context.path_info = pool.info
+        context.path_info = pool.info
         if timer is not None:
             timer.counts["candidates"] = len(pool.paths)
         return Candidates(intent, entries, walk, context, pool, flat_units)
+
+    def _start_floor(self, query: Query) -> Callable[[], list[Unit]]:
+        """The floor's flat units of ``query``, as a call that returns them: started on the helper thread
+        with :attr:`parallel_floor` (the query's vector encoded here first), else run when called."""
+        assert self.flat is not None
+        flat = self.flat
+        if not self.parallel_floor:
+            return lambda: flat.retrieve(query, None)
+        prepare = getattr(flat, "prepare_query", None)
+        if prepare is not None:
+            prepare(query)
+        if self._floor_thread is None:
+            self._floor_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="desire-floor")
+
+        def run() -> tuple[list[Unit], float]:
+            cpu = time.thread_time()
+            units = flat.retrieve(query, None)
+            return units, time.thread_time() - cpu
+
+        future = self._floor_thread.submit(run)
+        timer = self.timer
+
+        def result() -> list[Unit]:
+            units, cpu = future.result()
+            if timer is not None:
+                timer.add_cpu("entry_and_flat_hits", cpu)
+            return units
+
+        return result
 
     def context(self, query: Query, entries: list[str], relevance: Any = False) -> ScoringContext:
         """The scoring context of ``query`` with these entries (query relevance recomputed unless given)."""

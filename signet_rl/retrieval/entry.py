@@ -217,6 +217,7 @@ class EntrySearch:
         ga = arrays if arrays is not None else GraphArrays.from_graph(graph)
         n = ga.num_entities
         self._n = n
+        self._best = np.zeros(n, dtype=np.float64)  # _scatter's scratch (all zeros between calls)
         self._entity_ids = ga.entity_ids
         self._entity_created = _epoch(graph.entities["created_at"])
         names = graph.entities["name"].astype(str).map(clean_text).tolist()
@@ -326,12 +327,16 @@ class EntrySearch:
                 continue
             if leg.bm25 is not None:
                 # every matching text (what search returns, unsorted: the scatter keeps each entity's best)
-                every = leg.bm25.scores(query, seen).astype(np.float32)
+                every = leg.bm25.scores(query, seen)
                 ids = np.flatnonzero(every > 0)
-                rows, scores = self._rows(leg, ids, every[ids], t)
+                hit = every[ids].astype(np.float32)  # (float32 scores, as the index's search gives them)
+                ids, hit = (ids, hit) if hit.all() else (ids[hit > 0], hit[hit > 0])
+                rows, scores = self._rows(leg, ids, hit, t)
                 self._scatter(total, name, rows, scores, w[f"kw_{name}"], t, normalise=True)
             if leg.vectors is not None and qvec is not None:
-                s, ids = leg.vectors.search(qvec, min(self.candidates, len(leg.vectors)), seen)
+                # rows below min_similarity are dropped below anyway: the index need not rank them
+                s, ids = leg.vectors.search(qvec, min(self.candidates, len(leg.vectors)), seen,
+                                            min_score=self.min_similarity)  # fmt: skip
                 keep = (ids[0] >= 0) & (s[0] >= self.min_similarity) & (s[0] > 0)
                 rows, scores = self._rows(leg, ids[0][keep], s[0][keep], t)
                 self._scatter(total, name, rows, scores, w[f"vec_{name}"], t, normalise=False)
@@ -377,13 +382,25 @@ class EntrySearch:
         else:
             owner = self._legs[leg].owner[rows]
         keep = owner >= 0
-        if not keep.any():
+        if not keep.all():
+            owner, scores = owner[keep], scores[keep]
+        if not len(owner):
             return
-        best = np.zeros(self._n, dtype=np.float64)
-        np.maximum.at(best, owner[keep], scores[keep])
-        top = best.max()
+        if 8 * len(owner) > self._n:  # many rows: dense over every entity
+            best = np.zeros(self._n, dtype=np.float64)
+            np.maximum.at(best, owner, scores)
+            top = best.max()
+            if top > 0:
+                total += weight * (best / top if normalise else best)
+            return
+        # few rows: the same sums on the entities they reach only (an entity listed twice gets one value)
+        best = self._best
+        np.maximum.at(best, owner, scores)
+        got = best[owner]
+        best[owner] = 0.0  # the scratch is all zeros again
+        top = got.max()
         if top > 0:
-            total += weight * (best / top if normalise else best)
+            total[owner] += weight * (got / top if normalise else got)
 
     def search(
         self, text: str, k: int = 10, timestamp: Any = None, query_vector: np.ndarray | None = None

@@ -93,7 +93,7 @@ from signet_rl.datasets.base import Dataset
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.retrieval.fusion import linear_fusion, min_max, minmax_fusion, reciprocal_rank_fusion
 from signet_rl.retrieval.indexes import BM25Index, FTS5Index, VectorIndex
-from signet_rl.text.encoders import CachedEncoder, Encoder, make_encoder
+from signet_rl.text.encoders import QUERY_VECTORS, CachedEncoder, Encoder, encode_query, make_encoder
 from signet_rl.text.terms import capped_query, clean_text, keyword_terms, vector_query
 
 __all__ = [
@@ -182,9 +182,10 @@ class _Pool:
     scope: _Scope | None
 
 
-#: Query embeddings shared by every flat retriever of the process, keyed by (encoder name, dimension,
-#: text): encoders are deterministic, and a search over many variants encodes each query once.
-_QUERY_VECTORS: dict[tuple[str, int, str], np.ndarray] = {}
+#: Query embeddings shared by every flat retriever of the process (and the desire path and the GNN's query
+#: features, :func:`~signet_rl.text.encoders.encode_query`), keyed by (encoder name, dimension, text):
+#: encoders are deterministic, and a search over many variants encodes each query once.
+_QUERY_VECTORS = QUERY_VECTORS
 
 
 def _ns(values: pd.Series) -> np.ndarray:
@@ -532,14 +533,15 @@ class FlatRetriever:
 
     def _encode_query(self, text: str) -> np.ndarray:
         assert self._query_encoder is not None
-        key = (self._query_encoder.name, self._query_encoder.dim, text)
-        vec = _QUERY_VECTORS.get(key)
-        if vec is None:
-            vec = np.asarray(self._query_encoder.encode([text]), dtype=np.float32)[0]
-            if len(_QUERY_VECTORS) >= 100_000:
-                _QUERY_VECTORS.clear()
-            _QUERY_VECTORS[key] = vec
-        return vec
+        return encode_query(self._query_encoder, text)
+
+    def prepare_query(self, query: Query) -> None:
+        """Encode ``query``'s vector query now (memoised, :func:`~signet_rl.text.encoders.encode_query`), so
+        that a :meth:`retrieve` of it on another thread leaves every encoder's state alone (an encoder may
+        grow its tables on an unseen word)."""
+        vq = vector_query(capped_query(query).text, self.vector_prefix_chars)
+        if self._query_encoder is not None and vq:
+            self._encode_query(vq)
 
     def _pool(self, graph_id: str) -> _Pool:
         if self._graphs is None:

@@ -35,7 +35,7 @@ from signet_rl.graph.timeslice import TimeSlices
 from signet_rl.retrieval.intent import INTENTS as _CLASSIFIER_INTENTS
 from signet_rl.retrieval.intent import IntentClassifier, RuleIntentClassifier
 from signet_rl.scorers.base import ScoringContext
-from signet_rl.text.encoders import Encoder, make_encoder
+from signet_rl.text.encoders import Encoder, encode_query, make_encoder
 from signet_rl.traversal.path import HopKind, Path
 
 __all__ = [
@@ -143,20 +143,12 @@ class QueryFeaturizer:
         self.classifier: IntentClassifier = classifier or RuleIntentClassifier()
         self.embedding_dim = int(self.encoder.dim)
         self.dim = self.embedding_dim + len(INTENTS) + len(TIME_FEATURES)
-        self._vectors: dict[str, FloatArray] = {}
         self._intents: dict[str, str] = {}
 
     def embed(self, text: str) -> FloatArray:
-        """The L2-normalised embedding of ``text`` (its first 1,000 characters), memoised."""
-        key = text[:MAX_QUERY_CHARS]
-        vec = self._vectors.get(key)
-        if vec is None:
-            vec = np.asarray(self.encoder.encode([key])[0], dtype=np.float32)
-            vec.setflags(write=False)
-            if len(self._vectors) >= self.CACHE_SIZE:
-                self._vectors.pop(next(iter(self._vectors)))
-            self._vectors[key] = vec
-        return vec
+        """The L2-normalised embedding of ``text`` (its first 1,000 characters), read-only, memoised
+        process-wide (:func:`~signet_rl.text.encoders.encode_query`: the retrievers share it)."""
+        return encode_query(self.encoder, text[:MAX_QUERY_CHARS])
 
     def intent(self, query: Query) -> str:
         """The predicted intent of ``query`` (``none`` for an empty text)."""

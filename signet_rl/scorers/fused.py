@@ -88,6 +88,11 @@ class BaseScores:
         self.prior.prepare(graph, arrays)
         self.ppr.prepare(graph, arrays)
 
+    def prefetch(self, query: Query, context: ScoringContext) -> None:
+        """What :meth:`raw` reads of the entries alone, computed now (PPR's rank, see
+        :meth:`~signet_rl.scorers.prior.PPRScorer.prefetch`)."""
+        self.ppr.prefetch(query, context)
+
     def _attr_index(self, arrays: GraphArrays) -> dict[str, int]:
         hit = self._attr.get(id(arrays))
         if hit is None or hit[0] is not arrays:
@@ -155,6 +160,9 @@ class FusedScorer:
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         self.base.prepare(graph, arrays)
+
+    def prefetch(self, query: Query, context: ScoringContext) -> None:
+        self.base.prefetch(query, context)
 
     def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
         if not paths:

@@ -222,17 +222,30 @@ class PPRScorer:
 
         return g, slices.cached("ppr_weights", timestamp, past_weights)
 
-    def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
+    def _context_rank(self, context: ScoringContext) -> np.ndarray | None:
+        """The PageRank of the context's entries at its time (solved once per context, kept in its cache);
+        ``None`` when no entry is in the graph or no edge of positive weight existed then."""
         a = context.arrays
         entries = [a.entity_index[e] for e in context.entries if e in a.entity_index]
-        if not paths:
-            return np.zeros(0)
         if not entries or not self._has_edges(a, context.timestamp):
-            return np.zeros(len(paths))
+            return None
         key = f"ppr:{context.timestamp}:" + ",".join(map(str, entries))
         if key not in context.cache:
             context.cache[key] = self._rank(a, context.timestamp, entries)
-        rank = context.cache[key]
+        return context.cache[key]
+
+    def prefetch(self, query: Query, context: ScoringContext) -> None:
+        """Solve the context's PageRank now (it reads only the entries and the time), so that a caller can do
+        it while it waits for something else (the served path: while the floor's thread runs)."""
+        self._context_rank(context)
+
+    def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
+        a = context.arrays
+        if not paths:
+            return np.zeros(0)
+        rank = self._context_rank(context)
+        if rank is None:
+            return np.zeros(len(paths))
         out = np.empty(len(paths), dtype=np.float64)
         mem_index = self._memory_index(a)
         for i, p in enumerate(paths):

@@ -173,6 +173,7 @@ class Service:
         self.flat = flat_variant(flat, encoder=self.policy.encoder, sparse_queries=True)
         self.desire = self.policy.retriever(name="desire", config=traversal)
         self.desire.flat_spec = self.flat  # a hybrid traversal's floor: indexed once, by whoever is first
+        self.desire.parallel_floor = True  # the floor's flat retrieval overlaps entry search and the walk
         self.desire.index(self.dataset)
         if getattr(self.flat, "_floor_indexed", None) is not self.dataset:
             self.flat.index(self.dataset)

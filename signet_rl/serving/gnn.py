@@ -133,7 +133,9 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
 
     @staticmethod
     def _run(sess: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        names = {i.name for i in sess.get_inputs()}
+        names = getattr(sess, "_signet_input_names", None)
+        if names is None:  # the session's input names, read once
+            names = sess._signet_input_names = frozenset(i.name for i in sess.get_inputs())
         out: list[np.ndarray] = sess.run(None, {k: v for k, v in feeds.items() if k in names})
         return out
 
@@ -296,6 +298,11 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
             "base": zeros if x.base is None else x.base,
             "aspect_key": np.zeros(n, np.int64) if x.aspect_key is None else x.aspect_key,
         })[0]  # fmt: skip
+
+    def prefetch(self, query: Query, context: ScoringContext) -> None:
+        """The base scores' work on the entries alone (PPR's rank), done now (see ``BaseScores.prefetch``)."""
+        if self.base is not None:
+            self.base.prefetch(query, context)
 
     def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
         """The mean of the heads' outputs, ``[n]`` (as :meth:`GNNPathScorer.score`)."""

@@ -281,6 +281,12 @@ class ServedPolicy:
 
     # -- scoring ------------------------------------------------------------------------------------
 
+    def prefetch(self, query: Query, context: ScoringContext) -> None:
+        """The scorer's work on the query's entries alone, done now when it has such work (``prefetch``)."""
+        prefetch = getattr(self.scorer, "prefetch", None)
+        if prefetch is not None:
+            prefetch(query, context)
+
     def score(self, query: Query, paths: Sequence[Any], context: ScoringContext) -> np.ndarray:
         """One float per candidate path (higher is better); ``query.meta`` may carry ``query_embedding``
         and ``intent`` in place of text."""

@@ -39,11 +39,13 @@ from signet_rl.text.terms import clean_text
 __all__ = [
     "CACHE_ENV",
     "ENCODERS",
+    "QUERY_VECTORS",
     "CachedEncoder",
     "Encoder",
     "HashingEncoder",
     "MiniLMEncoder",
     "default_cache_dir",
+    "encode_query",
     "make_encoder",
 ]
 
@@ -53,6 +55,27 @@ ENCODERS: tuple[str, ...] = ("hashing", "minilm")
 CACHE_ENV = "SIGNET_RL_CACHE_DIR"
 
 _WORD = re.compile(r"\w+")
+
+#: Query embeddings shared by the whole process, keyed by (encoder name, dimension, text): encoders are
+#: deterministic, so the retrievers and scorers that read one query under one encoder (desire's entry search,
+#: the flat floor, the GNN's query features) encode it once. Bounded: cleared at 100,000 entries.
+QUERY_VECTORS: dict[tuple[str, int, str], np.ndarray] = {}
+
+
+def encode_query(encoder: Encoder, text: str) -> np.ndarray:
+    """``float32 [dim]``, read-only: ``encoder``'s vector of ``text``, encoded once per process
+    (:data:`QUERY_VECTORS`). A :class:`CachedEncoder` keeps its own entries: its disk cache may hold a
+    vector encoded in a batch, which a model encoder need not reproduce bit for bit."""
+    name = f"cached:{encoder.name}" if isinstance(encoder, CachedEncoder) else encoder.name
+    key = (name, encoder.dim, text)
+    vec = QUERY_VECTORS.get(key)
+    if vec is None:
+        vec = np.asarray(encoder.encode([text]), dtype=np.float32)[0]
+        vec.setflags(write=False)
+        if len(QUERY_VECTORS) >= 100_000:
+            QUERY_VECTORS.clear()
+        QUERY_VECTORS[key] = vec
+    return vec
 
 
 @runtime_checkable

@@ -326,3 +326,62 @@ def test_dense_vectors_keep_the_faiss_scan():
     index = VectorIndex(16)
     index.add(_clustered(50, 16))
     assert index._csr is None
+
+
+def _name_index():
+    from signet_rl.datasets.synthetic import generate
+    from signet_rl.text.encoders import make_encoder
+
+    enc = make_encoder("hashing")
+    names = list(dict.fromkeys(generate("tiny", seed=0).graph.entities["name"].astype(str)))
+    index = VectorIndex(enc.dim)
+    index.add(enc.encode(names))
+    assert index._csr is not None
+    return enc, names, index
+
+
+def test_sparse_scores_are_the_csr_product_bit_for_bit():
+    """The column-wise sparse product (only the query's non-zero columns are read) sums each row's terms in
+    the CSR product's order, so its scores are scipy's ``csr @ q`` exactly, not merely close."""
+    enc, names, index = _name_index()
+    rng = np.random.default_rng(1)
+    queries = enc.encode([f"{names[i]} and {names[j]}?" for i, j in rng.integers(0, len(names), (30, 2))])
+    for q in queries:
+        got = index._sparse_scores(q)
+        assert got.dtype == np.float64
+        assert np.array_equal(got, np.asarray(index._csr @ q.astype(np.float64)))
+    assert np.array_equal(index._sparse_scores(np.zeros(enc.dim, np.float32)), np.zeros(len(names)))
+
+
+@pytest.mark.parametrize("kind", ["sparse", "dense", "sparse_queries"])
+def test_min_score_is_the_search_cut_below_it(kind):
+    """``search(..., min_score=m)``: the same hits, in the same order, as the search without it less those
+    below ``m`` (re-padded), on each search path."""
+    from signet_rl.text.encoders import make_encoder
+
+    if kind == "sparse":
+        enc, names, index = _name_index()
+        pairs = np.random.default_rng(2).integers(0, len(names), (10, 2))
+        texts = [f"{names[i]} {names[j]}" for i, j in pairs]
+    else:
+        from signet_rl.datasets.synthetic import generate
+
+        enc = make_encoder("hashing")
+        ds = generate("tiny", seed=0)
+        index = VectorIndex(enc.dim, sparse_query_below="auto" if kind == "sparse_queries" else None)
+        index.add(enc.encode(ds.graph.memories["content"].astype(str).tolist()))
+        texts = [q.text for q in ds.queries[:10]]
+    mask = np.random.default_rng(3).random(index.ntotal) < 0.6
+    cut_any = False
+    for q in enc.encode(texts):
+        for m in (None, mask):
+            s, ids = index.search(q, 20, m)
+            for floor in (-1.0, 0.0, 0.2, 0.35, 2.0):
+                got_s, got_ids = index.search(q, 20, m, min_score=floor)
+                keep = (ids[0] >= 0) & (s[0] >= floor)
+                cut_any |= bool((ids[0] >= 0).sum() > keep.sum() > 0)
+                n = int(keep.sum())
+                assert got_ids[0, :n].tolist() == ids[0][keep].tolist()
+                assert np.array_equal(got_s[0, :n], s[0][keep])
+                assert (got_ids[0, n:] == -1).all() and np.isneginf(got_s[0, n:]).all()
+    assert cut_any  # some threshold fell inside the hits

@@ -172,3 +172,23 @@ def test_minilm_keeps_one_text_encodings_and_hands_out_copies():
     # the kept vector is the model's own answer for that one text
     del encoders._ONE_TEXT_MEMO[key]
     np.testing.assert_array_equal(MiniLMEncoder().encode([text]), again)
+
+
+def test_encode_query_encodes_each_query_once_per_process(tmp_path):
+    """Desire's entry search, the flat floor and the GNN's query features read one vector per (encoder, text):
+    the encoder's own, read-only, memoised under the encoder's name and dimension."""
+    from signet_rl.scorers.features import QueryFeaturizer
+    from signet_rl.text.encoders import QUERY_VECTORS, encode_query
+
+    enc = make_encoder("hashing")
+    QUERY_VECTORS.clear()
+    text = "who maintains billing-api these days?"
+    vec = encode_query(enc, text)
+    assert np.array_equal(vec, enc.encode([text])[0]) and vec.dtype == np.float32
+    assert not vec.flags.writeable
+    assert encode_query(make_encoder("hashing"), text) is vec  # another instance of the same encoder
+    assert QueryFeaturizer(enc).embed(text) is vec
+    other = encode_query(HashingEncoder(dim=64), text)
+    assert other.shape == (64,) and len(QUERY_VECTORS) == 2
+    cached = encode_query(CachedEncoder(enc, tmp_path), text)  # a disk cache's vectors are kept apart
+    assert cached is not vec and np.array_equal(cached, vec) and len(QUERY_VECTORS) == 3
