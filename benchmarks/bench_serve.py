@@ -34,6 +34,7 @@ Prints a table with the load average and writes ``benchmarks/results/serve.json`
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -90,12 +91,36 @@ def store_for(preset: str) -> tuple[Path, list[str]]:
     return store, json.loads(queries.read_text())
 
 
+def code_version() -> str:
+    """A short hash of the package's source: a cached policy trained and exported by other code is not
+    reused (one exported before the memory-path NaN fix once scored floor paths NaN here)."""
+    h = hashlib.sha256()
+    for f in sorted((ROOT / "signet_rl").rglob("*.py")):
+        h.update(f.relative_to(ROOT).as_posix().encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def check_finite(svc: Any, queries: list[Any], policy: Path) -> None:
+    """Refuse to time a policy whose scores are not finite on the first queries: the order of NaN scores is
+    arbitrary, so its latency would not be the latency of a working policy."""
+    for q in queries:
+        cands = svc.desire.candidates(q)
+        if cands is None or not cands.walk.paths:
+            continue
+        scores = np.asarray(svc.policy.score(q, cands.walk.paths, cands.context), dtype=np.float64)
+        bad = int((~np.isfinite(scores)).sum())
+        if bad:
+            raise SystemExit(f"policy {policy} scores {bad} of {len(scores)} candidates of query {q.text!r} "
+                             f"non-finite; delete the artifact to re-export it from the current code")
+
+
 def policy_for(scorer: str) -> Path:
     """An exported ``scorer`` policy trained in smoke mode on ``synthetic:tiny:0`` (trained once, then
     reused)."""
     from signet_rl.export import export_run
 
-    artifact = CACHE / f"serve_policy_{scorer}"
+    artifact = CACHE / f"serve_policy_{scorer}_{code_version()}"
     if (artifact / "manifest.json").exists():
         return artifact
     work = Path(tempfile.mkdtemp(prefix="bench_serve-train-"))
@@ -226,6 +251,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if server is not None:
         server.wait()  # loaded and idle before anything is timed
     queries = [Query(id=f"b{i}", text=x, graph_id="main", split="test") for i, x in enumerate(texts)]
+    check_finite(svc, queries[:40], policy)
     for q in queries[:5]:  # warm caches (encoder, scorer state)
         desire_once(svc, q, args.budget)
         svc.flat.retrieve(q, None)
