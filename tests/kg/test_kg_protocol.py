@@ -164,3 +164,14 @@ def test_the_freeze_rule_takes_validation_mrr_then_hits1_then_the_first_listed(e
     assert kp.best_probe("tinykg@minerva", ["a", "missing"], ledger) == "a"
     with pytest.raises(ValueError, match=r"^tinykg@minerva: no finished probe of any candidate \(d, e\) in "):
         kp.best_probe("tinykg@minerva", ["d", "e"], ledger)
+
+
+def test_a_probe_skips_the_anchors_only_for_a_recipe_whose_walker_reads_none():
+    kp = _load()
+    assert kp.uses_anchor("shaped") and kp.uses_anchor("warm_dropout_ema")
+    assert not kp.uses_anchor("likelihood_relations")
+    overrides = kp.probe_overrides("nell-995", "minerva", "likelihood_relations", 0, 9.0, skip_anchors=True)
+    assert overrides[-2:] == ["task.rank_test=false", "task.anchors=[]"]
+    assert "task.anchors=[]" not in kp.probe_overrides("nell-995", "minerva", "likelihood_relations", 0, 9.0)
+    with pytest.raises(ValueError, match=r"^recipe 'shaped' shapes with or starts from an in-run anchor"):
+        kp.probe_overrides("kinship", "minerva", "shaped", 0, 9.0, skip_anchors=True)
