@@ -158,8 +158,9 @@ def probe_overrides(
     """The probe's overrides; ``skip_anchors`` leaves the in-run anchors out (``task.anchors=[]``).
 
     Skipping them changes nothing the probe measures when the walker does not read an anchor: the trainer
-    seeds the walker after the anchors train (``torch.manual_seed(seed)``), so the walker is the same, and the
-    anchors' own figures are not a probe's business. It saves their training time (NELL-995's anchor: 600 s).
+    seeds the walker after the anchors train (``torch.manual_seed(seed)``), so the walker starts from the
+    same state, and the anchors' own figures are not a probe's business. It saves their training time
+    (NELL-995's anchor: 600 s).
 
     Raises:
         ValueError: ``skip_anchors`` for a recipe whose walker reads an anchor (:func:`uses_anchor`).
