@@ -30,6 +30,13 @@ Settings (``--setting``):
 * ``multihopkg``: every inverse edge added (``dataset.inverse=true``), MultiHopKG's setting. On Kinship and
   NELL-995 the two graphs are the same edge set; the table says so.
 
+Where the two settings build one walking graph (Kinship: ``graph.txt`` already holds every inverse edge;
+NELL-995: the loader adds them in both), ``--same-runs <dataset>@multihopkg <dataset>@minerva`` checks
+that with ``experiments/kg_same_graph.py`` (graph, action table, facts and queries identical) and records
+it in ``frozen.json``: the table then shows the ``minerva`` runs in the ``multihopkg`` row, labelled "same
+runs as minerva: identical walking graph", beside MultiHopKG's published rows, and ``--final`` runs
+nothing for that key (a run would read the same inputs with the same seed).
+
 Any other MINERVA-layout folder a user points at (``--datasets <folder>``) runs unchanged with the generic
 structure (path length 3, at most 200 actions per entity): nothing in a recipe names a benchmark.
 
@@ -136,7 +143,33 @@ def _run(overrides: list[str], folder: Path) -> dict:
     return run_kg(cfg)
 
 
-def probe_overrides(dataset: str, setting: str, recipe: str, seed: int, budget: float) -> list[str]:
+def uses_anchor(recipe: str) -> bool:
+    """Whether ``recipe``'s walker reads an in-run anchor: shaping by one (the task's default, unless the
+    recipe sets ``task.shaping=none``) or starting from its vectors (``task.init_from_anchor``)."""
+    overrides = recipe_overrides(recipe)
+    return "task.shaping=none" not in overrides or any(
+        o.startswith("task.init_from_anchor=") and not o.endswith("=null") for o in overrides
+    )
+
+
+def probe_overrides(
+    dataset: str, setting: str, recipe: str, seed: int, budget: float, skip_anchors: bool = False
+) -> list[str]:
+    """The probe's overrides; ``skip_anchors`` leaves the in-run anchors out (``task.anchors=[]``).
+
+    Skipping them changes nothing the probe measures when the walker does not read an anchor: the trainer
+    seeds the walker after the anchors train (``torch.manual_seed(seed)``), so the walker starts from the
+    same state, and the anchors' own figures are not a probe's business. It saves their training time
+    (NELL-995's anchor: 600 s).
+
+    Raises:
+        ValueError: ``skip_anchors`` for a recipe whose walker reads an anchor (:func:`uses_anchor`).
+    """
+    if skip_anchors and uses_anchor(recipe):
+        raise ValueError(
+            f"recipe {recipe!r} shapes with or starts from an in-run anchor: its probe cannot skip the "
+            "anchors (drop --skip-anchors)"
+        )
     return [
         f"dataset.spec=kg:{dataset}",
         *structure(dataset),
@@ -145,6 +178,7 @@ def probe_overrides(dataset: str, setting: str, recipe: str, seed: int, budget: 
         f"seed={seed}",
         f"task.time_budget_s={budget}",
         "task.rank_test=false",
+        *(["task.anchors=[]"] if skip_anchors else []),
     ]
 
 
@@ -156,15 +190,19 @@ def probe(
     budget: float,
     runs: Path = RUNS / "probe-kg",
     ledger: Path = LEDGER,
+    skip_anchors: bool = False,
 ) -> dict:
-    """Run the probes (validation only) and copy each into the probe ledger; returns the ledger."""
+    """Run the probes (validation only) and copy each into the probe ledger; returns the ledger.
+
+    ``skip_anchors``: leave the in-run anchors out (see :func:`probe_overrides`)."""
     book = _read(ledger, PROBES)
     for seed in seeds:
         for dataset in datasets:
             for recipe in recipes:
                 name = f"{key_of(dataset, setting)}-{recipe}-s{seed}"
                 t0 = time.perf_counter()
-                res = _run(probe_overrides(dataset, setting, recipe, seed, budget), runs / name)
+                overrides = probe_overrides(dataset, setting, recipe, seed, budget, skip_anchors)
+                res = _run(overrides, runs / name)
                 if res.get("test"):
                     raise RuntimeError(f"{runs / name} ranked the test split; a probe must not (delete it)")
                 book[name] = {
@@ -175,6 +213,7 @@ def probe(
                     "budget_s": budget,
                     "validation": res.get("validation", {}),
                     "timing": res.get("timing", {}),
+                    **({"anchors_skipped": True} if skip_anchors else {}),
                 }
                 _write(ledger, PROBES, book)
                 print(
@@ -277,6 +316,64 @@ def frozen_recipe(key: str, ledger: Path = LEDGER) -> dict:
     return book[key]
 
 
+def _cap(dataset: str) -> int | None:
+    """The action cap of ``dataset``'s structure (``dataset.max_actions``), None when uncapped."""
+    caps = [o.split("=", 1)[1] for o in structure(dataset) if o.startswith("dataset.max_actions=")]
+    return int(caps[-1]) if caps and caps[-1] != "null" else None
+
+
+def same_runs(
+    key: str, as_key: str, ledger: Path = LEDGER, root: Path | None = None, seeds: Sequence[int] = FINAL_SEEDS
+) -> dict:
+    """Record that ``key``'s runs are ``as_key``'s: the two settings of one dataset build one walking graph.
+
+    ``experiments/kg_same_graph.py`` compares what a run is built from in the two settings (entities,
+    relations, the graph's triples in order, the action table with the dataset's cap drawn with each of
+    ``seeds``, the rewarded facts, every split's queries and answers). Only when all match is the entry
+    written (``frozen.json``: ``same_runs_as``), so the table shows ``as_key``'s frozen recipe and final
+    runs in ``key``'s row, labelled, beside ``key``'s setting's published rows; ``--final`` runs nothing
+    for ``key``.
+
+    Raises:
+        ValueError: the keys name two datasets or one setting, ``key`` has a frozen recipe or final runs of
+            its own, ``as_key`` has no frozen recipe, or the walking graphs differ (naming what differs).
+    """
+    import kg_same_graph
+
+    from signet_rl.core.paths import data_root
+
+    dataset, _, setting = key.partition("@")
+    other, _, other_setting = as_key.partition("@")
+    key_of(dataset, setting), key_of(other, other_setting)
+    if dataset != other or setting == other_setting:
+        raise ValueError(f"{key} and {as_key}: same_runs joins the two settings of one dataset")
+    book = _read(ledger, FROZEN)
+    if key in book and "same_runs_as" not in book[key]:
+        raise ValueError(f"{key}: a recipe is frozen for it ({book[key]['recipe']}); it runs its own finals")
+    if any(f"{e['dataset']}@{e['setting']}" == key for e in _read(ledger, FINAL).values()):
+        raise ValueError(f"{key}: final runs of its own exist in {ledger / FINAL}")
+    source = frozen_recipe(as_key, ledger)
+    for seed in seeds:
+        r = kg_same_graph.compare(dataset, root or data_root(), _cap(dataset), seed)
+        if not r["identical"]:
+            raise ValueError(
+                f"{key} and {as_key} walk different graphs (seed {seed}: {', '.join(r['differs'])} differ); "
+                f"probe, freeze and run {key} on its own"
+            )
+    book[key] = {
+        "same_runs_as": as_key,
+        "recipe": source["recipe"],
+        "checked": (
+            f"experiments/kg_same_graph.py {dataset}: the same entities, relations, graph triples, action "
+            f"table (cap {_cap(dataset)}, drawn with seeds {', '.join(map(str, seeds))}), training facts and "
+            "queries in both settings"
+        ),
+    }
+    _write(ledger, FROZEN, book)
+    print(f"{key}: the same runs as {as_key} (identical walking graph) -> {ledger / FROZEN}")
+    return book[key]
+
+
 def final(
     datasets: Sequence[str],
     setting: str,
@@ -289,6 +386,11 @@ def final(
     for dataset in datasets:
         key = key_of(dataset, setting)
         recipe = frozen_recipe(key, ledger)
+        if "same_runs_as" in recipe:
+            print(
+                f"{key}: the same runs as {recipe['same_runs_as']} (identical walking graph); nothing to run"
+            )
+            continue
         for seed in seeds:
             name = f"{key}-s{seed}"
             overrides = [
@@ -326,6 +428,14 @@ def report(ledger: Path = LEDGER) -> str:
     for e in _read(ledger, FINAL).values():
         groups.setdefault((e["dataset"], e["setting"]), []).append(e)
     frozen = _read(ledger, FROZEN)
+    # a key whose walking graph is another setting's (same_runs): that key's runs, labelled, in its own row
+    alias: dict[tuple[str, str], str] = {}
+    for key, entry in frozen.items():
+        dataset, _, setting = key.partition("@")
+        source = tuple(entry.get("same_runs_as", "").partition("@")[::2])
+        if source in groups and (dataset, setting) not in groups:
+            groups[(dataset, setting)] = groups[source]
+            alias[(dataset, setting)] = source[1]
     lines = [
         f"_Written by `python experiments/kg_protocol.py` on {time.strftime('%Y-%m-%d')}: each recipe was "
         "frozen from validation-only probes (`experiments/kg_runs/frozen.json`, with the validation figures "
@@ -344,21 +454,23 @@ def report(ledger: Path = LEDGER) -> str:
         recipe = frozen.get(f"{dataset}@{setting}", {}).get("recipe", runs[0]["recipe"])
         minutes = np.mean([whole_seconds(r["timing"])[0] for r in runs]) / 60
         seeds = ", ".join(str(r["seed"]) for r in runs)
-        ci = boot.get(f"{dataset}@{setting}")
+        runs_of = alias.get((dataset, setting), setting)
+        label = f"; same runs as {runs_of}: identical walking graph" if runs_of != setting else ""
+        ci = boot.get(f"{dataset}@{runs_of}")
         # the interval belongs to these runs only: a stale one (other seeds) is left out, not shown
         ci_cell = (
             f"[{100 * ci['ci95'][0]:.1f}, {100 * ci['ci95'][1]:.1f}]"
-            if ci and sorted(ci["runs"]) == sorted(f"{dataset}@{setting}-s{r['seed']}" for r in runs)
+            if ci and sorted(ci["runs"]) == sorted(f"{dataset}@{runs_of}-s{r['seed']}" for r in runs)
             else "–"
         )
         lines.append(
-            f"| {dataset} | {setting} | walker ({recipe}) | {seeds} | "
+            f"| {dataset} | {setting} | walker ({recipe}{label}) | {seeds} | "
             + " | ".join(_cells(runs, "kg_walk"))
             + f" | {ci_cell} | {minutes:.1f} |"
         )
         for anchor in sorted({k.split("/")[0] for r in runs for k in r["test"] if k.startswith("anchor_")}):
             lines.append(
-                f"| {dataset} | {setting} | {anchor.removeprefix('anchor_')} (in-run anchor) | "
+                f"| {dataset} | {setting} | {anchor.removeprefix('anchor_')} (in-run anchor{label}) | "
                 f"{seeds} | " + " | ".join(_cells(runs, anchor)) + " | – | – |"
             )
         for model, (h1, h10, mrr) in PUBLISHED.get(dataset, {}).items():
@@ -382,6 +494,12 @@ def main(argv: list[str] | None = None) -> str:
         metavar="ARG",
         help="DATASET@SETTING RECIPE [RECIPE ...]: freeze the candidate best_probe picks on validation",
     )
+    mode.add_argument(
+        "--same-runs",
+        nargs=2,
+        metavar=("DATASET@SETTING", "DATASET@OTHER_SETTING"),
+        help="record that the first key's runs are the second's (checked: one walking graph)",
+    )
     mode.add_argument("--final", action="store_true", help="frozen recipes on fresh seeds, test ranked")
     mode.add_argument("--report-only", action="store_true")
     ap.add_argument("--datasets", nargs="*", default=[])
@@ -389,15 +507,25 @@ def main(argv: list[str] | None = None) -> str:
     ap.add_argument("--recipes", nargs="*", default=["shaped"])
     ap.add_argument("--seeds", type=int, nargs="*", default=None)
     ap.add_argument("--budget", type=float, default=1200.0, help="training seconds per probe")
+    ap.add_argument(
+        "--skip-anchors",
+        action="store_true",
+        help="probes leave the in-run anchors out (only for recipes whose walker reads none)",
+    )
     ap.add_argument("--output", default=str(ROOT / "docs" / "results.md"))
     args = ap.parse_args(argv)
     if args.probe:
-        probe(args.datasets, args.setting, args.recipes, args.seeds or [0], args.budget)
+        probe(
+            args.datasets, args.setting, args.recipes, args.seeds or [0], args.budget,
+            skip_anchors=args.skip_anchors,
+        )  # fmt: skip
         body = probe_table()
         print(body)  # validation only: a probe never publishes
         return body
     if args.freeze:
         return str(freeze(*args.freeze)["recipe"])
+    if args.same_runs:
+        return str(same_runs(*args.same_runs)["same_runs_as"])
     if args.freeze_best:
         if len(args.freeze_best) < 2:
             ap.error("--freeze-best needs DATASET@SETTING and at least one candidate recipe")

@@ -164,3 +164,63 @@ def test_the_freeze_rule_takes_validation_mrr_then_hits1_then_the_first_listed(e
     assert kp.best_probe("tinykg@minerva", ["a", "missing"], ledger) == "a"
     with pytest.raises(ValueError, match=r"^tinykg@minerva: no finished probe of any candidate \(d, e\) in "):
         kp.best_probe("tinykg@minerva", ["d", "e"], ledger)
+
+
+def test_a_probe_skips_the_anchors_only_for_a_recipe_whose_walker_reads_none():
+    kp = _load()
+    assert kp.uses_anchor("shaped") and kp.uses_anchor("warm_dropout_ema")
+    assert not kp.uses_anchor("likelihood_relations")
+    overrides = kp.probe_overrides("nell-995", "minerva", "likelihood_relations", 0, 9.0, skip_anchors=True)
+    assert overrides[-2:] == ["task.rank_test=false", "task.anchors=[]"]
+    assert "task.anchors=[]" not in kp.probe_overrides("nell-995", "minerva", "likelihood_relations", 0, 9.0)
+    with pytest.raises(ValueError, match=r"^recipe 'shaped' shapes with or starts from an in-run anchor"):
+        kp.probe_overrides("kinship", "minerva", "shaped", 0, 9.0, skip_anchors=True)
+
+
+def test_a_setting_with_the_same_walking_graph_shows_the_other_settings_runs_labelled(env, capsys):
+    kp = _load()
+    ledger, data = env / "ledger", env / "data"
+    closed = data / "kg" / "closedkg"  # Kinship's shape: the graph file holds every inverse edge
+    closed.mkdir(parents=True)
+    (closed / "graph.txt").write_text("a\tr1\tb\nb\t_r1\ta\nb\tr2\tc\nc\t_r2\tb\n")
+    for name, text in {"train": "a\tr1\tb\n", "dev": "b\tr2\tc\n", "test": "c\t_r2\tb\n"}.items():
+        (closed / f"{name}.txt").write_text(text)
+    frozen = {"recipe": "shaped", "budget_s": 1.0, "overrides": [], "validation": {}, "probe_seeds": [0]}
+    run = {
+        "recipe": "shaped",
+        "budget_s": 1.0,
+        "validation": {},
+        "timing": {"wall_s": 60.0},
+        "setting": "minerva",
+    }
+    test = {f"{m}/{k}": 0.5 for m in ("kg_walk", "anchor_complex") for k in kp.METRICS}
+    kp._write(ledger, kp.FROZEN, {f"{d}@minerva": frozen for d in ("closedkg", "tinykg")})
+    kp._write(
+        ledger,
+        kp.FINAL,
+        {
+            f"{d}@minerva-s10": {**run, "dataset": d, "seed": 10, "test": test}
+            for d in ("closedkg", "kinship")
+        },
+    )
+    with pytest.raises(
+        ValueError, match=r"^tinykg@multihopkg and tinykg@minerva walk different graphs \(seed 10: "
+    ):
+        kp.same_runs("tinykg@multihopkg", "tinykg@minerva", ledger, root=data, seeds=(10,))
+    with pytest.raises(
+        ValueError, match=r"^closedkg@minerva: a recipe is frozen for it \(shaped\); it runs its own"
+    ):
+        kp.same_runs("closedkg@minerva", "closedkg@multihopkg", ledger, root=data)
+    entry = kp.same_runs("closedkg@multihopkg", "closedkg@minerva", ledger, root=data, seeds=(10,))
+    assert entry["same_runs_as"] == "closedkg@minerva" and entry["recipe"] == "shaped"
+    assert kp.final(["closedkg"], "multihopkg", (10,), runs=env / "runs", ledger=ledger).keys() == {
+        "closedkg@minerva-s10",
+        "kinship@minerva-s10",
+    }
+    assert "closedkg@multihopkg: the same runs as closedkg@minerva" in capsys.readouterr().out
+    table = kp.report(ledger)
+    label = "same runs as minerva: identical walking graph"
+    assert f"| closedkg | multihopkg | walker (shaped; {label}) | 10 | 50.0 | 50.0 | 50.0 | 50.0 |" in table
+    assert f"| closedkg | multihopkg | complex (in-run anchor; {label}) | 10 |" in table
+    assert "| closedkg | minerva | walker (shaped) | 10 |" in table
+    assert "| kinship | multihopkg |" not in table  # no same_runs entry: no borrowed row
