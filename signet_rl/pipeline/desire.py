@@ -359,6 +359,12 @@ class DesirePathRetriever:
                                            self.config.floor_share)  # fmt: skip
             elif cands.pool is not None and self.floor_first:
                 scores = floor_first(scores, paths, cands.pool.info)
+            elif cands.pool is not None and self.config.floor_keep > 0:  # a learned scorer under flat's head
+                builder = self._state(query.graph_id).builder
+                budget = DEFAULT_BUDGET_CHARS if budget_chars is None else budget_chars
+                chars = [builder.construct(p).chars for p in paths]
+                scores = floor_share_first(scores, paths, cands.pool.info, chars, budget,
+                                           self.config.floor_keep)  # fmt: skip
         units = self.slate(query, cands, zip(paths, scores.tolist(), strict=True), budget_chars)
         if cands.pool is not None:  # the pool size travels with every unit (reported per query)
             units = [dataclasses.replace(u, meta={**u.meta, "pool": dict(cands.pool.sizes)}) for u in units]
