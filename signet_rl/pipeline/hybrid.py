@@ -50,6 +50,7 @@ __all__ = [
     "SESSION_SOURCES",
     "HybridEntry",
     "Pool",
+    "density_order",
     "floor_first",
     "floor_head",
     "floor_share_first",
@@ -442,6 +443,22 @@ def floor_first(scores: np.ndarray, paths: list[Path], info: dict[str, dict[str,
     if len(rest):
         order = rest[np.argsort(-np.asarray(scores, dtype=np.float64)[rest], kind="stable")]
         out[order] = 1.0 - (np.arange(len(order)) + 1.0) / (len(order) + 1.0)
+    return out
+
+
+def density_order(scores: np.ndarray, chars: list[int]) -> np.ndarray:
+    """Scores that order candidates by ``score / chars`` (the value per character of budget), the
+    positive-scored ones first, then the rest in score order: rank values in ``(0, n]``, best highest.
+
+        >>> density_order(np.array([0.5, 0.3, -1.0, 0.2]), [500, 100, 10, 100]).tolist()
+        [2.0, 4.0, 1.0, 3.0]
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    n = len(s)
+    key = np.where(s > 0, s / np.maximum(np.asarray(chars, dtype=np.float64), 1.0), -np.inf)
+    order = np.lexsort((-s, -key))  # by density, then (the non-positive ones) by score
+    out = np.empty(n, dtype=np.float64)
+    out[order] = n - np.arange(n, dtype=np.float64)
     return out
 
 

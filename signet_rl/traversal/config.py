@@ -63,6 +63,9 @@ class TraversalConfig:
             are injected first, and the scorer's order fills the rest from every other candidate. Training
             rates only those others (the units that compete for the rest of the budget). 0: off (the scorer
             ranks everything). Ignored by the non-learned scorers (``floor_share`` is theirs).
+        density: with a learned scorer, inject the candidates (below ``floor_keep``'s head) by score per
+            character of their text, the value density a character budget rewards (candidates scored 0 or
+            less follow, in score order). False: by score.
         aspect_chunks: when the walk ranks facts by query relevance, an entry entity's aspect holding more
             than ``max_attributes_per_aspect`` current facts yields up to this many paths, the next most
             relevant facts on each (a speaker's hundreds of observations need more than one path), >= 1.
@@ -93,6 +96,7 @@ class TraversalConfig:
     session_source: str = "auto"
     floor_share: float = 1.0
     floor_keep: float = 0.0
+    density: bool = False
 
     @property
     def hybrid(self) -> bool:

@@ -410,3 +410,46 @@ def test_floor_share_one_keeps_the_non_learned_ranking():
     got = [u.items for u in b.retrieve(q, 120)]
     assert got[0] == top[0]  # the floor's first turn keeps its place within the guaranteed share
     assert a.config.floor_share == 1.0 and a.config.session_source == "auto"
+
+
+class LongestFirst:
+    """Scores the candidate with the longest text 1.0 and every other 0.9 (a learned-style scorer)."""
+
+    name = "longest_first"
+
+    def __init__(self, builder: MemoryBuilder) -> None:
+        self.builder = builder
+
+    def prepare(self, graph, arrays) -> None:  # noqa: ANN001
+        return None
+
+    def score(self, query, paths, context) -> np.ndarray:  # noqa: ANN001
+        chars = np.asarray([self.builder.construct(p).chars for p in paths])
+        return np.where(chars == chars.max(), 1.0, 0.9)
+
+    def update(self, feedback) -> None:  # noqa: ANN001
+        return None
+
+
+def test_density_injects_by_score_per_character():
+    from signet_rl.pipeline.hybrid import density_order
+
+    assert density_order(np.array([0.5, 0.3, -1.0, 0.2]), [500, 100, 10, 100]).tolist() == [2, 4, 1, 3]
+    ds = conversation()
+    builder = MemoryBuilder(ds.graphs["c"])
+    cfg = {**HYBRID, "session_paths": 12, "walk_paths": 12}
+    by_score = DesirePathRetriever(LongestFirst(builder), config=cfg, flat=flat())
+    by_density = DesirePathRetriever(LongestFirst(builder), config={**cfg, "density": True}, flat=flat())
+    q = ds.queries[0]
+    for r in (by_score, by_density):
+        r.index(ds)
+    paths = by_score.candidates(q, 2000).walk.paths
+    chars = {p: builder.construct(p).chars for p in paths}
+    longest = max(chars.values())
+    first_by_score = by_score.retrieve(q, 2000)[0]
+    assert len(first_by_score.text) == longest
+    # by density: 0.9 / chars beats 1.0 / longest for the shortest candidate
+    shortest = min(chars, key=lambda p: (chars[p], paths.index(p)))
+    assert 0.9 / chars[shortest] > 1.0 / longest
+    first = by_density.retrieve(q, 2000)[0]
+    assert first.items == builder.construct(shortest).items
