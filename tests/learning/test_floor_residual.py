@@ -120,14 +120,14 @@ class ReverseFlat:
 
     name = "reverse_flat"
 
-    def prepare(self, graph, arrays) -> None:  # noqa: ANN001
+    def prepare(self, graph, arrays) -> None:
         return None
 
-    def score(self, query, paths, context) -> np.ndarray:  # noqa: ANN001
+    def score(self, query, paths, context) -> np.ndarray:
         ranks = [context.path_info.get(p.id, {}).get("floor_rank", -1.0) for p in paths]
         return np.asarray([r if r >= 0 else -1.0 for r in ranks], dtype=np.float64)
 
-    def update(self, feedback) -> None:  # noqa: ANN001
+    def update(self, feedback) -> None:
         return None
 
 
@@ -168,7 +168,9 @@ def test_floor_keep_rates_only_the_candidates_that_compete_for_the_rest():
         trainer.run()
         # flat's top turn for the query about word s is its distractor c:D<s>:1 (the head at 60 characters)
         shown_heads[keep] = sum(
-            rec.candidates[i] == f"M:c:D{rec.query_id[1:]}:1" for rec in trainer.log.records for i in rec.shown
+            rec.candidates[i] == f"M:c:D{rec.query_id[1:]}:1"
+            for rec in trainer.log.records
+            for i in rec.shown
         )
         assert len(trainer.log.records) == N_TRAIN
     assert shown_heads[0.0] > 0 and shown_heads[0.5] == 0, shown_heads

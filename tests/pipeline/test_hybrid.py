@@ -420,14 +420,14 @@ class LongestFirst:
     def __init__(self, builder: MemoryBuilder) -> None:
         self.builder = builder
 
-    def prepare(self, graph, arrays) -> None:  # noqa: ANN001
+    def prepare(self, graph, arrays) -> None:
         return None
 
-    def score(self, query, paths, context) -> np.ndarray:  # noqa: ANN001
+    def score(self, query, paths, context) -> np.ndarray:
         chars = np.asarray([self.builder.construct(p).chars for p in paths])
         return np.where(chars == chars.max(), 1.0, 0.9)
 
-    def update(self, feedback) -> None:  # noqa: ANN001
+    def update(self, feedback) -> None:
         return None
 
 
