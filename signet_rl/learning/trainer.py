@@ -35,6 +35,7 @@ the same metrics as an uninterrupted one, bit for bit. The run folder is opened 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import os
 import pickle
@@ -58,6 +59,7 @@ from signet_rl.learning.exploration import ExplorerQuota, select_slate, speculat
 from signet_rl.learning.feedback_log import FeedbackLog, FeedbackRecord
 from signet_rl.learning.reinforcement import EdgeStats
 from signet_rl.pipeline.desire import Candidates, DesirePathRetriever
+from signet_rl.pipeline.hybrid import floor_head
 from signet_rl.rating.items import ItemResolver
 from signet_rl.rating.rater import SimulatedRater
 from signet_rl.scorers.base import Feedback, PathScorer
@@ -321,7 +323,23 @@ class BanditTrainer:
             self._entity_vectors[graph_id] = state.encoder.encode(names.fillna("").astype(str).tolist())
         return self._entity_vectors[graph_id]
 
-    def _select(self, query: Query, paths: list[Path], cands: Candidates) -> tuple[np.ndarray, Any]:
+    def _kept(self, paths: list[Path], cands: Candidates) -> np.ndarray | None:
+        """With ``floor_keep`` (a learned scorer under ``best_flat``'s head), the candidates the head injects
+        whatever the scorer says: they are not shown for rating, since their place does not depend on it.
+        None when off or when the head would take every candidate."""
+        keep = self.retriever.config.floor_keep
+        if not keep or cands.pool is None:
+            return None
+        info = cands.context.path_info
+        chars = [int(info.get(p.id, {}).get("chars", 0)) for p in paths]
+        head = floor_head(paths, info, chars, self.config.budget_chars, keep)
+        return head if not head.all() else None
+
+    def _select(
+        self, query: Query, paths: list[Path], cands: Candidates, kept: np.ndarray | None = None
+    ) -> tuple[np.ndarray, Any]:
+        """The policy's scores of ``paths`` and the slate it shows; ``kept`` (a mask) are never shown (the
+        slate is drawn from the others, its propensities under that draw)."""
         cfg = self.config
         scores = np.asarray(self.scorer.score(query, paths, cands.context), dtype=np.float64)
         samples = None
@@ -332,15 +350,18 @@ class BanditTrainer:
                     f"exploration 'thompson' needs a scorer with sample_scores; {self.scorer.name!r} has none"
                 )
             samples = np.asarray(sample(query, paths, cands.context, cfg.thompson_samples, self.rng))
+        rest = np.arange(len(paths)) if kept is None else np.flatnonzero(~kept)
         slate = select_slate(
-            scores,
+            scores[rest],
             cfg.slate_size,
             cfg.exploration,
             self.rng,
             epsilon=cfg.epsilon,
             temperature=cfg.temperature,
-            samples=samples,
+            samples=None if samples is None else samples[:, rest],
         )
+        if kept is not None:
+            slate = dataclasses.replace(slate, indices=rest[np.asarray(slate.indices, dtype=np.int64)])
         return scores, slate
 
     def interact(self, query: Query, position: int) -> Interaction | None:
@@ -365,7 +386,7 @@ class BanditTrainer:
                 extra = self.explorer_targets(query, list(cands.entries))
                 targets = list(range(len(paths), len(paths) + len(extra)))
                 paths += extra
-        scores, slate = self._select(query, paths[:n_walk], cands)
+        scores, slate = self._select(query, paths[:n_walk], cands, self._kept(paths[:n_walk], cands))
         shown = [int(i) for i in slate.indices]
         pscores = [float(p) for p in slate.propensities]
         explorer = [False] * len(shown)

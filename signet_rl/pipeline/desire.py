@@ -25,7 +25,7 @@ from signet_rl.core.types import DEFAULT_BUDGET_CHARS, Query, Unit
 from signet_rl.datasets.base import Dataset
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
-from signet_rl.pipeline.hybrid import HybridEntry, Pool, floor_first, floor_share_first
+from signet_rl.pipeline.hybrid import HybridEntry, Pool, density_order, floor_first, floor_share_first
 from signet_rl.retrieval.base import Retriever
 from signet_rl.retrieval.entry import EntrySearch
 from signet_rl.retrieval.flat import BEST_FLAT, flat_variant
@@ -402,6 +402,16 @@ class DesirePathRetriever:
                                            self.config.floor_share)  # fmt: skip
             elif cands.pool is not None and self.floor_first:
                 scores = floor_first(scores, paths, cands.pool.info)
+            elif cands.pool is not None and (self.config.floor_keep > 0 or self.config.density):
+                # a learned scorer: under flat's head, and/or by value per character
+                builder = self._state(query.graph_id).builder
+                budget = DEFAULT_BUDGET_CHARS if budget_chars is None else budget_chars
+                chars = [builder.construct(p).chars for p in paths]
+                if self.config.density:
+                    scores = density_order(scores, chars)
+                if self.config.floor_keep > 0:
+                    scores = floor_share_first(scores, paths, cands.pool.info, chars, budget,
+                                               self.config.floor_keep)  # fmt: skip
         units = self.slate(query, cands, zip(paths, scores.tolist(), strict=True), budget_chars)
         if cands.pool is not None:  # the pool size travels with every unit (reported per query)
             units = [dataclasses.replace(u, meta={**u.meta, "pool": dict(cands.pool.sizes)}) for u in units]

@@ -45,7 +45,17 @@ from signet_rl.traversal.construct import MemoryBuilder
 from signet_rl.traversal.path import Hop, Path
 from signet_rl.traversal.session import SessionDAG
 
-__all__ = ["PIECES", "SESSION_SOURCES", "HybridEntry", "Pool", "floor_first", "session_dag_of"]
+__all__ = [
+    "PIECES",
+    "SESSION_SOURCES",
+    "HybridEntry",
+    "Pool",
+    "density_order",
+    "floor_first",
+    "floor_head",
+    "floor_share_first",
+    "session_dag_of",
+]
 
 #: Candidate pieces, in the order they fill the candidate set.
 PIECES: tuple[str, ...] = ("floor", "session", "walk", "graph")
@@ -269,6 +279,48 @@ class HybridEntry:
             out.append((Path(hops, strategy=strategy), m, s))
         return out
 
+    #: Turns either side of a candidate whose flat scores :meth:`flat_context` sums (context smoothing).
+    CONTEXT_WINDOW = 2
+
+    def flat_ranking(self, flat_units: list[Unit]) -> dict[int, tuple[int, float]]:
+        """Flat's whole ranking of one query by memory row: ``row -> (rank, fused score / the top score)``
+        (a memory's first unit; units that are not one memory are skipped)."""
+        top = max((float(u.score) for u in flat_units[:1]), default=0.0)
+        scale = 1.0 / top if top > 0 else 1.0
+        out: dict[int, tuple[int, float]] = {}
+        for rank, u in enumerate(flat_units):
+            if len(u.items) == 1:
+                row = self.memory_index.get(str(u.items[0]))
+                if row is not None and row not in out:
+                    out[row] = (rank, float(u.score) * scale)
+        return out
+
+    def flat_context(self, row: int, flat_rows: dict[int, tuple[int, float]]) -> dict[str, float]:
+        """What flat's whole ranking says about memory ``row`` and its neighbouring turns, read at serve time
+        (never ground truth): ``flat_any`` its own fused score over flat's top score (0 when flat does not
+        rank it: beyond the floor, flat's scores still order session and walk units), ``flat_any_rank_inv``
+        ``1 / (1 + its rank)``, and over the turns up to :data:`CONTEXT_WINDOW` places either side in the same
+        session, ``neigh_flat_max`` / ``neigh_flat_sum`` of their relative scores (context smoothing: an
+        answer is often the turn next to a hit). All 0 for ``row < 0`` (an attribute unit)."""
+        out = dict.fromkeys(("flat_any", "flat_any_rank_inv", "neigh_flat_max", "neigh_flat_sum"), 0.0)
+        if row < 0:
+            return out
+        rank, score = flat_rows.get(row, (-1, 0.0))
+        if rank >= 0:
+            out["flat_any"], out["flat_any_rank_inv"] = score, 1.0 / (1.0 + rank)
+        dag = self.dag
+        pos, sess = int(dag.rank[row]), int(dag.session[row])
+        for d in range(-self.CONTEXT_WINDOW, self.CONTEXT_WINDOW + 1):
+            if d == 0 or not 0 <= pos + d < len(dag.order):
+                continue
+            other = int(dag.order[pos + d])
+            if int(dag.session[other]) != sess:
+                continue
+            s = flat_rows.get(other, (-1, 0.0))[1]
+            out["neigh_flat_max"] = max(out["neigh_flat_max"], s)
+            out["neigh_flat_sum"] += s
+        return out
+
     def _sims(self, rows: npt.NDArray[np.int64], qv: np.ndarray | None) -> npt.NDArray[np.float64]:
         if qv is None or not len(rows):
             return np.zeros(len(rows))
@@ -315,6 +367,7 @@ class HybridEntry:
 
         pieces: dict[str, list[tuple[Path, int, float, int]]] = {p: [] for p in PIECES}
         flat_scores: dict[str, tuple[float, float, float]] = {}
+        flat_rows = self.flat_ranking(flat_units)
         for rank, (path, unit, row) in enumerate(floor):
             v = float(unit.meta.get("vector", 0.0) or 0.0)
             k = float(unit.meta.get("keyword", 0.0) or 0.0)
@@ -359,7 +412,10 @@ class HybridEntry:
             rows = [row] if row >= 0 else []
             v, k, f = flat_scores.get(path.id, (0.0, 0.0, 0.0))
             dist = int(self.dag.distance(rows, anchors)[0]) if rows and anchors else -1
+            near = self.flat_context(row, flat_rows)
             out.info[path.id] = {
+                **near,
+                "chars": float(chars),
                 "flat_vector": v,
                 "flat_keyword": k,
                 "flat_fused": f,
@@ -390,6 +446,39 @@ def floor_first(scores: np.ndarray, paths: list[Path], info: dict[str, dict[str,
     return out
 
 
+def density_order(scores: np.ndarray, chars: list[int]) -> np.ndarray:
+    """Scores that order candidates by ``score / chars`` (the value per character of budget), the
+    positive-scored ones first, then the rest in score order: rank values in ``(0, n]``, best highest.
+
+        >>> density_order(np.array([0.5, 0.3, -1.0, 0.2]), [500, 100, 10, 100]).tolist()
+        [2.0, 4.0, 1.0, 3.0]
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    n = len(s)
+    key = np.where(s > 0, s / np.maximum(np.asarray(chars, dtype=np.float64), 1.0), -np.inf)
+    order = np.lexsort((-s, -key))  # by density, then (the non-positive ones) by score
+    out = np.empty(n, dtype=np.float64)
+    out[order] = n - np.arange(n, dtype=np.float64)
+    return out
+
+
+def floor_head(
+    paths: list[Path], info: dict[str, dict[str, float]], chars: list[int], budget: int, share: float
+) -> npt.NDArray[np.bool_]:
+    """Which candidates are ``best_flat``'s head under a budget split: the floor units that fit ``share ×
+    budget`` characters, taken in flat's order (a unit that would overflow is skipped, as the budget rule
+    skips it). ``[len(paths)]``."""
+    ranks = np.asarray([info.get(p.id, {}).get("floor_rank", -1.0) for p in paths], dtype=np.float64)
+    head = np.zeros(len(paths), dtype=bool)
+    room = share * budget
+    used = 0
+    for i in np.flatnonzero(ranks >= 0)[np.argsort(ranks[ranks >= 0], kind="stable")].tolist():
+        if used + chars[i] <= room:
+            used += chars[i]
+            head[i] = True
+    return head
+
+
 def floor_share_first(
     scores: np.ndarray,
     paths: list[Path],
@@ -410,13 +499,7 @@ def floor_share_first(
     n = len(paths)
     ranks = np.asarray([info.get(p.id, {}).get("floor_rank", -1.0) for p in paths], dtype=np.float64)
     out = np.zeros(n, dtype=np.float64)
-    guaranteed = np.zeros(n, dtype=bool)
-    room = share * budget
-    used = 0
-    for i in np.flatnonzero(ranks >= 0)[np.argsort(ranks[ranks >= 0], kind="stable")].tolist():
-        if used + chars[i] <= room:
-            used += chars[i]
-            guaranteed[i] = True
+    guaranteed = floor_head(paths, info, chars, budget, share)
     ng = max(int(guaranteed.sum()), 1)
     out[guaranteed] = 2.0 - ranks[guaranteed] / (ng + 1.0)
     rest = np.flatnonzero(~guaranteed)

@@ -223,6 +223,11 @@ HYBRID_FEATURES: tuple[str, ...] = (
     "edge_conf_mean",
     "memory_sim",
     "n_memories",
+    "log_chars",
+    "flat_any",
+    "flat_any_rank_inv",
+    "neigh_flat_max",
+    "neigh_flat_sum",
 )
 PATH_FEATURES: tuple[str, ...] = (
     "n_dependencies",
@@ -357,6 +362,14 @@ class PathFeaturizer:
     * ``edge_conf_mean``: mean confidence of the path's dependencies (0 with none).
     * ``memory_sim``: the best cosine of the injected memories with the query (0 with none).
     * ``n_memories``: memory hops.
+    * ``log_chars``: ``ln(1 + length)`` of the candidate's constructed text (longer turns hold evidence
+      more often, and cost more budget).
+    * ``flat_any``, ``flat_any_rank_inv``: the flat retriever's fused score of the injected memory over its
+      top score, and ``1 / (1 + rank)``, anywhere in its whole ranking (so session and walk units get them
+      too; 0 where flat does not rank the memory).
+    * ``neigh_flat_max``, ``neigh_flat_sum``: max / sum of those relative flat scores over the turns up to
+      two places either side in the same session (context smoothing:
+      :meth:`~signet_rl.pipeline.hybrid.HybridEntry.flat_context`).
 
     Paths that start at a memory (floor and session paths) have no start or end entity: the entity columns
     (``starts_at_entry``, ``end_log_degree``, ``same_community``, ``end_name_sim``) are 0 for them.
@@ -631,7 +644,8 @@ class PathFeaturizer:
         out[:, col["edge_conf_mean"]] = np.where(has_dep, conf / safe_dep, 0.0)
         kinds = ("floor", "session", "walk")
         info_cols = ("flat_vector", "flat_keyword", "flat_fused", "session_distance", "query_overlap",
-                     "memory_sim")  # fmt: skip
+                     "memory_sim", "flat_any", "flat_any_rank_inv", "neigh_flat_max",
+                     "neigh_flat_sum")  # fmt: skip
         for i, p in enumerate(paths):
             out[i, col["path_length"]] = p.length
             out[i, col["n_memories"]] = len(p.memories)
@@ -642,6 +656,7 @@ class PathFeaturizer:
                 continue
             for name in info_cols:
                 out[i, col[name]] = rec.get(name, 0.0)
+            out[i, col["log_chars"]] = math.log1p(rec.get("chars", 0.0))
             rank = rec.get("floor_rank", -1.0)
             out[i, col["floor_rank_inv"]] = 1.0 / (1.0 + rank) if rank >= 0 else 0.0
 

@@ -84,7 +84,7 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
             first), and ratings move it from there. 0: off (a prior mean of 0).
 
     Attributes:
-        dim: length of :math:`x` (``(1 + 28) * 6`` with intent interactions; ``(1 + 28 + 3) * 6`` with
+        dim: length of :math:`x` (``(1 + 46) * 6`` with intent interactions; ``(1 + 46 + 3) * 6`` with
             ``base_scores``).
         A_inv: :math:`A^{-1}`, ``float64 [dim, dim]``.
         b: ``float64 [dim]``.

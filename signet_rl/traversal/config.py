@@ -58,6 +58,14 @@ class TraversalConfig:
             budget the floor is guaranteed, in flat's order; the rest goes to every remaining candidate
             (floor, session and walk units alike) in the scorer's order. 1.0: the floor first throughout.
             A setting chosen on validation (``experiments/hybrid_split.py``).
+        floor_keep: with a learned scorer (which ranks every candidate itself), the share of the budget
+            that keeps ``best_flat``'s head in flat's order: the floor units that fit ``floor_keep × budget``
+            are injected first, and the scorer's order fills the rest from every other candidate. Training
+            rates only those others (the units that compete for the rest of the budget). 0: off (the scorer
+            ranks everything). Ignored by the non-learned scorers (``floor_share`` is theirs).
+        density: with a learned scorer, inject the candidates (below ``floor_keep``'s head) by score per
+            character of their text, the value density a character budget rewards (candidates scored 0 or
+            less follow, in score order). False: by score.
         aspect_chunks: when the walk ranks facts by query relevance, an entry entity's aspect holding more
             than ``max_attributes_per_aspect`` current facts yields up to this many paths, the next most
             relevant facts on each (a speaker's hundreds of observations need more than one path), >= 1.
@@ -87,6 +95,8 @@ class TraversalConfig:
     candidate_chars_factor: float = 10.0
     session_source: str = "auto"
     floor_share: float = 1.0
+    floor_keep: float = 0.0
+    density: bool = False
 
     @property
     def hybrid(self) -> bool:
@@ -125,9 +135,10 @@ class TraversalConfig:
                 "TraversalConfig.session_source must be one of tags, graph, auto, "
                 f"got {self.session_source!r}"
             )
-        fs = self.floor_share
-        if isinstance(fs, bool) or not isinstance(fs, int | float) or not 0 <= fs <= 1:
-            raise ValueError(f"TraversalConfig.floor_share must be a number in [0, 1], got {fs!r}")
+        for name in ("floor_share", "floor_keep"):
+            fs = getattr(self, name)
+            if isinstance(fs, bool) or not isinstance(fs, int | float) or not 0 <= fs <= 1:
+                raise ValueError(f"TraversalConfig.{name} must be a number in [0, 1], got {fs!r}")
         if self.hybrid and self.max_paths > 50:
             raise ValueError(
                 f"TraversalConfig.max_paths is {self.max_paths}; the hybrid entry (floor, session, "

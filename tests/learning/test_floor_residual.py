@@ -113,3 +113,64 @@ def test_linucb_learns_a_residual_that_beats_its_untrained_policy():
     recall = res.rows.groupby("retriever")["needed_recall"].mean()
     assert recall["flat"] == 0.0 and recall["untrained"] == 0.0  # flat's top turn is the distractor
     assert recall["learned"] >= 0.8, recall.to_dict()
+
+
+class ReverseFlat:
+    """A scorer that ranks the floor in the reverse of flat's order, below every other candidate."""
+
+    name = "reverse_flat"
+
+    def prepare(self, graph, arrays) -> None:
+        return None
+
+    def score(self, query, paths, context) -> np.ndarray:
+        ranks = [context.path_info.get(p.id, {}).get("floor_rank", -1.0) for p in paths]
+        return np.asarray([r if r >= 0 else -1.0 for r in ranks], dtype=np.float64)
+
+    def update(self, feedback) -> None:
+        return None
+
+
+def test_floor_keep_injects_flats_head_whatever_a_learned_scorer_says():
+    ds = topics()
+    flat = FixedFlat()
+    flat.index(ds)
+    cfg = {**FLOOR, "session": True}
+    free = DesirePathRetriever(ReverseFlat(), config=cfg, flat=flat)
+    kept = DesirePathRetriever(ReverseFlat(), config={**cfg, "floor_keep": 0.5}, flat=flat)
+    assert not free.floor_first and not kept.floor_first  # learned-style: the scorer ranks everything
+    for r in (free, kept):
+        r.index(ds)
+    for q in ds.queries[:5]:
+        head = [u.items for u in flat.retrieve(q, 60)]  # what fits half of the 120-character budget
+        assert len(head) == 1
+        assert [u.items for u in free.retrieve(q, 120)][:1] != head  # the scorer alone drops flat's top turn
+        got = kept.retrieve(q, 120)
+        assert [u.items for u in got][:1] == head and got[0].meta["source"] == "floor"
+        # the rest of the budget follows the scorer: flat's last floor unit next (reverse order)
+        floor = free.candidates(q, 120).context.path_info
+        last = max(floor.values(), key=lambda rec: rec["floor_rank"])["floor_rank"]
+        assert last > 0 and len(got) > 1
+    with pytest.raises(ValueError, match=r"TraversalConfig.floor_keep must be a number in \[0, 1\], got 1.5"):
+        DesirePathRetriever("prior", config={**cfg, "floor_keep": 1.5})
+
+
+def test_floor_keep_rates_only_the_candidates_that_compete_for_the_rest():
+    ds = topics()
+    flat = FixedFlat()
+    config = BanditConfig(epochs=1, budget_chars=120, slate_size=3, exploration="epsilon", epsilon=0.5,
+                          explorer_per_session=0, reinforcement=False, rater_noise=0.0, rater_prob=1.0,
+                          eval_every=10_000, checkpoint_every=10_000)  # fmt: skip
+    shown_heads = {}
+    for keep in (0.0, 0.5):
+        trainer = BanditTrainer(ds, scorer("linucb"), config, traversal={**FLOOR, "floor_keep": keep}, seed=0,
+                                flat=flat, progress=False)  # fmt: skip
+        trainer.run()
+        # flat's top turn for the query about word s is its distractor c:D<s>:1 (the head at 60 characters)
+        shown_heads[keep] = sum(
+            rec.candidates[i] == f"M:c:D{rec.query_id[1:]}:1"
+            for rec in trainer.log.records
+            for i in rec.shown
+        )
+        assert len(trainer.log.records) == N_TRAIN
+    assert shown_heads[0.0] > 0 and shown_heads[0.5] == 0, shown_heads

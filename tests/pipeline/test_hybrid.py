@@ -112,6 +112,48 @@ def test_session_steps_are_candidates_with_their_anchor():
     assert unit.text == ds.graphs["c"].memories.set_index("id").loc[step.memories[1], "content"]
 
 
+def test_every_candidate_carries_flats_whole_ranking_and_its_neighbours_scores():
+    """Serve-time records beyond the floor (issue 24 §3): flat's relative score and rank of the injected
+    memory anywhere in its ranking, the sum/max of its same-session neighbours' relative scores (two turns
+    either side), and the unit's length; computed here by hand from flat's own ranking."""
+    ds = conversation()
+    desire = DesirePathRetriever("prior", config={"floor": True, "session": True, "entity_walks": True,
+                                                  "graph_walk": False}, flat=flat())  # fmt: skip
+    desire.index(ds)
+    q = ds.queries[0]
+    cands = desire.candidates(q, 100)
+    ranking = desire.flat.retrieve(q, None)
+    top = ranking[0].score
+    rel = {u.items[0]: (r, u.score / top) for r, u in reversed(list(enumerate(ranking)))}
+    order = [f"c:D{s}:{i}" for s in (1, 2, 3) for i in (1, 2, 3, 4)]
+    off_floor = 0
+    for p in cands.walk.paths:
+        info, mem = cands.context.path_info[p.id], p.memories[-1]
+        rank, score = rel.get(mem, (-1, 0.0))
+        assert info["flat_any"] == pytest.approx(score)
+        assert info["flat_any_rank_inv"] == pytest.approx(1 / (1 + rank) if rank >= 0 else 0.0)
+        i = order.index(mem)
+        near = [rel.get(m, (-1, 0.0))[1] for m in order[max(i - 2, 0) : i + 3]
+                if m != mem and m.split(":")[1] == mem.split(":")[1]]  # fmt: skip
+        assert info["neigh_flat_sum"] == pytest.approx(sum(near))
+        assert info["neigh_flat_max"] == pytest.approx(max(near))
+        content = ds.graphs["c"].memories.set_index("id").loc[mem, "content"]
+        assert info["chars"] == len(content)
+        off_floor += p.kind != "floor" and info["flat_any"] > 0
+    assert off_floor > 0  # flat ranks memories beyond the floor: session and walk units get its scores
+    from signet_rl.scorers.features import PathFeaturizer
+
+    state = desire._state("c")
+    pf = PathFeaturizer(state.graph, state.arrays, "hashing")
+    x = pf.features(cands.walk.paths, cands.context)
+    col = {n: i for i, n in enumerate(pf.names)}
+    for i, p in enumerate(cands.walk.paths):
+        info = cands.context.path_info[p.id]
+        for name in ("flat_any", "flat_any_rank_inv", "neigh_flat_max", "neigh_flat_sum"):
+            assert x[i, col[name]] == pytest.approx(info[name], rel=1e-6)
+        assert x[i, col["log_chars"]] == pytest.approx(np.log1p(info["chars"]), rel=1e-6)
+
+
 # -- the floor -----------------------------------------------------------------------------------------
 
 
@@ -368,3 +410,46 @@ def test_floor_share_one_keeps_the_non_learned_ranking():
     got = [u.items for u in b.retrieve(q, 120)]
     assert got[0] == top[0]  # the floor's first turn keeps its place within the guaranteed share
     assert a.config.floor_share == 1.0 and a.config.session_source == "auto"
+
+
+class LongestFirst:
+    """Scores the candidate with the longest text 1.0 and every other 0.9 (a learned-style scorer)."""
+
+    name = "longest_first"
+
+    def __init__(self, builder: MemoryBuilder) -> None:
+        self.builder = builder
+
+    def prepare(self, graph, arrays) -> None:
+        return None
+
+    def score(self, query, paths, context) -> np.ndarray:
+        chars = np.asarray([self.builder.construct(p).chars for p in paths])
+        return np.where(chars == chars.max(), 1.0, 0.9)
+
+    def update(self, feedback) -> None:
+        return None
+
+
+def test_density_injects_by_score_per_character():
+    from signet_rl.pipeline.hybrid import density_order
+
+    assert density_order(np.array([0.5, 0.3, -1.0, 0.2]), [500, 100, 10, 100]).tolist() == [2, 4, 1, 3]
+    ds = conversation()
+    builder = MemoryBuilder(ds.graphs["c"])
+    cfg = {**HYBRID, "session_paths": 12, "walk_paths": 12}
+    by_score = DesirePathRetriever(LongestFirst(builder), config=cfg, flat=flat())
+    by_density = DesirePathRetriever(LongestFirst(builder), config={**cfg, "density": True}, flat=flat())
+    q = ds.queries[0]
+    for r in (by_score, by_density):
+        r.index(ds)
+    paths = by_score.candidates(q, 2000).walk.paths
+    chars = {p: builder.construct(p).chars for p in paths}
+    longest = max(chars.values())
+    first_by_score = by_score.retrieve(q, 2000)[0]
+    assert len(first_by_score.text) == longest
+    # by density: 0.9 / chars beats 1.0 / longest for the shortest candidate
+    shortest = min(chars, key=lambda p: (chars[p], paths.index(p)))
+    assert 0.9 / chars[shortest] > 1.0 / longest
+    first = by_density.retrieve(q, 2000)[0]
+    assert first.items == builder.construct(shortest).items

@@ -158,7 +158,7 @@ def test_query_featurizer_layout():
 
 def test_path_features_names_and_shape(graph, arrays):
     pf = PathFeaturizer(graph, arrays)
-    assert pf.names == PATH_FEATURES and pf.dim == len(PATH_FEATURES) == 41
+    assert pf.names == PATH_FEATURES and pf.dim == len(PATH_FEATURES) == 46
     x = pf.features([ROUTE_A, ROUTE_B, ROUTE_D, BARE], _ctx(graph, arrays))
     assert x.shape == (4, pf.dim) and x.dtype == np.float32
     assert pf.features([], _ctx(graph, arrays)).shape == (0, pf.dim)

@@ -79,9 +79,9 @@ def test_score_is_mean_plus_alpha_width(ctx):
 
 
 def test_design_puts_the_intent_block_after_the_shared_one(ctx):
-    assert LinUCBScorer().dim == (1 + len(PATH_FEATURES) + 3) * (1 + len(INTENTS)) == 270  # with base scores
+    assert LinUCBScorer().dim == (1 + len(PATH_FEATURES) + 3) * (1 + len(INTENTS)) == 300  # with base scores
     s = LinUCBScorer(base_scores=False)
-    assert s.dim == (1 + len(PATH_FEATURES)) * (1 + len(INTENTS)) == 252
+    assert s.dim == (1 + len(PATH_FEATURES)) * (1 + len(INTENTS)) == 282
     x = s.design(Q, ROUTES, ctx)  # "what should I know ...": predicted intent what
     base = s.base_dim
     assert np.all(x[:, 0] == 1) and np.allclose(x[:, base : 2 * base], x[:, :base])
@@ -120,7 +120,7 @@ def test_state_dict_round_trip(ctx):
     assert isinstance(other, LinUCBScorer) and isinstance(other, PathScorer)
     other.load_state_dict(s.state_dict())
     assert np.array_equal(other.score(Q, ROUTES, ctx), s.score(Q, ROUTES, ctx)) and other.updates == 1
-    with pytest.raises(ValueError, match="state has dimension 270, this scorer 45"):
+    with pytest.raises(ValueError, match="state has dimension 300, this scorer 50"):
         LinUCBScorer(intent_interactions=False).load_state_dict(s.state_dict())
 
 
