@@ -151,6 +151,7 @@ def test_floor_keep_injects_flats_head_whatever_a_learned_scorer_says():
         floor = free.candidates(q, 120).context.path_info
         last = max(floor.values(), key=lambda rec: rec["floor_rank"])["floor_rank"]
         assert last > 0 and len(got) > 1
+        assert floor[got[1].meta["path_id"]]["floor_rank"] == last
     with pytest.raises(ValueError, match=r"TraversalConfig.floor_keep must be a number in \[0, 1\], got 1.5"):
         DesirePathRetriever("prior", config={**cfg, "floor_keep": 1.5})
 
