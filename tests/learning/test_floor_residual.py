@@ -125,7 +125,10 @@ def test_untrained_signet_predictor_ranks_best_flats_floor_first_as_its_baseline
     flat = FixedFlat()
     flat.index(ds)
     cfg = {**FLOOR, "session": True, "entity_walks": True}
-    predictor = make_scorer("signet_predictor", hidden=8, floor_baseline=floor_baseline, seed=0)
+    # the prior as the baseline scorer: its order differs from flat's on this conversation
+    predictor = make_scorer(
+        "signet_predictor", hidden=8, baseline="prior", floor_baseline=floor_baseline, seed=0
+    )
     desire = BanditTrainer(ds, predictor, traversal=cfg, flat=flat, progress=False).frozen("untrained")
     assert desire.scorer.fusion_alpha == 1.0 and not desire.floor_first
     same = []

@@ -141,7 +141,7 @@ def test_sessions_of_training_data_drive_the_fusion_weight(graph, arrays):
 def test_cold_start_ranks_as_the_baseline(graph, arrays):
     ctx = _ctx(graph, arrays)
     q = make_queries(1)[0]
-    s = SignetPredictorScorer()
+    s = SignetPredictorScorer(baseline="prior")
     got = s.score(q, ROUTES, ctx)
     prior = PriorScorer().score(q, ROUTES, ctx)
     assert np.argsort(-got, kind="stable").tolist() == np.argsort(-prior, kind="stable").tolist()
