@@ -58,7 +58,9 @@ def test_a_checkpoint_written_before_the_move_resumes(tiny, tmp_path):
     shutil.copytree(FIXTURES, run)
     config = BanditConfig(epochs=1, eval_every=1000, checkpoint_every=12)
     trainer = BanditTrainer(
-        tiny, make_scorer("gnn", hidden=8, n_heads=2, lr=0.003, **ADDED_ARGUMENTS), config,
+        # the checkpoint was written with steps_per_update 1, the default before the equal-tuning sweep
+        tiny, make_scorer("gnn", hidden=8, n_heads=2, lr=0.003, steps_per_update=1, **ADDED_ARGUMENTS),
+        config,
         traversal=TRAVERSAL, seed=0, run_dir=run,
         progress=False,
     )  # fmt: skip

@@ -17,7 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = ROOT / "conf" / "experiment" / "learning" / "sweep"
 SHARED = {"base", "traversal_best"}  # included by the recipes, not recipes of their own
 RECIPES = sorted(p.stem for p in SWEEPS.glob("*.yaml") if p.stem not in SHARED)
-SCORERS = {"traversal": "prior", "gnn": "gnn", "linucb": "linucb", "prior": "prior", "ppr": "ppr"}
+SCORERS = {
+    "traversal": "prior", "gnn": "gnn", "linucb": "linucb", "prior": "prior", "ppr": "ppr", "fused": "fused",
+    "signet_predictor": "signet_predictor",
+}  # fmt: skip
 
 
 def _compose(recipe: str):
@@ -37,7 +40,7 @@ def test_each_sweep_recipe_composes_to_a_valid_search(recipe):
     assert (
         sweeper.study_name == f"learning-{recipe}" and sweeper.storage == "sqlite:///data/sweeps/learning.db"
     )
-    assert sweeper.n_trials == 24 and sweeper.direction == "maximize"
+    assert sweeper.n_trials == 16 and sweeper.direction == "maximize"
     assert cfg.hydra.sweep.dir == f"multirun/sweeps/learning-{recipe}"
     assert cfg.scorer.name == SCORERS[recipe]
     assert cfg.dataset.spec == "synthetic:medium:0" and cfg.dataset.options.version == 2

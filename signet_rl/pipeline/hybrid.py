@@ -39,6 +39,7 @@ from signet_rl.core.types import Query, Unit, fit_budget
 from signet_rl.datasets.extract import session_dag
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
+from signet_rl.scorers.features import floor_first  # re-exported (it moved beside floor_prior)
 from signet_rl.text.encoders import CachedEncoder, Encoder
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.construct import MemoryBuilder
@@ -426,24 +427,6 @@ class HybridEntry:
             }
         out.sizes = {**sizes, "chars": used, "considered": sum(len(v) for v in pieces.values())}
         return out
-
-
-def floor_first(scores: np.ndarray, paths: list[Path], info: dict[str, dict[str, float]]) -> np.ndarray:
-    """Scores that put the floor first, in flat's ranking, then every other candidate in the scorer's
-    order: floor paths get ``2 - rank / n`` (in ``(1, 2]``), the others their scorer rank mapped into
-    ``[0, 1)``. The non-learned desire retriever uses it, so its slate starts with what flat would inject
-    (unless a unit above already carries it) and fills what is left with walk and session units."""
-    n = len(paths)
-    out = np.zeros(n, dtype=np.float64)
-    floor = np.asarray([info.get(p.id, {}).get("floor_rank", -1.0) >= 0 for p in paths], dtype=bool)
-    ranks = np.asarray([info.get(p.id, {}).get("floor_rank", -1.0) for p in paths], dtype=np.float64)
-    nf = max(int(floor.sum()), 1)
-    out[floor] = 2.0 - ranks[floor] / nf
-    rest = np.flatnonzero(~floor)
-    if len(rest):
-        order = rest[np.argsort(-np.asarray(scores, dtype=np.float64)[rest], kind="stable")]
-        out[order] = 1.0 - (np.arange(len(order)) + 1.0) / (len(order) + 1.0)
-    return out
 
 
 def density_order(scores: np.ndarray, chars: list[int]) -> np.ndarray:

@@ -50,6 +50,7 @@ __all__ = [
     "PathFeaturizer",
     "PerGraphFeaturizers",
     "QueryFeaturizer",
+    "floor_first",
     "floor_prior",
     "intent_one_hot",
     "time_features",
@@ -205,6 +206,26 @@ def floor_prior(
     info = context.path_info
     rank = np.asarray([info.get(p.id, {}).get("floor_rank", -1.0) for p in paths], dtype=np.float64)
     return np.where(rank >= 0, float(scale) / (1.0 + np.maximum(rank, 0.0)), 0.0)
+
+
+def floor_first(scores: np.ndarray, paths: Sequence[Path], info: dict[str, dict[str, float]]) -> np.ndarray:
+    """Scores that put the floor first, in flat's ranking, then every other candidate in the scorer's
+    order: floor paths get ``2 - rank / n`` (in ``(1, 2]``), the others their scorer rank mapped into
+    ``[0, 1)``. The non-learned desire retriever uses it, so its slate starts with what flat would inject
+    (unless a unit above already carries it) and fills what is left with walk and session units; Signet's
+    predictor takes it as its baseline ranking over the hybrid entry (best_flat's order is the analogue of
+    Signet's own flat recall). Reads flat's ranking only, never ground truth."""
+    n = len(paths)
+    out = np.zeros(n, dtype=np.float64)
+    floor = np.asarray([info.get(p.id, {}).get("floor_rank", -1.0) >= 0 for p in paths], dtype=bool)
+    ranks = np.asarray([info.get(p.id, {}).get("floor_rank", -1.0) for p in paths], dtype=np.float64)
+    nf = max(int(floor.sum()), 1)
+    out[floor] = 2.0 - ranks[floor] / nf
+    rest = np.flatnonzero(~floor)
+    if len(rest):
+        order = rest[np.argsort(-np.asarray(scores, dtype=np.float64)[rest], kind="stable")]
+        out[order] = 1.0 - (np.arange(len(order)) + 1.0) / (len(order) + 1.0)
+    return out
 
 
 #: :class:`PathFeaturizer` column names, in order (see its docstring for each one's meaning).

@@ -448,7 +448,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         n_heads: output heads (>= 1). With ``bootstrap`` each learns from its own Poisson(1) resample of
             every batch; with ``none`` all see every example. The score is their mean either way.
         uncertainty: ``bootstrap`` (Poisson(1) masks per head, Thompson draws from heads) or ``none``.
-        lr: Adam learning rate (> 0).
+        lr: Adam learning rate (> 0). The defaults of ``hidden``, ``lr``, ``weight_decay`` and
+            ``steps_per_update`` are the equal-tuning sweep's best trial (``learning-gnn``, docs/results.md).
         weight_decay: Adam weight decay (>= 0).
         steps_per_update: Adam steps per :meth:`update` call (>= 1).
         importance_weighted: weight each example by ``min(1 / pscore, max_importance_weight)``.
@@ -497,13 +498,13 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
 
     def __init__(
         self,
-        hidden: int = 32,
+        hidden: int = 64,
         layers: int = 2,
         n_heads: int = 8,
         uncertainty: Literal["bootstrap", "none"] = "bootstrap",
-        lr: float = 1e-2,
+        lr: float = 0.00019632702887198395,
         weight_decay: float = 0.0,
-        steps_per_update: int = 1,
+        steps_per_update: int = 4,
         importance_weighted: bool = False,
         max_importance_weight: float = 10.0,
         edge_features: bool = True,

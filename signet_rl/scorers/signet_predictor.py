@@ -8,7 +8,10 @@ it constructs: its facts, or its end entity), from what the candidate and the gr
 
 1. **Baseline ranking.** A non-learned scorer (``baseline``, default ``prior``: importance × recency ×
    confidence, signet_rl's analogue of Signet's ``importance·0.95^age`` candidate score) ranks the
-   candidates.
+   candidates. Over the hybrid entry (candidates on best_flat's floor, ``path_info[...]["floor_rank"]``)
+   with ``floor_baseline`` on, the baseline ranking is the floor in best_flat's order, then the other
+   candidates in the baseline scorer's order (:func:`~signet_rl.scorers.features.floor_first`): in Signet
+   the baseline is its own flat recall, and best_flat's order is that ranking's analogue here.
 2. **Embeddings.** A candidate's embedding is the mean of its facts' text embeddings (the scorer's own
    encoder), L2-normalised; a path with no facts is represented by its aspect's name, else its end entity's
    name (``embedded`` = 0 then). The **query embedding** is Signet's: the mean embedding of the top
@@ -72,6 +75,7 @@ from signet_rl.scorers.features import (
     PathFeaturizer,
     PerGraphFeaturizers,
     QueryFeaturizer,
+    floor_first,
     time_features,
 )
 from signet_rl.traversal.path import Path
@@ -297,7 +301,9 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
     Args:
         hidden: the internal projection width ``H`` (Signet: 64).
         hash_slots: entity and aspect hash-slot buckets (>= 2).
-        lr: Adam learning rate (Signet: 1e-3).
+        lr: Adam learning rate (Signet: 1e-3). The defaults of ``lr``, ``temperature``, ``epochs``,
+            ``final_alpha`` and ``baseline`` are the equal-tuning sweep's best trial
+            (``learning-signet_predictor``, docs/results.md), not Signet's values.
         temperature: the listwise loss's label temperature (Signet: 0.5).
         epochs: passes over each update's batch (Signet: 3).
         rrf_k: the RRF constant (Signet: 12).
@@ -306,6 +312,9 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         final_alpha: the baseline's RRF weight after the ramp, in [0, 1].
         context_top: baseline candidates whose mean embedding is the query embedding (Signet: 10).
         baseline: the non-learned scorer whose ranking is fused and fills the context: ``prior`` or ``ppr``.
+        floor_baseline: with the hybrid entry's floor among the candidates, the baseline ranking is the
+            floor in best_flat's order, then the rest in ``baseline``'s order (false: ``baseline``'s order
+            alone, the behaviour before the switch).
         session_size: interactions per session for queries with neither a session nor a time.
         encoder: the text encoder of candidate embeddings (``hashing`` or ``minilm``).
         seed: seeds the initial weights (training draws no random numbers).
@@ -326,15 +335,16 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         self,
         hidden: int = 64,
         hash_slots: int = 32,
-        lr: float = 1e-3,
-        temperature: float = 0.5,
-        epochs: int = 3,
+        lr: float = 0.001408582979439242,
+        temperature: float = 0.32888124668963814,
+        epochs: int = 1,
         rrf_k: float = 12.0,
         cold_start_sessions: int = 10,
         ramp_sessions: int = 10,
-        final_alpha: float = 0.5,
+        final_alpha: float = 0.6093329644577116,
         context_top: int = 10,
-        baseline: str = "prior",
+        baseline: str = "ppr",
+        floor_baseline: bool = True,
         session_size: int = 20,
         encoder: str = "hashing",
         seed: int = 0,
@@ -352,11 +362,14 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         check_range("final_alpha", final_alpha, 0, 1, owner=_WHO)
         if baseline not in BASELINES:
             raise ValueError(f"{_WHO}: baseline must be one of {', '.join(BASELINES)}, got {baseline!r}")
+        if not isinstance(floor_baseline, bool):
+            raise ValueError(f"{_WHO}: floor_baseline must be true or false, got {floor_baseline!r}")
         self.config: dict[str, Any] = {
             "hidden": hidden, "hash_slots": hash_slots, "lr": lr, "temperature": temperature,
             "epochs": epochs, "rrf_k": rrf_k, "cold_start_sessions": cold_start_sessions,
             "ramp_sessions": ramp_sessions, "final_alpha": final_alpha, "context_top": context_top,
-            "baseline": baseline, "session_size": session_size, "encoder": encoder, "seed": seed,
+            "baseline": baseline, "floor_baseline": floor_baseline, "session_size": session_size,
+            "encoder": encoder, "seed": seed,
         }  # fmt: skip
         self.temperature = float(temperature)
         self.epochs = epochs
@@ -501,7 +514,14 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         return emb.astype(np.float32), out
 
     def _baseline_scores(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
-        return np.asarray(self.baseline.score(query, paths, context), dtype=np.float64)
+        """The baseline ranking's scores ``[n]``: the baseline scorer's, or with ``floor_baseline`` and a
+        floor among the candidates, the floor first in best_flat's order and the rest in the scorer's."""
+        scores = np.asarray(self.baseline.score(query, paths, context), dtype=np.float64)
+        info = context.path_info
+        on_floor = (info.get(p.id, {}).get("floor_rank", -1.0) >= 0 for p in paths)
+        if self.config["floor_baseline"] and any(on_floor):
+            return floor_first(scores, paths, info)
+        return scores
 
     def context_embedding(self, baseline_scores: np.ndarray, embeddings: np.ndarray) -> np.ndarray:
         """Signet's query embedding: the mean embedding of the top ``context_top`` baseline candidates

@@ -175,3 +175,36 @@ def test_floor_keep_rates_only_the_candidates_that_compete_for_the_rest():
         )
         assert len(trainer.log.records) == N_TRAIN
     assert shown_heads[0.0] > 0 and shown_heads[0.5] == 0, shown_heads
+@pytest.mark.parametrize("floor_baseline", [True, False])
+def test_untrained_signet_predictor_ranks_best_flats_floor_first_as_its_baseline(floor_baseline):
+    """Signet's predictor fuses its network with a baseline ranking; over the hybrid entry that ranking is
+    best_flat's floor order (Signet's baseline is its own flat recall), so in cold start (alpha = 1) it
+    injects exactly flat's slate. With ``floor_baseline=false`` the prior's order stands instead, and it
+    does not."""
+    ds = topics()
+    flat = FixedFlat()
+    flat.index(ds)
+    cfg = {**FLOOR, "session": True, "entity_walks": True}
+    # the prior as the baseline scorer: its order differs from flat's on this conversation
+    predictor = make_scorer(
+        "signet_predictor", hidden=8, baseline="prior", floor_baseline=floor_baseline, seed=0
+    )
+    desire = BanditTrainer(ds, predictor, traversal=cfg, flat=flat, progress=False).frozen("untrained")
+    assert desire.scorer.fusion_alpha == 1.0 and not desire.floor_first
+    same = []
+    for q in ds.queries[:8]:
+        cands = desire.candidates(q, 400)
+        paths = cands.walk.paths
+        assert {p.kind for p in paths} - {"floor"}, "walks and session steps are among the candidates"
+        scores = desire.scorer.score(q, paths, cands.context)
+        rank = [cands.context.path_info.get(p.id, {}).get("floor_rank", -1.0) for p in paths]
+        floor = [i for i in np.argsort(-scores, kind="stable") if rank[i] >= 0]
+        want = [u.items for u in flat.retrieve(q, 120)]
+        got = [u.items for u in desire.retrieve(q, 120)]
+        if floor_baseline:
+            # the floor first, in flat's order, every other candidate after it
+            top = np.argsort(-scores, kind="stable")[: len(floor)]
+            assert [rank[i] for i in top] == sorted(rank[i] for i in floor), q.id
+            assert got[: len(want)] == want, q.id
+        same.append(got[: len(want)] == want)
+    assert all(same) if floor_baseline else not any(same), same

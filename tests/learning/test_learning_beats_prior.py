@@ -60,7 +60,7 @@ def test_the_gnn_beats_its_untrained_self_which_ranks_as_desire_fused(wrong_prio
     config = BanditConfig(
         epochs=2, eval_every=0, checkpoint_every=0, slate_size=3, explorer_per_session=0, reinforcement=False
     )
-    kw = {"hidden": 8, "n_heads": 2, "lr": 0.02, "seed": 0}
+    kw = {"hidden": 8, "n_heads": 2, "lr": 0.02, "steps_per_update": 1, "seed": 0}  # a fast learner
     untrained = DesirePathRetriever(make_scorer("gnn", **kw), config=TRAVERSAL)
     scorer = make_scorer("gnn", **kw)
     trainer = BanditTrainer(wrong_prior, scorer, config, traversal=TRAVERSAL, seed=0, progress=False)

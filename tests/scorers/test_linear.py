@@ -128,7 +128,7 @@ def test_nothing_rated_is_a_no_op(ctx):
     s = LinUCBScorer()
     s.update([])
     s.update([Feedback(Q, ROUTES, ctx, shown=[0, 1], ratings=[None, None])])
-    assert s.updates == 0 and np.array_equal(s.A_inv, np.eye(s.dim)) and not s.b.any()
+    assert s.updates == 0 and np.allclose(s.A_inv, np.eye(s.dim) / s.lam) and not s.b.any()  # the ridge prior
     assert s.score(Q, [], ctx).shape == (0,)
 
 

@@ -141,7 +141,7 @@ def test_sessions_of_training_data_drive_the_fusion_weight(graph, arrays):
 def test_cold_start_ranks_as_the_baseline(graph, arrays):
     ctx = _ctx(graph, arrays)
     q = make_queries(1)[0]
-    s = SignetPredictorScorer()
+    s = SignetPredictorScorer(baseline="prior")
     got = s.score(q, ROUTES, ctx)
     prior = PriorScorer().score(q, ROUTES, ctx)
     assert np.argsort(-got, kind="stable").tolist() == np.argsort(-prior, kind="stable").tolist()
@@ -292,6 +292,7 @@ def test_a_nan_time_is_refused_naming_the_path(graph, arrays):
         ({"final_alpha": 1.5}, "SignetPredictorScorer: final_alpha must be a number in [0, 1], got 1.5"),
         ({"baseline": "flat"}, "SignetPredictorScorer: baseline must be one of prior, ppr, got 'flat'"),
         ({"hash_slots": 1}, "SignetPredictorScorer: hash_slots must be an integer >= 2, got 1"),
+        ({"floor_baseline": "yes"}, "SignetPredictorScorer: floor_baseline must be true or false, got 'yes'"),
     ],
 )
 def test_bad_arguments(kwargs, message):

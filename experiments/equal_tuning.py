@@ -1,0 +1,116 @@
+"""Read the equal-tuning sweeps (issue 25 §3) back from their Optuna storage: every trial's validation value
+and the best trial, as a markdown table; and write the traversal sweep's best parameters into
+``conf/experiment/learning/sweep/traversal_best.yaml``, which every scorer sweep includes.
+
+The sweeps themselves are plain Hydra multiruns (``conf/experiment/learning/sweep/``), run in this order, each
+resumable by running its command again::
+
+    python -m signet_rl.train -m +experiment=learning/sweep/traversal
+    python experiments/equal_tuning.py --traversal-best       # then the scorer sweeps share it
+    python -m signet_rl.train -m +experiment=learning/sweep/gnn   # then linucb, signet_predictor, prior,
+    ...                                                         # ppr, fused
+    python experiments/equal_tuning.py --table gnn linucb ...
+
+Only the studies' objective (a validation metric) is read; nothing here looks at a test figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+STORAGE = ROOT / "data" / "sweeps" / "learning.db"
+TRAVERSAL_BEST = ROOT / "conf" / "experiment" / "learning" / "sweep" / "traversal_best.yaml"
+RECIPES = ("traversal", "gnn", "linucb", "signet_predictor", "prior", "ppr", "fused")
+
+
+def load(recipe: str, storage: Path = STORAGE) -> Any:
+    """The study ``learning-<recipe>``; a clear error when the storage or the study is missing."""
+    import optuna
+
+    if not storage.exists():
+        raise SystemExit(f"no sweep storage at {storage}; run python -m signet_rl.train -m "
+                         f"+experiment=learning/sweep/{recipe} first")  # fmt: skip
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    url = f"sqlite:///{storage}"
+    names = {s.study_name for s in optuna.get_all_study_summaries(url)}
+    if f"learning-{recipe}" not in names:
+        raise SystemExit(f"no study learning-{recipe} in {storage} (have {sorted(names)})")
+    return optuna.load_study(study_name=f"learning-{recipe}", storage=url)
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1e-2 or abs(value) >= 1e3 else f"{value:.4g}"
+    return str(value)
+
+
+def table(recipe: str, storage: Path = STORAGE) -> str:
+    """Every trial of the study (number, state, parameters, validation value), the best marked."""
+    import optuna
+
+    study = load(recipe, storage)
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    best = study.best_trial if done else None
+    keys = sorted({k for t in study.trials for k in t.params})
+    lines = [
+        f"`learning-{recipe}`: {len(done)} completed trials"
+        + (f", best trial {best.number} at {best.value:.4f}" if best else ""),
+        "",
+        "| trial | "
+        + " | ".join(k.removeprefix("scorer.").removeprefix("traversal.") for k in keys)
+        + " | val nDCG@10 |",
+        "|---:|" + "---:|" * len(keys) + "---:|",
+    ]
+    for t in study.trials:
+        if t.state == optuna.trial.TrialState.COMPLETE:
+            value = f"{t.value:.4f}"
+            if "reused_trial" in t.user_attrs:
+                value += f" (= trial {t.user_attrs['reused_trial']})"
+        else:
+            value = t.state.name.lower()
+        cells = [fmt(t.params.get(k, "–")) for k in keys]
+        mark = "**" if best is not None and t.number == best.number else ""
+        lines.append(f"| {mark}{t.number}{mark} | " + " | ".join(cells) + f" | {mark}{value}{mark} |")
+    return "\n".join(lines)
+
+
+def write_traversal_best(storage: Path = STORAGE, path: Path = TRAVERSAL_BEST) -> dict[str, Any]:
+    """Write the traversal study's best parameters into ``traversal_best.yaml`` (the keys the recipe already
+    holds, nothing else); returns them."""
+    study = load("traversal", storage)
+    best = study.best_trial
+    params = {k.removeprefix("traversal."): v for k, v in best.params.items()}
+    n = sum(1 for t in study.trials if t.state.name == "COMPLETE")
+    lines = [
+        "# @package _global_",
+        "# The traversal every scorer sweep uses: the best trial of the traversal sweep",
+        "#   python -m signet_rl.train -m +experiment=learning/sweep/traversal",
+        f"# (study learning-traversal, {n} completed trials: trial {best.number}, validation nDCG@10 "
+        f"{best.value:.4f} with the prior scorer),",
+        "# written by python experiments/equal_tuning.py --traversal-best.",
+        "traversal:",
+    ]
+    lines += [f"  {k}: {v!r}" for k, v in params.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return params
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--table", nargs="*", choices=RECIPES, help="print these studies' trial tables")
+    parser.add_argument("--traversal-best", action="store_true", help="write traversal_best.yaml")
+    parser.add_argument("--storage", type=Path, default=STORAGE)
+    args = parser.parse_args(argv)
+    if args.traversal_best:
+        print(f"traversal_best.yaml: {write_traversal_best(args.storage)}")
+    for recipe in args.table or []:
+        print(table(recipe, args.storage) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
