@@ -426,20 +426,26 @@ def _train_bandit(
         extra["candidate_ceiling"] = DesirePathRetriever(
             OracleScorer(dataset), config=traversal, encoder=str(cfg.encoder), name="candidate_ceiling"
         )
+    if not cfg.get("test_table", True):  # a sweep trial: nothing on the test split is evaluated or printed
+        extra = {}
     common: dict[str, Any] = {
         "split": "test", "max_queries": config.max_test_queries, "seed": seed,
         "n_boot": int(cfg.get("bootstrap", 1000)), "progress": bool(cfg.get("progress", True)),
     }  # fmt: skip
-    result = EvaluationResult.concat([
-        evaluate(dataset, {"learned": trainer.frozen("learned"), **extra}, budget_chars=config.budget_chars,
-                 **common),
-        evaluate(dataset, {"flat_signet": flat_variant("flat_signet", encoder=str(cfg.encoder))},
-                 budget_chars=None, **common),
-    ])  # fmt: skip
-    print(result.table())
-    summary = result.rows.groupby("retriever")[[m for m in TEST_METRICS if m in result.rows]].mean()
+    result = None
     final: dict[str, float] = {}
-    for retriever, row in summary.iterrows():
+    if cfg.get("test_table", True):
+        result = EvaluationResult.concat([
+            evaluate(dataset, {"learned": trainer.frozen("learned"), **extra},
+                     budget_chars=config.budget_chars, **common),
+            evaluate(dataset, {"flat_signet": flat_variant("flat_signet", encoder=str(cfg.encoder))},
+                     budget_chars=None, **common),
+        ])  # fmt: skip
+        print(result.table())
+    summary = None
+    if result is not None:
+        summary = result.rows.groupby("retriever")[[m for m in TEST_METRICS if m in result.rows]].mean()
+    for retriever, row in ([] if summary is None else summary.iterrows()):
         for metric, value in row.items():
             final[f"test/{retriever}/{metric}"] = float(value)
             if retriever == "best_flat":  # MLflow's flat baseline is best_flat
@@ -457,9 +463,10 @@ def _train_bandit(
     pd.DataFrame(curve).to_csv(art / "learning_curve.csv", index=False)
     flat_val = _flat_validation(trainer, flat)
     learning_curve_png(curve, art / "learning_curve.png", baselines=flat_val)
-    (art / "table.txt").write_text(result.table() + "\n")
-    (art / "per_intent.md").write_text(result.intent_tables()["md"])
-    result.rows.to_csv(art / "per_query.csv", index=False)
+    if result is not None:
+        (art / "table.txt").write_text(result.table() + "\n")
+        (art / "per_intent.md").write_text(result.intent_tables()["md"])
+        result.rows.to_csv(art / "per_query.csv", index=False)
     (art / "final_metrics.json").write_text(json.dumps(final, indent=2, sort_keys=True))
     _emergence_after_training(cfg, dataset, trainer, art, bridges)
     save = getattr(scorer, "save", None)

@@ -35,6 +35,7 @@ def test_there_is_a_traversal_sweep_and_one_per_scorer():
 @pytest.mark.parametrize("recipe", RECIPES)
 def test_each_sweep_recipe_composes_to_a_valid_search(recipe):
     cfg = _compose(recipe)
+    assert cfg.test_table is False  # a trial never evaluates, prints or logs a test figure
     sweeper = cfg.hydra.sweeper
     assert sweeper._target_ == "hydra_plugins.signet_rl_optuna.sweeper.SignetOptunaSweeper"
     assert (

@@ -3,6 +3,7 @@ fails clearly."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -118,3 +119,12 @@ def test_a_dataset_without_queries_is_refused(tmp_path, signet_schema_path):
 
     with pytest.raises(ValueError, match=r"has no queries; the bandit loop needs rated queries"):
         train(cfg)
+
+
+def test_a_sweep_trial_with_test_table_off_evaluates_nothing_on_test(tmp_path):
+    done = _sweep(tmp_path, "notest", "test_table=false", "traversal.max_branching=2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "[test]" not in done.stdout and "needed_recall" not in done.stdout.split("val/")[0]
+    final = json.loads(next((tmp_path / "notest-runs").glob("*/artifacts/final_metrics.json")).read_text())
+    assert final and not [k for k in final if k.startswith(("test/", "baseline_flat/"))]
+    assert not list((tmp_path / "notest-runs").glob("*/artifacts/table.txt"))

@@ -448,8 +448,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         n_heads: output heads (>= 1). With ``bootstrap`` each learns from its own Poisson(1) resample of
             every batch; with ``none`` all see every example. The score is their mean either way.
         uncertainty: ``bootstrap`` (Poisson(1) masks per head, Thompson draws from heads) or ``none``.
-        lr: Adam learning rate (> 0). The defaults of ``hidden``, ``lr``, ``weight_decay`` and
-            ``steps_per_update`` are the equal-tuning sweep's best trial (``learning-gnn``, docs/results.md).
+        lr: Adam learning rate (> 0).
         weight_decay: Adam weight decay (>= 0).
         steps_per_update: Adam steps per :meth:`update` call (>= 1).
         importance_weighted: weight each example by ``min(1 / pscore, max_importance_weight)``.
@@ -498,13 +497,13 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
 
     def __init__(
         self,
-        hidden: int = 64,
+        hidden: int = 32,
         layers: int = 2,
         n_heads: int = 8,
         uncertainty: Literal["bootstrap", "none"] = "bootstrap",
-        lr: float = 0.00019632702887198395,
+        lr: float = 1e-2,
         weight_decay: float = 0.0,
-        steps_per_update: int = 4,
+        steps_per_update: int = 1,
         importance_weighted: bool = False,
         max_importance_weight: float = 10.0,
         edge_features: bool = True,

@@ -64,9 +64,7 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
     """LinUCB / linear Thompson sampling over path features (see the module docstring).
 
     Args:
-        alpha: width of the upper confidence bound in :meth:`score` (>= 0; 0 is greedy). The defaults of
-            ``alpha`` and ``lam`` are the equal-tuning sweep's best trial (``learning-linucb``,
-            docs/results.md).
+        alpha: width of the upper confidence bound in :meth:`score` (>= 0; 0 is greedy).
         lam: ridge prior precision :math:`\\lambda` (> 0).
         sigma: scale of the Thompson posterior in :meth:`sample_scores` (>= 0).
         importance_weighted: weight each rated path by ``min(1 / pscore, max_importance_weight)``.
@@ -100,8 +98,8 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
 
     def __init__(
         self,
-        alpha: float = 2.594901330624211,
-        lam: float = 5.49571618641162,
+        alpha: float = 1.0,
+        lam: float = 1.0,
         sigma: float = 0.5,
         importance_weighted: bool = False,
         max_importance_weight: float = 10.0,

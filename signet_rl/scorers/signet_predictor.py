@@ -301,9 +301,7 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
     Args:
         hidden: the internal projection width ``H`` (Signet: 64).
         hash_slots: entity and aspect hash-slot buckets (>= 2).
-        lr: Adam learning rate (Signet: 1e-3). The defaults of ``lr``, ``temperature``, ``epochs``,
-            ``final_alpha`` and ``baseline`` are the equal-tuning sweep's best trial
-            (``learning-signet_predictor``, docs/results.md), not Signet's values.
+        lr: Adam learning rate (Signet: 1e-3).
         temperature: the listwise loss's label temperature (Signet: 0.5).
         epochs: passes over each update's batch (Signet: 3).
         rrf_k: the RRF constant (Signet: 12).
@@ -335,15 +333,15 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         self,
         hidden: int = 64,
         hash_slots: int = 32,
-        lr: float = 0.001408582979439242,
-        temperature: float = 0.32888124668963814,
-        epochs: int = 1,
+        lr: float = 1e-3,
+        temperature: float = 0.5,
+        epochs: int = 3,
         rrf_k: float = 12.0,
         cold_start_sessions: int = 10,
         ramp_sessions: int = 10,
-        final_alpha: float = 0.6093329644577116,
+        final_alpha: float = 0.5,
         context_top: int = 10,
-        baseline: str = "ppr",
+        baseline: str = "prior",
         floor_baseline: bool = True,
         session_size: int = 20,
         encoder: str = "hashing",
