@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from experiment_script import load_experiment  # tests/ is on sys.path (conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load():
-    sys.path.insert(0, str(ROOT / "experiments"))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "kg_anchor_graph", ROOT / "experiments" / "kg_anchor_graph.py"
-        )
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.pop(0)
-    return module
+    return load_experiment("kg_anchor_graph")
 
 
 def _entry(key: str, model: str, seed: int, mrr: float) -> dict:

@@ -3,22 +3,17 @@ final runs use only frozen recipes on fresh seeds, and the table puts published 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from experiment_script import load_experiment  # tests/ is on sys.path (conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH = "a\tr1\tb\nb\tr2\tc\na\tr2\td\nd\tr1\tc\nc\tr1\te\nb\tr1\te\ne\tr2\ta\n"
 
 
 def _load():
-    sys.path.insert(0, str(ROOT / "experiments"))
-    spec = importlib.util.spec_from_file_location("kg_protocol", ROOT / "experiments" / "kg_protocol.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("kg_protocol")
 
 
 @pytest.fixture()
@@ -83,11 +78,7 @@ def test_probe_freeze_final_and_report(env):
 
 
 def _load_bootstrap():
-    sys.path.insert(0, str(ROOT / "experiments"))
-    spec = importlib.util.spec_from_file_location("kg_bootstrap", ROOT / "experiments" / "kg_bootstrap.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("kg_bootstrap")
 
 
 def test_the_query_bootstrap_resamples_queries_alike_for_every_seed():

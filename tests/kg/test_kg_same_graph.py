@@ -3,20 +3,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from experiment_script import load_experiment  # tests/ is on sys.path (conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 SPLITS = {"train.txt": "a\tr1\tc\nb\tr2\td\n", "dev.txt": "c\tr1\ta\n", "test.txt": "d\tr2\ta\n"}
 
 
 def _load():
-    sys.path.insert(0, str(ROOT / "experiments"))
-    spec = importlib.util.spec_from_file_location("kg_same_graph", ROOT / "experiments" / "kg_same_graph.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("kg_same_graph")
 
 
 def _folder(root: Path, name: str, files: dict[str, str]) -> None:

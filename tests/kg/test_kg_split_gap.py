@@ -4,21 +4,16 @@ own edge masked, isolated heads and a model-free prior, per split."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from experiment_script import load_experiment  # tests/ is on sys.path (conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load(name: str):
-    sys.path.insert(0, str(ROOT / "experiments"))
-    spec = importlib.util.spec_from_file_location(name, ROOT / "experiments" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment(name)
 
 
 def _folder(root: Path, name: str, files: dict[str, list[str]]) -> None:

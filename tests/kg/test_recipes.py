@@ -11,12 +11,11 @@ drifts from the runs it reported fails here.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from experiment_script import load_experiment  # tests/ is on sys.path (conftest.py)
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
@@ -29,12 +28,7 @@ DATA_ROOT = "dataset.data_root=/data"  # the data root enters the fingerprint: f
 
 
 def _report():
-    spec = importlib.util.spec_from_file_location("kg_report", ROOT / "experiments" / "kg_report.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["kg_report"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("kg_report")
 
 
 #: Task keys added after the digests were frozen, at the value that changes nothing the runs computed

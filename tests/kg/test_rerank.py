@@ -3,13 +3,12 @@ from its own folder."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from experiment_script import load_experiment  # tests/ is on sys.path (conftest.py)
 from omegaconf import OmegaConf
 from test_kg_trainer import tiny_cfg, write_tiny  # tests/kg is on sys.path (no __init__.py)
 
@@ -114,11 +113,7 @@ def test_the_command_line_names_a_bad_request_without_a_traceback(finished, tmp_
 
 
 def test_kg_gap_splits_the_walkers_loss_to_its_anchor_by_answer_frequency_and_relation(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("kg_gap", ROOT / "experiments" / "kg_gap.py")
-    assert spec is not None and spec.loader is not None
-    kg_gap = importlib.util.module_from_spec(spec)
-    sys.modules["kg_gap"] = kg_gap
-    spec.loader.exec_module(kg_gap)
+    kg_gap = load_experiment("kg_gap")
     root = write_tiny(tmp_path / "data", *TRAIN)
     run_dir = tmp_path / "run"
     anchor = ("task.anchors=[distmult]", "+task.anchor.epochs=2", "+task.anchor.dim=4")
