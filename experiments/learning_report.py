@@ -78,10 +78,11 @@ def runs() -> dict[str, tuple[str, list[str]]]:
     return out
 
 
-#: Runs that are the same job as another: the tuning run at LinUCB's default alpha is ``tight-linucb-s0``
-#: (same recipe settings, seed and budget). Once that one has finished, the copy is its folder, copied, so
-#: the job runs once; :func:`run_one` checks that both compose to the same config first.
-SAME_JOB: dict[str, str] = {"tune-linucb-alpha-1.0": "tight-linucb-s0"}
+#: Runs that are the same job as another: once the source has finished, the copy is its folder, copied, so
+#: the job runs once; :func:`run_one` checks that both compose to the same config first. None now: the
+#: tuning run at LinUCB's old default alpha (``tune-linucb-alpha-1.0``) was ``tight-linucb-s0`` until issue 25
+#: §3 gave ``tight-linucb`` the sweep-tuned alpha, lam and traversal.
+SAME_JOB: dict[str, str] = {}
 
 
 def _compose(overrides: Sequence[str], folder: Path | str) -> Any:

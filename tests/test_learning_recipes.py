@@ -33,6 +33,9 @@ report = _load_report()
 #: Issue 24's second pass on LoCoMo (the linucb and gnn recipes only): best_flat's head keeps half of the
 #: budget, and ten rated units per interaction.
 SECOND_PASS = ("++dataset.hybrid.floor_keep=0.5", "task.slate_size=10")
+#: The traversal sweep's best trial (study learning-traversal, trial 11), which every scorer sweep walked.
+TUNED_TRAVERSAL = ("traversal.max_branching=3", "traversal.max_paths=90", "traversal.max_depth=3",
+                   "traversal.min_confidence=0.7884428793713362")  # fmt: skip
 
 
 def _reported_overrides() -> dict[str, list[str]]:
@@ -103,6 +106,11 @@ def _reported_overrides() -> dict[str, list[str]]:
             out[name.replace("linucb", "signet_predictor")] = [
                 "scorer=signet_predictor" if o == "scorer=linucb" else o for o in over if o not in SECOND_PASS
             ]
+    # Issue 25 §3 (session 4): the headline runs, rerun with the sweep-tuned scorer defaults, walk the tuned
+    # traversal the scorers were swept on (conf/experiment/learning/sweep/traversal_best.yaml)
+    for name in out:
+        if re.fullmatch(r"(medium|tight)-(gnn|linucb|signet_predictor)-s\d", name):
+            out[name] = [*out[name], *TUNED_TRAVERSAL]
     return out
 
 
@@ -184,11 +192,13 @@ def test_an_unknown_run_name_is_refused_naming_it(capsys):
 
 def test_a_run_copied_as_the_same_job_composes_to_the_same_config(monkeypatch, tmp_path):
     monkeypatch.setenv("SIGNET_RL_DATA", str(tmp_path))
-    assert report.SAME_JOB == {"tune-linucb-alpha-1.0": "tight-linucb-s0"}
-    assert report.same_job("tune-linucb-alpha-1.0") == "tight-linucb-s0"
-    assert report.same_job("tune-linucb-alpha-4.0") is None  # not declared the same job
-    monkeypatch.setitem(report.SAME_JOB, "tune-linucb-alpha-4.0", "tight-linucb-s0")
-    assert report.same_job("tune-linucb-alpha-4.0") is None  # declared, but alpha differs: run on its own
+    # tune-linucb-alpha-1.0 was tight-linucb-s0 until tight-linucb took the sweep-tuned settings (issue 25 §3)
+    assert report.SAME_JOB == {}
+    assert report.same_job("tune-linucb-alpha-1.0") is None  # not declared the same job
+    monkeypatch.setitem(report.SAME_JOB, "tune-linucb-alpha-1.0", "tight-linucb-s0")
+    assert report.same_job("tune-linucb-alpha-1.0") is None  # declared, but alpha, lam, traversal differ
+    monkeypatch.setitem(report.SAME_JOB, "tight-linucb-s1", "tight-linucb-s1")
+    assert report.same_job("tight-linucb-s1") == "tight-linucb-s1"  # the same config: copied
 
 
 def _fake_run(root: Path, name: str, val: float, test: float, flat: float) -> None:
