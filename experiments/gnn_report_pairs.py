@@ -60,6 +60,10 @@ def main() -> None:
     report = Path(args.report)
     out: dict[str, dict[str, object]] = {}
     for prefix, budget in (("medium", 2000), ("tight", 400)):
+        done = [(report / f"{prefix}-gnn-s{s}" / "artifacts" / "per_query.csv").exists() for s in args.seeds]
+        if not all(done):
+            print(f"{prefix}: not every {prefix}-gnn run has finished; skipped", file=sys.stderr)
+            continue
         frames = []
         for s in args.seeds:
             frames.append(_rows(report / f"{prefix}-gnn-s{s}", "gnn", s))

@@ -325,14 +325,19 @@ def run_transfer() -> None:
     policy = ROOT / "runs" / "report" / "medium-gnn-s0" / "artifacts" / "policy"
     if out.exists() or not policy.exists():
         return
+    from omegaconf import OmegaConf
+
     from signet_rl.datasets import load_dataset
     from signet_rl.evaluation.harness import EvaluationResult, evaluate
     from signet_rl.pipeline.desire import DesirePathRetriever
     from signet_rl.retrieval.flat import BEST_FLAT, UNCAPPED, flat_variant
     from signet_rl.scorers.gnn import GNNPathScorer
+    from signet_rl.train import traversal_config
 
     ds = load_dataset("synthetic:medium:1", options={"version": 2})
-    traversal = {"max_branching": 4, "max_paths": 50, "max_depth": 2, "min_confidence": 0.5}
+    # the walk the policy was trained on (since issue 25 §3 the tuned traversal_best, shared by every row)
+    trained = OmegaConf.load(policy.parent / "config.yaml")
+    traversal = traversal_config(trained)
     flat = flat_variant("flat_signet", encoder="hashing", **UNCAPPED)
     flat.name = "flat_signet_uncapped"
     retrievers = {
