@@ -260,8 +260,9 @@ def test_every_recipe_not_rerun_pins_its_scorers_pre_sweep_settings_and_the_head
     """Issue 25 §3: the scorer defaults are the sweeps' best trials, so a reported recipe that was not rerun
     with them must set the old values itself (or its committed figure would no longer reproduce), and the
     rerun headline recipes must leave them to the defaults and walk the tuned traversal."""
-    from signet_rl.scorers import SCORERS
+    from signet_rl.scorers import PRE_SWEEP_DEFAULTS, SCORERS
 
+    assert PRE_SWEEP_DEFAULTS == PRE_SWEEP  # the pins of the scripts (experiments/, benchmarks/) too
     tuned_traversal = OmegaConf.load(RECIPE_DIR / "sweep" / "traversal_best.yaml")["traversal"]
     pinned, headline = [], []
     for path in sorted(RECIPE_DIR.glob("*.yaml")):
