@@ -85,13 +85,18 @@ def greedy_recall(ret: DesirePathRetriever, resolver: ItemResolver, dataset: Dat
 
 
 def scorer_from_conf(name: str) -> Any:
-    """The scorer ``conf/scorer/<name>.yaml`` configures (as ``scorer=<name>`` of the train entry)."""
+    """The scorer ``conf/scorer/<name>.yaml`` configures (as ``scorer=<name>`` of the train entry), with the
+    learned scorers' pre-sweep settings (``PRE_SWEEP_DEFAULTS``) pinned: this report was not rerun when
+    issue 25 §3 made the sweeps' best trials the defaults."""
     from omegaconf import OmegaConf
+
+    from signet_rl.scorers import PRE_SWEEP_DEFAULTS
 
     conf = FsPath(__file__).resolve().parents[1] / "conf" / "scorer" / f"{name}.yaml"
     node = OmegaConf.to_container(OmegaConf.load(conf))
     assert isinstance(node, dict)
     node.pop("name")
+    node.update(PRE_SWEEP_DEFAULTS.get(name, {}))
     return make_scorer(name, **node)
 
 

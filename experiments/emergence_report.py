@@ -264,13 +264,15 @@ def trained_bridges(ds: Dataset, chosen: dict[str, Any], epochs: int, seed: int,
     from signet_rl.emergence.components import BridgeTargets, after_training
     from signet_rl.emergence.config import BridgeParams, EmergenceConfig
     from signet_rl.learning.trainer import BanditConfig, BanditTrainer
+    from signet_rl.scorers import PRE_SWEEP_DEFAULTS
     from signet_rl.scorers.base import make_scorer
 
     params = BridgeParams(**{k: v for k, v in chosen.items() if k in BridgeParams.__dataclass_fields__},
                           target_explorers=True)
     cands = bridge_candidates(ds, encoder, params.min_similarity, params.min_lexical, params.mutual_top,
                               params.variant_overlap, params.max_copies)
-    trainer = BanditTrainer(ds, make_scorer("linucb"), BanditConfig(epochs=epochs, eval_every=0,
+    linucb = make_scorer("linucb", **PRE_SWEEP_DEFAULTS["linucb"])  # not rerun since issue 25 §3
+    trainer = BanditTrainer(ds, linucb, BanditConfig(epochs=epochs, eval_every=0,
                                                                     checkpoint_every=0),
                             seed=seed, progress=False)
     trainer.explorer_targets = BridgeTargets(ds.graphs, {"main": cands})
@@ -443,9 +445,11 @@ def run_principles(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
 def training_log(ds: Dataset, epochs: int, seed: int) -> tuple[list[Any], pd.Timestamp]:
     """The feedback a bandit run logs over the training queries, and the end of the training period."""
     from signet_rl.learning.trainer import BanditConfig, BanditTrainer
+    from signet_rl.scorers import PRE_SWEEP_DEFAULTS
     from signet_rl.scorers.base import make_scorer
 
-    trainer = BanditTrainer(ds, make_scorer("linucb"), BanditConfig(epochs=epochs, eval_every=0,
+    linucb = make_scorer("linucb", **PRE_SWEEP_DEFAULTS["linucb"])  # not rerun since issue 25 §3
+    trainer = BanditTrainer(ds, linucb, BanditConfig(epochs=epochs, eval_every=0,
                                                                     checkpoint_every=0),
                             seed=seed, progress=False)
     _log(f"bandit run over {len(ds.split('train'))} training queries x {epochs} epochs")

@@ -36,15 +36,18 @@ def _rows(folder: Path, label: str, seed: int, keep: tuple[str, ...] | None = No
 
 def _fused_validation(folder: Path, seed: int) -> float:
     """desire_fused's validation nDCG@10 on the run's validation queries (its curve's callback)."""
+    from omegaconf import OmegaConf
+
     from signet_rl.datasets import load_dataset
     from signet_rl.evaluation.harness import validation_callback
     from signet_rl.pipeline.desire import DesirePathRetriever
+    from signet_rl.train import traversal_config
 
     cfg = yaml.safe_load((folder / "artifacts" / "config.yaml").read_text())
     ds = load_dataset(cfg["dataset"]["spec"], options=cfg["dataset"].get("options") or {})
     task = cfg["task"]
     validate = validation_callback(ds, task["budget_chars"], task["max_val_queries"], seed)
-    traversal = {"max_branching": 4, "max_paths": 50, "max_depth": 2, "min_confidence": 0.5}
+    traversal = traversal_config(OmegaConf.create(cfg))  # the run's own walk (issue 25 §3: traversal_best)
     return validate(DesirePathRetriever("fused", config=traversal, encoder="hashing"))["val/ndcg@10"]
 
 
@@ -57,6 +60,10 @@ def main() -> None:
     report = Path(args.report)
     out: dict[str, dict[str, object]] = {}
     for prefix, budget in (("medium", 2000), ("tight", 400)):
+        done = [(report / f"{prefix}-gnn-s{s}" / "artifacts" / "per_query.csv").exists() for s in args.seeds]
+        if not all(done):
+            print(f"{prefix}: not every {prefix}-gnn run has finished; skipped", file=sys.stderr)
+            continue
         frames = []
         for s in args.seeds:
             frames.append(_rows(report / f"{prefix}-gnn-s{s}", "gnn", s))

@@ -32,7 +32,7 @@ from signet_rl.evaluation.harness import evaluate, validation_callback
 from signet_rl.learning.trainer import BanditConfig, BanditTrainer
 from signet_rl.pipeline.desire import DesirePathRetriever
 from signet_rl.retrieval.flat import best_flat, flat_variant
-from signet_rl.scorers import make_scorer
+from signet_rl.scorers import PRE_SWEEP_DEFAULTS, make_scorer
 from signet_rl.tracking import project_root
 
 TRAVERSAL = {"max_branching": 4, "max_paths": 50, "max_depth": 2, "min_confidence": 0.5}
@@ -64,7 +64,9 @@ def run_seed(preset: str, seed: int, epochs: int, eval_every: int, budgets: list
         scorer_name, over = LEARNED[label]
         torch.manual_seed(seed)
         extra = (overrides or {}).get(label, {})
-        scorer = make_scorer(scorer_name, **{**_conf(f"scorer/{scorer_name}.yaml"), **over, **extra})
+        # the pre-sweep settings pinned: the reported runs of this script predate issue 25 §3's defaults
+        pinned = {**_conf(f"scorer/{scorer_name}.yaml"), **PRE_SWEEP_DEFAULTS.get(scorer_name, {})}
+        scorer = make_scorer(scorer_name, **{**pinned, **over, **extra})
         t0 = time.perf_counter()
         trainer = BanditTrainer(ds, scorer, config, traversal=TRAVERSAL, seed=seed, progress=False,
                                 validate=validate)  # fmt: skip

@@ -25,6 +25,7 @@ from signet_rl.datasets import load_dataset
 from signet_rl.evaluation.harness import evaluate
 from signet_rl.learning.trainer import BanditConfig, BanditTrainer
 from signet_rl.retrieval.flat import best_flat
+from signet_rl.scorers import PRE_SWEEP_DEFAULTS
 from signet_rl.tracking import project_root
 from signet_rl.train import build_scorer, seed_everything, traversal_config
 
@@ -43,6 +44,12 @@ def paired(a: np.ndarray, b: np.ndarray, n_boot: int = 2000, seed: int = 0) -> d
 def main(argv: list[str]) -> dict[str, Any]:
     with initialize_config_dir(config_dir=str(project_root() / "conf"), version_base="1.3"):
         cfg = compose(config_name="train", overrides=argv)
+    # the learned scorers' pre-sweep settings, unless given on the command line: this script's reported runs
+    # predate issue 25 §3's sweep-tuned defaults
+    given = {a.lstrip("+").split("=", 1)[0].removeprefix("scorer.") for a in argv if "scorer." in a}
+    for key, value in PRE_SWEEP_DEFAULTS.get(str(cfg.scorer.name), {}).items():
+        if key not in given:
+            cfg.scorer[key] = value
     torch.set_num_threads(1)
     seed = int(cfg.seed)
     traversal = traversal_config(cfg)

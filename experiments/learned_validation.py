@@ -29,7 +29,7 @@ from signet_rl.evaluation.harness import evaluate, validation_callback
 from signet_rl.evaluation.oracle import OracleScorer
 from signet_rl.learning.trainer import BanditConfig, BanditTrainer
 from signet_rl.pipeline.desire import DesirePathRetriever
-from signet_rl.scorers import make_scorer
+from signet_rl.scorers import PRE_SWEEP_DEFAULTS, make_scorer
 from signet_rl.tracking import project_root
 
 TRAVERSAL = {"max_branching": 4, "max_paths": 50, "max_depth": 2, "min_confidence": 0.5}
@@ -45,6 +45,7 @@ def run(spec: str, version: int, scorer_name: str, overrides: dict[str, Any], ta
     torch.set_num_threads(1)
     conf = yaml.safe_load((project_root() / "conf" / "scorer" / f"{scorer_name}.yaml").read_text())
     conf.pop("name")
+    conf.update(PRE_SWEEP_DEFAULTS.get(scorer_name, {}))  # its reported runs predate issue 25 §3's defaults
     conf.update(overrides)
     ds = load_dataset(spec, options={"version": version})
     if holdout:

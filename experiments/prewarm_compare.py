@@ -48,7 +48,7 @@ from signet_rl.emergence.prewarm import (
 )
 from signet_rl.learning.trainer import BanditConfig, BanditTrainer
 from signet_rl.rating.rater import SimulatedRater
-from signet_rl.scorers import make_scorer
+from signet_rl.scorers import PRE_SWEEP_DEFAULTS, make_scorer
 
 VALIDATION_SEED = 11
 PRESET = "medium"
@@ -134,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     dataset = generate(args.preset, seed=args.seed, version=2)
     cfg = BanditConfig(epochs=1, eval_every=0, checkpoint_every=0, max_val_queries=None)
-    trainer = BanditTrainer(dataset, make_scorer("linucb"), cfg, traversal=TRAVERSAL, seed=args.seed,
+    linucb = make_scorer("linucb", **PRE_SWEEP_DEFAULTS["linucb"])  # not rerun since issue 25 §3
+    trainer = BanditTrainer(dataset, linucb, cfg, traversal=TRAVERSAL, seed=args.seed,
                             progress=False)
     if args.in_trainer:
         trainer.session_start = TrainerPrewarm(PrewarmConfig(hour_width=args.hour_width,

@@ -333,3 +333,16 @@ def test_hybrid_learned_report_pairs_learned_with_best_flat_per_query(tmp_path, 
     with pytest.raises(FileNotFoundError, match=r"locomo-gnn-s0/artifacts/per_query.csv is missing: run "
                        r"python experiments/learning_report.py --runs locomo-gnn-s0 first"):  # fmt: skip
         mod.table("locomo", ["gnn"], [0], "multi-hop")
+
+
+def test_ppr_damping_probe_compares_the_same_candidates_at_three_dampings(capsys):
+    probe = load_experiment("ppr_damping_probe")
+    out = probe.main(["--spec", "synthetic:tiny:0", "--max-queries", "8", "--probe", "4"])
+    assert set(out["val ndcg@10"]) == {"d0.15", "d0.5", "d0.9"}
+    differs = out["queries whose ndcg@10 differs (lowest vs highest damping)"]
+    assert out["queries"] > 0 and differs in range(out["queries"] + 1)
+    rows = [r for r in out["probe"] if r["candidates"]]
+    assert len(out["probe"]) == 4 and rows
+    for r in rows:  # one score per candidate, at most as many distinct values as candidates
+        assert 1 <= r["distinct scores"] <= r["candidates"] and isinstance(r["same order"], bool)
+    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(out))

@@ -4,6 +4,7 @@ exactly the config its run was reported with, and every run in docs/results.md's
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import re
 import sys
 from pathlib import Path
@@ -33,6 +34,24 @@ report = _load_report()
 #: Issue 24's second pass on LoCoMo (the linucb and gnn recipes only): best_flat's head keeps half of the
 #: budget, and ten rated units per interaction.
 SECOND_PASS = ("++dataset.hybrid.floor_keep=0.5", "task.slate_size=10")
+#: The sweep-tuned keys' defaults before issue 25 §3 took the sweeps' best trials: every reported recipe that
+#: was not rerun with the new defaults pins these (tested below).
+PRE_SWEEP: dict[str, dict[str, object]] = {
+    "gnn": {"hidden": 32, "lr": 0.01, "weight_decay": 0.0, "steps_per_update": 1},
+    "linucb": {"alpha": 1.0, "lam": 1.0},
+    "signet_predictor": {
+        "lr": 0.001,
+        "temperature": 0.5,
+        "epochs": 3,
+        "final_alpha": 0.5,
+        "baseline": "prior",
+    },
+}
+#: The recipes rerun with the sweep-tuned defaults and traversal (issue 25 §3, session 4).
+HEADLINE = r"(medium|tight)-(gnn|linucb|signet_predictor)"
+#: The traversal sweep's best trial (study learning-traversal, trial 11), which every scorer sweep walked.
+TUNED_TRAVERSAL = ("traversal.max_branching=3", "traversal.max_paths=90", "traversal.max_depth=3",
+                   "traversal.min_confidence=0.7884428793713362")  # fmt: skip
 
 
 def _reported_overrides() -> dict[str, list[str]]:
@@ -103,6 +122,17 @@ def _reported_overrides() -> dict[str, list[str]]:
             out[name.replace("linucb", "signet_predictor")] = [
                 "scorer=signet_predictor" if o == "scorer=linucb" else o for o in over if o not in SECOND_PASS
             ]
+    # Issue 25 §3 (session 4): the headline runs, rerun with the sweep-tuned scorer defaults, walk the tuned
+    # traversal the scorers were swept on (conf/experiment/learning/sweep/traversal_best.yaml); every other
+    # run was not rerun and keeps the pre-sweep settings of its scorer (its own knob aside)
+    for name, over in out.items():
+        if re.fullmatch(HEADLINE + r"-s\d", name):
+            out[name] = [*over, *TUNED_TRAVERSAL]
+            continue
+        scorer = next(o.split("=", 1)[1] for o in over if o.startswith("scorer="))
+        own = {o.split("=", 1)[0].removeprefix("++scorer.") for o in over if o.startswith("++scorer.")}
+        pins = [f"++scorer.{k}={v}" for k, v in PRE_SWEEP.get(scorer, {}).items() if k not in own]
+        out[name] = [*over, *pins]
     return out
 
 
@@ -184,11 +214,13 @@ def test_an_unknown_run_name_is_refused_naming_it(capsys):
 
 def test_a_run_copied_as_the_same_job_composes_to_the_same_config(monkeypatch, tmp_path):
     monkeypatch.setenv("SIGNET_RL_DATA", str(tmp_path))
-    assert report.SAME_JOB == {"tune-linucb-alpha-1.0": "tight-linucb-s0"}
-    assert report.same_job("tune-linucb-alpha-1.0") == "tight-linucb-s0"
-    assert report.same_job("tune-linucb-alpha-4.0") is None  # not declared the same job
-    monkeypatch.setitem(report.SAME_JOB, "tune-linucb-alpha-4.0", "tight-linucb-s0")
-    assert report.same_job("tune-linucb-alpha-4.0") is None  # declared, but alpha differs: run on its own
+    # tune-linucb-alpha-1.0 was tight-linucb-s0 until tight-linucb took the sweep-tuned settings (issue 25 §3)
+    assert report.SAME_JOB == {}
+    assert report.same_job("tune-linucb-alpha-1.0") is None  # not declared the same job
+    monkeypatch.setitem(report.SAME_JOB, "tune-linucb-alpha-1.0", "tight-linucb-s0")
+    assert report.same_job("tune-linucb-alpha-1.0") is None  # declared, but alpha, lam, traversal differ
+    monkeypatch.setitem(report.SAME_JOB, "tight-linucb-s1", "tight-linucb-s1")
+    assert report.same_job("tight-linucb-s1") == "tight-linucb-s1"  # the same config: copied
 
 
 def _fake_run(root: Path, name: str, val: float, test: float, flat: float) -> None:
@@ -222,3 +254,38 @@ def test_tuning_is_chosen_on_validation_and_shown_beside_best_flat_and_flat_sign
     assert "| tuned linucb | alpha=0.25 | 0.200 | 0.100 |" in chosen
     assert "| best_flat | frozen on validation | 0.180 | 0.090 |" in chosen
     assert "| flat_signet (own caps, no shared budget: unpaired) | – | 0.090 | 0.045 |" in chosen
+
+
+def test_every_recipe_not_rerun_pins_its_scorers_pre_sweep_settings_and_the_headline_takes_the_tuned_ones():
+    """Issue 25 §3: the scorer defaults are the sweeps' best trials, so a reported recipe that was not rerun
+    with them must set the old values itself (or its committed figure would no longer reproduce), and the
+    rerun headline recipes must leave them to the defaults and walk the tuned traversal."""
+    from signet_rl.scorers import PRE_SWEEP_DEFAULTS, SCORERS
+
+    assert PRE_SWEEP_DEFAULTS == PRE_SWEEP  # the pins of the scripts (experiments/, benchmarks/) too
+    tuned_traversal = OmegaConf.load(RECIPE_DIR / "sweep" / "traversal_best.yaml")["traversal"]
+    pinned, headline = [], []
+    for path in sorted(RECIPE_DIR.glob("*.yaml")):
+        node = OmegaConf.to_container(OmegaConf.load(path))
+        assert isinstance(node, dict)
+        scorer = next(d["override /scorer"] for d in node["defaults"] if "override /scorer" in d)
+        if re.fullmatch(HEADLINE, path.stem):
+            headline.append(path.stem)
+            assert "/experiment/learning/sweep/traversal_best" in node["defaults"], path.name
+            assert "scorer" not in node and "traversal" not in node, path.name
+            continue
+        if scorer not in PRE_SWEEP:
+            continue
+        pinned.append(path.stem)
+        own = re.fullmatch(rf"tune-{scorer}-(\w+)-[\d.]+", path.stem)
+        for key, old in PRE_SWEEP[scorer].items():
+            if own and key == own.group(1):
+                continue  # the tuning run's own knob
+            assert node["scorer"][key] == old and type(node["scorer"][key]) is type(old), (path.name, key)
+    assert len(headline) == 6 and len(pinned) == 19
+    # the pins are the OLD values: each differs from today's default in at least one key per scorer
+    for scorer, old in PRE_SWEEP.items():
+        defaults = {k: p.default for k, p in inspect.signature(SCORERS[scorer]).parameters.items()}
+        assert any(defaults[k] != v for k, v in old.items()), scorer
+    assert dict(tuned_traversal) == {"max_branching": 3, "max_paths": 90, "max_depth": 3,
+                                     "min_confidence": 0.7884428793713362}  # fmt: skip

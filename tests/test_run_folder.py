@@ -100,7 +100,8 @@ def test_fresh_removes_only_the_previous_runs_own_files(tmp_path):
 
 @pytest.mark.parametrize(
     ("override", "was", "asks"),
-    [("seed=1", "seed=0", "seed=1"), ("scorer.alpha=0.5", "scorer.alpha=1.0", "scorer.alpha=0.5"),
+    [("seed=1", "seed=0", "seed=1"),
+     ("scorer.alpha=0.5", "scorer.alpha=2.594901330624211", "scorer.alpha=0.5"),  # the sweep-tuned default
      ("traversal.max_branching=2", "traversal.max_branching=null", "traversal.max_branching=2")],
 )  # fmt: skip
 def test_rerunning_a_folder_with_another_value_is_refused_naming_key_and_both_values(

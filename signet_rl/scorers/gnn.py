@@ -497,13 +497,13 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
 
     def __init__(
         self,
-        hidden: int = 32,
+        hidden: int = 64,
         layers: int = 2,
         n_heads: int = 8,
         uncertainty: Literal["bootstrap", "none"] = "bootstrap",
-        lr: float = 1e-2,
+        lr: float = 0.00019632702887198395,
         weight_decay: float = 0.0,
-        steps_per_update: int = 1,
+        steps_per_update: int = 4,
         importance_weighted: bool = False,
         max_importance_weight: float = 10.0,
         edge_features: bool = True,

@@ -98,8 +98,8 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
 
     def __init__(
         self,
-        alpha: float = 1.0,
-        lam: float = 1.0,
+        alpha: float = 2.594901330624211,
+        lam: float = 5.49571618641162,
         sigma: float = 0.5,
         importance_weighted: bool = False,
         max_importance_weight: float = 10.0,

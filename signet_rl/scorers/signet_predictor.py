@@ -6,8 +6,9 @@ candidates and is fused with its baseline ranking by reciprocal-rank fusion. :cl
 it constructs: its facts, or its end entity), from what the candidate and the graph carry at the query time
 (never ground truth):
 
-1. **Baseline ranking.** A non-learned scorer (``baseline``, default ``prior``: importance × recency ×
-   confidence, signet_rl's analogue of Signet's ``importance·0.95^age`` candidate score) ranks the
+1. **Baseline ranking.** A non-learned scorer (``baseline``: ``prior``, importance × recency ×
+   confidence, signet_rl's analogue of Signet's ``importance·0.95^age`` candidate score, as Signet ships
+   it; or ``ppr``, the default chosen by the equal-tuning sweep, issue 25 §3) ranks the
    candidates. Over the hybrid entry (candidates on best_flat's floor, ``path_info[...]["floor_rank"]``)
    with ``floor_baseline`` on, the baseline ranking is the floor in best_flat's order, then the other
    candidates in the baseline scorer's order (:func:`~signet_rl.scorers.features.floor_first`): in Signet
@@ -304,6 +305,9 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         lr: Adam learning rate (Signet: 1e-3).
         temperature: the listwise loss's label temperature (Signet: 0.5).
         epochs: passes over each update's batch (Signet: 3).
+            The defaults of ``lr``, ``temperature``, ``epochs``, ``final_alpha`` and ``baseline`` are the
+            best trial of the equal-tuning sweep (study ``learning-signet_predictor``, issue 25 §3), not
+            Signet's own values given here.
         rrf_k: the RRF constant (Signet: 12).
         cold_start_sessions: sessions of training data before the predictor enters the fusion (Signet: 10).
         ramp_sessions: sessions over which the baseline's weight falls from 1 to ``final_alpha`` (0: at once).
@@ -333,15 +337,15 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         self,
         hidden: int = 64,
         hash_slots: int = 32,
-        lr: float = 1e-3,
-        temperature: float = 0.5,
-        epochs: int = 3,
+        lr: float = 0.001408582979439242,
+        temperature: float = 0.32888124668963814,
+        epochs: int = 1,
         rrf_k: float = 12.0,
         cold_start_sessions: int = 10,
         ramp_sessions: int = 10,
-        final_alpha: float = 0.5,
+        final_alpha: float = 0.6093329644577116,
         context_top: int = 10,
-        baseline: str = "prior",
+        baseline: str = "ppr",
         floor_baseline: bool = True,
         session_size: int = 20,
         encoder: str = "hashing",

@@ -33,7 +33,9 @@ def test_the_trained_gnn_beats_the_prior_where_the_prior_is_wrong(wrong_prior):
     config = BanditConfig(
         epochs=1, eval_every=0, checkpoint_every=0, slate_size=3, explorer_per_session=0, reinforcement=False
     )
-    scorer = make_scorer("gnn", hidden=8, n_heads=2, lr=0.02, base_scores=True, seed=0)
+    # a small fast learner, every setting given (steps_per_update 1: the default before issue 25 §3 tuned it
+    # to 4 for medium v2; with 4 steps this world gives 0.458 against the prior's 0.311)
+    scorer = make_scorer("gnn", hidden=8, n_heads=2, lr=0.02, steps_per_update=1, base_scores=True, seed=0)
     trainer = BanditTrainer(wrong_prior, scorer, config, traversal=TRAVERSAL, seed=0, progress=False)
     trainer.run()
     assert scorer.updates > 20
