@@ -84,7 +84,7 @@ def main(argv: list[str]) -> dict[str, Any]:
         "learned-best_flat": paired(wide["learned"].to_numpy(), wide["best_flat"].to_numpy()),
         "untrained-best_flat": paired(wide["untrained"].to_numpy(), wide["best_flat"].to_numpy()),
     }
-    for col in ("walk_share", "precision"):
+    for col in ("walk_share", "floor_rest_share", "floor_deep_share", "precision", "recall@5"):
         if col in rows:
             out[col] = {str(r): float(v) for r, v in rows.groupby("retriever")[col].mean().items()}
     cat = "category" if "category" in rows else None
