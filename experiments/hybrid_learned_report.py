@@ -9,6 +9,7 @@ The interval is conditional on the seeds' trained policies: it resamples queries
 per-seed figures belong beside it. Markdown on stdout.
 
     python experiments/hybrid_learned_report.py --prefix locomo --scorers linucb gnn
+    python experiments/hybrid_learned_report.py --prefix locomo --scorers linucb linucb_floor_only --shares
 """
 
 from __future__ import annotations
@@ -74,14 +75,40 @@ def table(prefix: str, scorers: list[str], seeds: list[int], multi: str) -> str:
     return "\n".join(lines)
 
 
+def shares(prefix: str, scorers: list[str], seeds: list[int]) -> str:
+    """Where the learned slate's characters came from, per scorer, pooled as :func:`table` pools (each
+    query's share the mean over the seeds that drew it): walk or session units, flat's floor outside the
+    head ``floor_keep`` keeps (the scorer's re-ranking of flat's own ranking), and of that the floor units
+    flat itself does not inject at the budget; the head is the rest. Runs from before the evaluation
+    recorded the floor's parts have no such columns: their cells say so."""
+    lines = [
+        "| scorer | walk or session | floor beyond the head | of it, beyond flat's own slate | head (the rest) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for scorer in scorers:
+        rows = load(prefix, scorer, seeds)
+        rows = rows[(rows["n_needed"] > 0) & (rows["retriever"] == "learned")]
+        if "floor_rest_share" not in rows or rows["floor_rest_share"].isna().all():
+            lines.append(f"| {scorer} | {rows['walk_share'].mean():.3f} | not recorded | not recorded | – |")
+            continue
+        per = rows.groupby("query_id")[["walk_share", "floor_rest_share", "floor_deep_share"]].mean()
+        walk, rest, deep = (float(per[c].mean()) for c in per.columns)
+        lines.append(f"| {scorer} | {walk:.3f} | {rest:.3f} | {deep:.3f} | {1.0 - walk - rest:.3f} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--prefix", default="locomo")
     ap.add_argument("--scorers", nargs="+", default=["linucb", "gnn"])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--multi", default="multi-hop", help="the category reported on its own")
+    ap.add_argument("--shares", action="store_true", help="also where the learned slate's text came from")
     args = ap.parse_args()
     print(table(args.prefix, args.scorers, args.seeds, args.multi))
+    if args.shares:
+        print()
+        print(shares(args.prefix, args.scorers, args.seeds))
 
 
 if __name__ == "__main__":

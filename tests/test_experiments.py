@@ -312,6 +312,27 @@ def test_the_flat_tables_of_locomo_and_musique_name_flat_signet_beside_best_flat
     assert (own.max_results, own.importance_min) == (5, 0.3)  # Signet's own caps and filter, not UNCAPPED
 
 
+def test_hybrid_learned_report_says_where_the_learned_slate_came_from(tmp_path, monkeypatch):
+    mod = load_experiment("hybrid_learned_report")
+    monkeypatch.setattr(mod, "ROOT", tmp_path)
+    head = "query_id,retriever,category,n_needed,needed_recall,precision,recall@5,walk_share"
+    for seed, (walk, rest, deep) in ((0, (0.2, 0.4, 0.1)), (1, (0.0, 0.6, 0.3))):
+        art = tmp_path / "runs" / "report" / f"locomo-linucb-s{seed}" / "artifacts"
+        art.mkdir(parents=True)
+        rows = [f"q1,learned,multi-hop,1,1.0,0.1,1.0,{walk},{rest},{deep}",
+                "q1,best_flat,multi-hop,1,1.0,0.1,1.0,,,", "q2,learned,temporal,0,0.0,0.0,0.0,0.9,0.9,0.9"]  # fmt: skip
+        text = head + ",floor_rest_share,floor_deep_share\n" + "\n".join(rows) + "\n"
+        (art / "per_query.csv").write_text(text)
+    old = tmp_path / "runs" / "report" / "locomo-gnn-s0" / "artifacts"
+    old.mkdir(parents=True)
+    (old / "per_query.csv").write_text(head + "\nq1,learned,multi-hop,1,1.0,0.1,1.0,0.25\n")
+    out = mod.shares("locomo", ["linucb"], [0, 1]).splitlines()[-1]
+    # q1's shares are the mean over the two seeds; q2 (nothing needed) is left out, as in the table
+    assert out == "| linucb | 0.100 | 0.500 | 0.200 | 0.400 |"
+    old_run = mod.shares("locomo", ["gnn"], [0]).splitlines()[-1]
+    assert old_run == "| gnn | 0.250 | not recorded | not recorded | – |"
+
+
 def test_hybrid_learned_report_pairs_learned_with_best_flat_per_query(tmp_path, monkeypatch):
     mod = load_experiment("hybrid_learned_report")
     monkeypatch.setattr(mod, "ROOT", tmp_path)
