@@ -82,7 +82,7 @@ def shares(prefix: str, scorers: list[str], seeds: list[int]) -> str:
     flat itself does not inject at the budget; the head is the rest. Runs from before the evaluation
     recorded the floor's parts have no such columns: their cells say so."""
     lines = [
-        "| scorer | walk or session | floor beyond the head | of it, beyond flat's own slate | head (the rest) |",
+        "| scorer | walk or session | floor beyond the head | of it, beyond flat's slate | head, the rest |",
         "|---|---:|---:|---:|---:|",
     ]
     for scorer in scorers:

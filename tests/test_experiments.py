@@ -320,7 +320,8 @@ def test_hybrid_learned_report_says_where_the_learned_slate_came_from(tmp_path, 
         art = tmp_path / "runs" / "report" / f"locomo-linucb-s{seed}" / "artifacts"
         art.mkdir(parents=True)
         rows = [f"q1,learned,multi-hop,1,1.0,0.1,1.0,{walk},{rest},{deep}",
-                "q1,best_flat,multi-hop,1,1.0,0.1,1.0,,,", "q2,learned,temporal,0,0.0,0.0,0.0,0.9,0.9,0.9"]  # fmt: skip
+                "q1,best_flat,multi-hop,1,1.0,0.1,1.0,,,",
+                "q2,learned,temporal,0,0.0,0.0,0.0,0.9,0.9,0.9"]  # fmt: skip
         text = head + ",floor_rest_share,floor_deep_share\n" + "\n".join(rows) + "\n"
         (art / "per_query.csv").write_text(text)
     old = tmp_path / "runs" / "report" / "locomo-gnn-s0" / "artifacts"
