@@ -334,6 +334,23 @@ def test_hybrid_learned_report_says_where_the_learned_slate_came_from(tmp_path, 
     assert old_run == "| gnn | 0.250 | not recorded | not recorded | – |"
 
 
+def test_hybrid_learned_report_pairs_two_recipes_learned_rows_per_query(tmp_path, monkeypatch):
+    mod = load_experiment("hybrid_learned_report")
+    monkeypatch.setattr(mod, "ROOT", tmp_path)
+    head = "query_id,retriever,category,n_needed,needed_recall,precision,recall@5,walk_share"
+    # scorer a beats b by 0.5 on q1 (multi-hop) and ties on q2; q3 only a drew (left out)
+    for scorer, values in (("a", {"q1": 1.0, "q2": 0.5, "q3": 0.0}), ("b", {"q1": 0.5, "q2": 0.5})):
+        art = tmp_path / "runs" / "report" / f"locomo-{scorer}-s0" / "artifacts"
+        art.mkdir(parents=True)
+        cats = {"q1": "multi-hop", "q2": "temporal", "q3": "temporal"}
+        rows = [f"{q},learned,{cats[q]},1,{v},0.1,{v},0.0" for q, v in values.items()]
+        rows += [f"{q},best_flat,{cats[q]},1,0.0,0.1,0.0," for q in values]
+        (art / "per_query.csv").write_text(head + "\n" + "\n".join(rows) + "\n")
+    out = mod.versus("locomo", "a", "b", [0], "multi-hop")
+    assert out.startswith("a − b: +0.250 [")
+    assert out.endswith("over 2 queries; multi-hop +0.500 [+0.500, +0.500] (1)")
+
+
 def test_hybrid_learned_report_pairs_learned_with_best_flat_per_query(tmp_path, monkeypatch):
     mod = load_experiment("hybrid_learned_report")
     monkeypatch.setattr(mod, "ROOT", tmp_path)
