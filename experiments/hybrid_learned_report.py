@@ -9,6 +9,8 @@ The interval is conditional on the seeds' trained policies: it resamples queries
 per-seed figures belong beside it. Markdown on stdout.
 
     python experiments/hybrid_learned_report.py --prefix locomo --scorers linucb gnn
+    python experiments/hybrid_learned_report.py --prefix locomo --scorers linucb linucb_floor_only --shares \
+        --versus linucb linucb_floor_only
 """
 
 from __future__ import annotations
@@ -74,14 +76,64 @@ def table(prefix: str, scorers: list[str], seeds: list[int], multi: str) -> str:
     return "\n".join(lines)
 
 
+def shares(prefix: str, scorers: list[str], seeds: list[int]) -> str:
+    """Where the learned slate's characters came from, per scorer, pooled as :func:`table` pools (each
+    query's share the mean over the seeds that drew it): walk or session units, flat's floor outside the
+    head ``floor_keep`` keeps (the scorer's re-ranking of flat's own ranking), and of that the floor units
+    flat itself does not inject at the budget; the head is the rest. Runs from before the evaluation
+    recorded the floor's parts have no such columns: their cells say so."""
+    lines = [
+        "| scorer | walk or session | floor beyond the head | of it, beyond flat's slate | head, the rest |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for scorer in scorers:
+        rows = load(prefix, scorer, seeds)
+        rows = rows[(rows["n_needed"] > 0) & (rows["retriever"] == "learned")]
+        if "floor_rest_share" not in rows or rows["floor_rest_share"].isna().all():
+            lines.append(f"| {scorer} | {rows['walk_share'].mean():.3f} | not recorded | not recorded | – |")
+            continue
+        per = rows.groupby("query_id")[["walk_share", "floor_rest_share", "floor_deep_share"]].mean()
+        walk, rest, deep = (float(per[c].mean()) for c in per.columns)
+        lines.append(f"| {scorer} | {walk:.3f} | {rest:.3f} | {deep:.3f} | {1.0 - walk - rest:.3f} |")
+    return "\n".join(lines)
+
+
+def versus(prefix: str, a: str, b: str, seeds: list[int], multi: str) -> str:
+    """Scorer ``a``'s learned rows against scorer ``b``'s (an ablation: the same recipe with a piece
+    removed), paired per query as :func:`table` pairs learned with ``best_flat`` (each query's figure the
+    mean over the seeds that drew it; only the queries both drew): ``a − b`` with its 95% interval,
+    overall and on ``multi``."""
+    per = {}
+    for scorer in (a, b):
+        rows = load(prefix, scorer, seeds)
+        rows = rows[(rows["n_needed"] > 0) & (rows["retriever"] == "learned")]
+        per[scorer] = rows.groupby("query_id")["needed_recall"].mean()
+        cat = rows.drop_duplicates("query_id").set_index("query_id")["category"]
+    both = per[a].index.intersection(per[b].index)
+    d = (per[a].reindex(both) - per[b].reindex(both)).to_numpy()
+    m = (cat.reindex(both) == multi).to_numpy()
+    x, lo, hi = paired(d)
+    mx, mlo, mhi = paired(d[m]) if m.any() else (float("nan"),) * 3
+    return (f"{a} − {b}: {x:+.3f} [{lo:+.3f}, {hi:+.3f}] over {len(both)} queries; "
+            f"{multi} {mx:+.3f} [{mlo:+.3f}, {mhi:+.3f}] ({int(m.sum())})")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--prefix", default="locomo")
     ap.add_argument("--scorers", nargs="+", default=["linucb", "gnn"])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--multi", default="multi-hop", help="the category reported on its own")
+    ap.add_argument("--shares", action="store_true", help="also where the learned slate's text came from")
+    ap.add_argument("--versus", nargs=2, metavar=("A", "B"), help="also scorer A's learned rows against B's")
     args = ap.parse_args()
     print(table(args.prefix, args.scorers, args.seeds, args.multi))
+    if args.versus:
+        print()
+        print(versus(args.prefix, *args.versus, args.seeds, args.multi))
+    if args.shares:
+        print()
+        print(shares(args.prefix, args.scorers, args.seeds))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from signet_rl.datasets import load_dataset
 from signet_rl.evaluation.harness import evaluate
@@ -41,15 +41,24 @@ def paired(a: np.ndarray, b: np.ndarray, n_boot: int = 2000, seed: int = 0) -> d
     return {"diff": float(d.mean()), "lo": float(lo), "hi": float(hi), "n": int(len(d))}
 
 
-def main(argv: list[str]) -> dict[str, Any]:
+def compose_config(argv: list[str]) -> DictConfig:
+    """The run's config: ``conf/train.yaml`` with ``argv``, and the learned scorer's pre-sweep settings
+    (``PRE_SWEEP_DEFAULTS``) for every key neither the command line nor a recipe sets."""
     with initialize_config_dir(config_dir=str(project_root() / "conf"), version_base="1.3"):
         cfg = compose(config_name="train", overrides=argv)
-    # the learned scorers' pre-sweep settings, unless given on the command line: this script's reported runs
-    # predate issue 25 §3's sweep-tuned defaults
+    # the learned scorers' pre-sweep settings, unless given on the command line or by a recipe
+    # (``+experiment=...``, whose own scorer block wins): this script's reported runs predate issue 25 §3's
+    # sweep-tuned defaults
     given = {a.lstrip("+").split("=", 1)[0].removeprefix("scorer.") for a in argv if "scorer." in a}
-    for key, value in PRE_SWEEP_DEFAULTS.get(str(cfg.scorer.name), {}).items():
-        if key not in given:
-            cfg.scorer[key] = value
+    if not any(a.lstrip("+").startswith("experiment=") for a in argv):
+        for key, value in PRE_SWEEP_DEFAULTS.get(str(cfg.scorer.name), {}).items():
+            if key not in given:
+                cfg.scorer[key] = value
+    return cfg
+
+
+def main(argv: list[str]) -> dict[str, Any]:
+    cfg = compose_config(argv)
     torch.set_num_threads(1)
     seed = int(cfg.seed)
     traversal = traversal_config(cfg)
@@ -82,6 +91,7 @@ def main(argv: list[str]) -> dict[str, Any]:
     wide = rows.pivot_table(index="query_id", columns="retriever", values="needed_recall")
     out: dict[str, Any] = {
         "overrides": argv,
+        "scorer": OmegaConf.to_container(cfg.scorer, resolve=True),
         "traversal": traversal,
         "interactions": trainer.step,
         "train_queries": len(trainer.train_queries),
@@ -91,7 +101,7 @@ def main(argv: list[str]) -> dict[str, Any]:
         "learned-best_flat": paired(wide["learned"].to_numpy(), wide["best_flat"].to_numpy()),
         "untrained-best_flat": paired(wide["untrained"].to_numpy(), wide["best_flat"].to_numpy()),
     }
-    for col in ("walk_share", "precision"):
+    for col in ("walk_share", "floor_rest_share", "floor_deep_share", "precision", "recall@5"):
         if col in rows:
             out[col] = {str(r): float(v) for r, v in rows.groupby("retriever")[col].mean().items()}
     cat = "category" if "category" in rows else None

@@ -118,7 +118,12 @@ def _export_linucb(run: RunContents, out: Path, dataset: Any) -> dict[str, Any]:
         )
     np.savez(out / "linucb.npz", A_inv=np.asarray(state["A_inv"]), b=np.asarray(state["b"]),
              updates=np.asarray(int(state.get("updates", 0))))  # fmt: skip
-    return {"kind": "linucb", "files": ["linucb.npz"]}
+    fields: dict[str, Any] = {"kind": "linucb", "files": ["linucb.npz"]}
+    if isinstance(state.get("config"), Mapping):
+        # the trained scorer's own constructor arguments, in place of the run's Hydra block: over the hybrid
+        # entry the top-level floor_prior (not the scorer block's 0) added the floor column the posterior has
+        fields["config"] = dict(state["config"])
+    return fields
 
 
 @register_exporter("gnn")

@@ -312,6 +312,45 @@ def test_the_flat_tables_of_locomo_and_musique_name_flat_signet_beside_best_flat
     assert (own.max_results, own.importance_min) == (5, 0.3)  # Signet's own caps and filter, not UNCAPPED
 
 
+def test_hybrid_learned_report_says_where_the_learned_slate_came_from(tmp_path, monkeypatch):
+    mod = load_experiment("hybrid_learned_report")
+    monkeypatch.setattr(mod, "ROOT", tmp_path)
+    head = "query_id,retriever,category,n_needed,needed_recall,precision,recall@5,walk_share"
+    for seed, (walk, rest, deep) in ((0, (0.2, 0.4, 0.1)), (1, (0.0, 0.6, 0.3))):
+        art = tmp_path / "runs" / "report" / f"locomo-linucb-s{seed}" / "artifacts"
+        art.mkdir(parents=True)
+        rows = [f"q1,learned,multi-hop,1,1.0,0.1,1.0,{walk},{rest},{deep}",
+                "q1,best_flat,multi-hop,1,1.0,0.1,1.0,,,",
+                "q2,learned,temporal,0,0.0,0.0,0.0,0.9,0.9,0.9"]  # fmt: skip
+        text = head + ",floor_rest_share,floor_deep_share\n" + "\n".join(rows) + "\n"
+        (art / "per_query.csv").write_text(text)
+    old = tmp_path / "runs" / "report" / "locomo-gnn-s0" / "artifacts"
+    old.mkdir(parents=True)
+    (old / "per_query.csv").write_text(head + "\nq1,learned,multi-hop,1,1.0,0.1,1.0,0.25\n")
+    out = mod.shares("locomo", ["linucb"], [0, 1]).splitlines()[-1]
+    # q1's shares are the mean over the two seeds; q2 (nothing needed) is left out, as in the table
+    assert out == "| linucb | 0.100 | 0.500 | 0.200 | 0.400 |"
+    old_run = mod.shares("locomo", ["gnn"], [0]).splitlines()[-1]
+    assert old_run == "| gnn | 0.250 | not recorded | not recorded | – |"
+
+
+def test_hybrid_learned_report_pairs_two_recipes_learned_rows_per_query(tmp_path, monkeypatch):
+    mod = load_experiment("hybrid_learned_report")
+    monkeypatch.setattr(mod, "ROOT", tmp_path)
+    head = "query_id,retriever,category,n_needed,needed_recall,precision,recall@5,walk_share"
+    # scorer a beats b by 0.5 on q1 (multi-hop) and ties on q2; q3 only a drew (left out)
+    for scorer, values in (("a", {"q1": 1.0, "q2": 0.5, "q3": 0.0}), ("b", {"q1": 0.5, "q2": 0.5})):
+        art = tmp_path / "runs" / "report" / f"locomo-{scorer}-s0" / "artifacts"
+        art.mkdir(parents=True)
+        cats = {"q1": "multi-hop", "q2": "temporal", "q3": "temporal"}
+        rows = [f"{q},learned,{cats[q]},1,{v},0.1,{v},0.0" for q, v in values.items()]
+        rows += [f"{q},best_flat,{cats[q]},1,0.0,0.1,0.0," for q in values]
+        (art / "per_query.csv").write_text(head + "\n" + "\n".join(rows) + "\n")
+    out = mod.versus("locomo", "a", "b", [0], "multi-hop")
+    assert out.startswith("a − b: +0.250 [")
+    assert out.endswith("over 2 queries; multi-hop +0.500 [+0.500, +0.500] (1)")
+
+
 def test_hybrid_learned_report_pairs_learned_with_best_flat_per_query(tmp_path, monkeypatch):
     mod = load_experiment("hybrid_learned_report")
     monkeypatch.setattr(mod, "ROOT", tmp_path)
@@ -346,3 +385,12 @@ def test_ppr_damping_probe_compares_the_same_candidates_at_three_dampings(capsys
     for r in rows:  # one score per candidate, at most as many distinct values as candidates
         assert 1 <= r["distinct scores"] <= r["candidates"] and isinstance(r["same order"], bool)
     assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(out))
+
+
+def test_hybrid_learned_validation_pins_pre_sweep_settings_only_where_nothing_sets_them():
+    hlv = load_experiment("hybrid_learned_validation")
+    plain = hlv.compose_config(["scorer=gnn"])  # the script's reported runs: the pre-sweep GNN
+    assert (plain.scorer.lr, plain.scorer.hidden, plain.scorer.steps_per_update) == (0.01, 32, 1)
+    assert hlv.compose_config(["scorer=gnn", "scorer.lr=0.05"]).scorer.lr == 0.05
+    # a recipe's own scorer block wins (it was overwritten with the pre-sweep lr 0.01 before)
+    assert hlv.compose_config(["+experiment=learning/tune-gnn-lr-0.001"]).scorer.lr == 0.001

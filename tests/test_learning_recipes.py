@@ -52,6 +52,9 @@ HEADLINE = r"(medium|tight)-(gnn|linucb|signet_predictor)"
 #: The traversal sweep's best trial (study learning-traversal, trial 11), which every scorer sweep walked.
 TUNED_TRAVERSAL = ("traversal.max_branching=3", "traversal.max_paths=90", "traversal.max_depth=3",
                    "traversal.min_confidence=0.7884428793713362")  # fmt: skip
+#: Issue 24's third pass on MuSiQue (the linucb and gnn recipes only), chosen on MuSiQue's validation fold:
+#: ten rated units per interaction, no head kept (floor_keep 0.3, 0.5 and 0.7 did not beat it).
+MUSIQUE_THIRD_PASS = ("task.slate_size=10",)
 
 
 def _reported_overrides() -> dict[str, list[str]]:
@@ -115,12 +118,14 @@ def _reported_overrides() -> dict[str, list[str]]:
             out[f"musique-{scorer}-s{seed}"] = [
                 "dataset=musique", f"scorer={scorer}", f"seed={seed}", "dataset.learning_split.fold=0",
                 "task.epochs=3", "task.eval_every=60", "task.session_size=10", "baselines=[]", *prior,
+                *MUSIQUE_THIRD_PASS,
             ]  # fmt: skip
     # Signet's own predictor (issue 25): recipes of the linucb runs with scorer=signet_predictor (not yet run)
     for name, over in list(out.items()):
         if re.fullmatch(r"(medium|tight|locomo|musique)-linucb-s\d", name):
             out[name.replace("linucb", "signet_predictor")] = [
-                "scorer=signet_predictor" if o == "scorer=linucb" else o for o in over if o not in SECOND_PASS
+                "scorer=signet_predictor" if o == "scorer=linucb" else o for o in over
+                if o not in SECOND_PASS + MUSIQUE_THIRD_PASS
             ]
     # Issue 25 §3 (session 4): the headline runs, rerun with the sweep-tuned scorer defaults, walk the tuned
     # traversal the scorers were swept on (conf/experiment/learning/sweep/traversal_best.yaml); every other

@@ -61,6 +61,18 @@ def test_locomo_trains_over_the_hybrid_entry_with_the_floor_residual_by_default(
     assert "floor" not in traversal_config(cfg) and build_scorer(cfg, traversal_config(cfg)).floor_prior == 0
 
 
+def test_the_floor_only_ablation_keeps_the_recipe_and_drops_walks_and_session_steps():
+    """Issue 24's floor-only ablation: the frozen LoCoMo recipe (flat's head kept at 0.5, ten rated units)
+    with the session and walk pieces switched off from the command line, so the learner reorders the rest
+    of best_flat's floor and nothing else."""
+    cfg = _compose("+experiment=learning/locomo-linucb", "++dataset.hybrid.session=false",
+                   "++dataset.hybrid.entity_walks=false")  # fmt: skip
+    merged = TraversalConfig.from_dict(traversal_config(cfg))
+    pieces = (merged.floor, merged.session, merged.entity_walks, merged.graph_walk)
+    assert pieces == (True, False, False, False)
+    assert (merged.floor_keep, merged.max_floor_paths, cfg.task.slate_size) == (0.5, 30, 10)
+
+
 def test_any_kg_folder_composes_with_the_kg_task():
     cfg = _compose("task=kg", "dataset=kg", "dataset.spec=kg:umls", "dataset.path_length=2")
     assert cfg.task.name == "kg" and cfg.dataset.spec == "kg:umls" and cfg.dataset.path_length == 2

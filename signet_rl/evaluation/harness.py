@@ -213,15 +213,23 @@ WALKED_SOURCES: frozenset[str] = frozenset({"session", "walk"})
 
 def _desire_stats(units: Sequence[Unit], chars: int) -> dict[str, float]:
     """``walk_share``: the share of the injected characters that came from walk or session units (so a
-    desire row cannot quietly become flat); ``pool``: the candidates the hybrid entry offered the scorer.
-    NaN for a retriever whose units are not desire paths (no ``path_id`` in their meta)."""
+    desire row cannot quietly become flat); ``pool``: the candidates the hybrid entry offered the scorer;
+    ``floor_rest_share``: the share that came from flat's floor outside the head ``floor_keep`` keeps (floor
+    units the scorer placed); ``floor_deep_share``: the share from floor units flat itself does not inject at
+    the budget (its ranking beyond its own slate; ``Unit.meta["floor_part"]``, see
+    :func:`signet_rl.pipeline.hybrid.floor_part`). NaN for a retriever whose units are not desire paths (no
+    ``path_id`` in their meta)."""
     desire = [u for u in units if "path_id" in u.meta]
     if not desire:
-        return {"walk_share": math.nan, "pool": math.nan}
+        return dict.fromkeys(("walk_share", "pool", "floor_rest_share", "floor_deep_share"), math.nan)
     walked = sum(u.chars for u in desire if u.meta.get("source") in WALKED_SOURCES)
+    rest = sum(u.chars for u in desire if u.meta.get("floor_part") in ("flat", "deep"))
+    deep = sum(u.chars for u in desire if u.meta.get("floor_part") == "deep")
     pool = next((u.meta["pool"] for u in desire if isinstance(u.meta.get("pool"), Mapping)), None)
     size = float(sum(v for k, v in pool.items() if k not in ("chars", "considered"))) if pool else math.nan
-    return {"walk_share": walked / chars if chars else 0.0, "pool": size}
+    per_char = 1.0 / chars if chars else 0.0
+    return {"walk_share": walked * per_char, "pool": size, "floor_rest_share": rest * per_char,
+            "floor_deep_share": deep * per_char}  # fmt: skip
 
 
 def _retrieve(name: str, retriever: Retriever, query: Query, hint: int | None) -> tuple[list[Unit], float]:

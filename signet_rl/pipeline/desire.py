@@ -25,7 +25,15 @@ from signet_rl.core.types import DEFAULT_BUDGET_CHARS, Query, Unit
 from signet_rl.datasets.base import Dataset
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
-from signet_rl.pipeline.hybrid import HybridEntry, Pool, density_order, floor_first, floor_share_first
+from signet_rl.pipeline.hybrid import (
+    HybridEntry,
+    Pool,
+    density_order,
+    floor_first,
+    floor_head,
+    floor_part,
+    floor_share_first,
+)
 from signet_rl.retrieval.base import Retriever
 from signet_rl.retrieval.entry import EntrySearch
 from signet_rl.retrieval.flat import BEST_FLAT, flat_variant
@@ -392,6 +400,7 @@ class DesirePathRetriever:
         if cands is None:
             return []
         paths = cands.walk.paths
+        head: set[str] = set()  # the floor units floor_keep injects in flat's order (none without it)
         with stage(self.timer, "scoring"):
             scores = self.scorer.score(query, paths, cands.context) if paths else np.zeros(0)
             if cands.pool is not None and self.floor_first and self.config.floor_share < 1.0:
@@ -412,9 +421,13 @@ class DesirePathRetriever:
                 if self.config.floor_keep > 0:
                     scores = floor_share_first(scores, paths, cands.pool.info, chars, budget,
                                                self.config.floor_keep)  # fmt: skip
+                    kept = floor_head(paths, cands.pool.info, chars, budget, self.config.floor_keep)
+                    head = {p.id for p, k in zip(paths, kept.tolist(), strict=True) if k}
         units = self.slate(query, cands, zip(paths, scores.tolist(), strict=True), budget_chars)
-        if cands.pool is not None:  # the pool size travels with every unit (reported per query)
-            units = [dataclasses.replace(u, meta={**u.meta, "pool": dict(cands.pool.sizes)}) for u in units]
+        if cands.pool is not None:  # the pool size (and a floor unit's part) travels with every unit
+            units = [dataclasses.replace(u, meta={**u.meta, "pool": dict(cands.pool.sizes),
+                                                  **floor_part(u, cands.pool.info, head)})
+                     for u in units]  # fmt: skip
         return units
 
     def _state(self, graph_id: str) -> _GraphState:

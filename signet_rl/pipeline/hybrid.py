@@ -54,6 +54,7 @@ __all__ = [
     "density_order",
     "floor_first",
     "floor_head",
+    "floor_part",
     "floor_share_first",
     "session_dag_of",
 ]
@@ -368,12 +369,15 @@ class HybridEntry:
 
         pieces: dict[str, list[tuple[Path, int, float, int]]] = {p: [] for p in PIECES}
         flat_scores: dict[str, tuple[float, float, float]] = {}
+        in_flat_slate: dict[str, bool] = {}
         flat_rows = self.flat_ranking(flat_units)
+        flat_slate = {id(u) for u in fit_budget(list(flat_units), budget)}  # what flat itself injects
         for rank, (path, unit, row) in enumerate(floor):
             v = float(unit.meta.get("vector", 0.0) or 0.0)
             k = float(unit.meta.get("keyword", 0.0) or 0.0)
             pieces["floor"].append((path, row, float(unit.score), rank))
             flat_scores[path.id] = (v, k, float(unit.score))
+            in_flat_slate[path.id] = id(unit) in flat_slate
         if cfg.session and anchors:
             for path, m, s in self.session_steps(anchors, taken, qv, cfg, t):
                 pieces["session"].append((path, m, s, -1))
@@ -421,6 +425,7 @@ class HybridEntry:
                 "flat_keyword": k,
                 "flat_fused": f,
                 "floor_rank": float(rank),
+                "flat_slate": float(in_flat_slate.get(path.id, False)),
                 "session_distance": float(dist),
                 "memory_sim": float(self._sims(np.asarray(rows, dtype=np.int64), qv).max()) if rows else 0.0,
                 "query_overlap": overlap(path, rows),
@@ -460,6 +465,22 @@ def floor_head(
             used += chars[i]
             head[i] = True
     return head
+
+
+def floor_part(unit: Unit, info: dict[str, dict[str, float]], head: set[str]) -> dict[str, str]:
+    """Which part of ``best_flat``'s floor an injected desire unit came from, as ``{"floor_part": ...}``
+    (empty for a unit off the floor: a session step, a walk, the constraints section): ``head`` — the floor
+    units ``floor_keep`` injects in flat's order (path ids in ``head``); ``flat`` — a unit flat itself
+    injects at the budget that the scorer placed; ``deep`` — a unit of flat's ranking beyond its own slate,
+    so only the scorer's re-ranking injects it. Serve-time bookkeeping for the evaluation's
+    ``floor_rest_share`` and ``floor_deep_share`` (how much of a learned slate is flat's floor re-ranked)."""
+    pid = unit.meta.get("path_id")
+    rec = info.get(str(pid), {}) if pid is not None else {}
+    if rec.get("floor_rank", -1.0) < 0:
+        return {}
+    if pid in head:
+        return {"floor_part": "head"}
+    return {"floor_part": "flat" if rec.get("flat_slate", 0.0) > 0 else "deep"}
 
 
 def floor_share_first(

@@ -42,6 +42,7 @@ class ScoringContext:
     #: Per candidate path id, what the hybrid entry knows of it (never ground truth): ``flat_vector``,
     #: ``flat_keyword``, ``flat_fused`` (the flat retriever's own scores of the row the path injects, 0 when
     #: flat did not score it), ``floor_rank`` (position in flat's ranking, -1 off the floor),
+    #: ``flat_slate`` (1 for a floor unit flat itself injects at the budget, else 0),
     #: ``session_distance`` (sessions between the injected memory and the nearest floor hit, -1 unknown),
     #: ``memory_sim`` (cosine of the injected memories with the query, the best one) and
     #: ``query_overlap`` (entities on the path or mentioned by its memories that entry search found for the

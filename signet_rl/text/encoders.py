@@ -46,6 +46,7 @@ __all__ = [
     "MiniLMEncoder",
     "default_cache_dir",
     "encode_query",
+    "forget_query_vectors",
     "make_encoder",
 ]
 
@@ -60,6 +61,15 @@ _WORD = re.compile(r"\w+")
 #: deterministic, so the retrievers and scorers that read one query under one encoder (desire's entry search,
 #: the flat floor, the GNN's query features) encode it once. Bounded: cleared at 100,000 entries.
 QUERY_VECTORS: dict[tuple[str, int, str], np.ndarray] = {}
+
+
+def forget_query_vectors() -> None:
+    """Forget every query vector the process keeps (:data:`QUERY_VECTORS` and the MiniLM encoder's one-text
+    memo), so the next retrieval of a query encodes it again, as a query never seen before: what a latency
+    benchmark that times each retriever on a fresh query needs. (A :class:`CachedEncoder` keeps its own
+    entries, on disk too, and is left as it is.)"""
+    QUERY_VECTORS.clear()
+    _ONE_TEXT_MEMO.clear()
 
 
 def encode_query(encoder: Encoder, text: str) -> np.ndarray:

@@ -156,6 +156,40 @@ def test_floor_keep_injects_flats_head_whatever_a_learned_scorer_says():
         DesirePathRetriever("prior", config={**cfg, "floor_keep": 1.5})
 
 
+def test_every_injected_floor_unit_says_whether_flats_head_flats_slate_or_flats_deeper_ranking_gave_it():
+    """The evaluation separates a learned slate's floor re-ranking from its walks: ``floor_part`` is ``head``
+    for what ``floor_keep`` keeps, ``flat`` / ``deep`` for a floor unit the scorer placed that flat itself
+    injects / does not inject at the budget, and absent off the floor; the harness's ``floor_rest_share``
+    and ``floor_deep_share`` are those units' share of the injected characters."""
+    ds = topics()
+    flat = FixedFlat()
+    flat.index(ds)
+    kept = DesirePathRetriever(ReverseFlat(), config={**FLOOR, "session": True, "floor_keep": 0.5}, flat=flat)
+    kept.index(ds)
+    q = ds.queries[0]
+    flats_slate = {u.items for u in flat.retrieve(q, 120)}
+    got = kept.retrieve(q, 120)
+    parts = [u.meta.get("floor_part") for u in got]
+    assert parts[0] == "head" and parts.count("head") == 1  # the one turn that fits 60 characters
+    assert parts[1] == "deep" and got[1].items not in flats_slate  # flat's last floor unit, next (reversed)
+    for u, part in zip(got, parts, strict=True):
+        assert (part is None) == (u.meta["source"] != "floor")
+        if part in ("head", "flat"):
+            assert u.items in flats_slate
+    res = evaluate(ds, {"kept": kept, "flat": flat}, split="test", budget_chars=120, n_boot=1)
+    rows = res.rows.set_index(["retriever", "query_id"])
+    first = ds.queries[N_TRAIN]
+    row = rows.loc[("kept", first.id)]
+    units = kept.retrieve(first, 120)
+    chars = sum(u.chars for u in units)
+    rest = sum(u.chars for u in units if u.meta.get("floor_part") in ("flat", "deep"))
+    deep = sum(u.chars for u in units if u.meta.get("floor_part") == "deep")
+    assert 0 < deep <= rest < chars
+    assert row["floor_rest_share"] == pytest.approx(rest / chars)
+    assert row["floor_deep_share"] == pytest.approx(deep / chars)
+    assert np.isnan(rows.loc[("flat", first.id)]["floor_rest_share"])  # flat's units are no desire paths
+
+
 def test_floor_keep_rates_only_the_candidates_that_compete_for_the_rest():
     ds = topics()
     flat = FixedFlat()

@@ -288,6 +288,27 @@ def test_linucb_exports_its_posterior_and_learns_online(linucb_run, tmp_path):
     assert policy.scorer.updates == state["scorer"]["updates"] + 1
 
 
+def test_a_linucb_trained_with_the_top_level_floor_prior_exports_and_loads(linucb_run, tmp_path):
+    """Over the hybrid entry the trainer builds LinUCB with the top-level ``floor_prior`` while the run's
+    scorer block keeps 0.0 (signet_rl.train.build_scorer); the export must carry the trained scorer's own
+    arguments, or the served scorer lacks the floor column and refuses the posterior ("state has dimension
+    306, this scorer 300" on LoCoMo)."""
+    from signet_rl.scorers.linear import LinUCBScorer
+
+    run = tmp_path / "run"
+    shutil.copytree(linucb_run, run)
+    state = pickle.loads((run / "checkpoint.pkl").read_bytes())
+    config = {k: v for k, v in state["scorer"]["config"].items() if k != "floor_prior"}
+    floored = LinUCBScorer(**config, floor_prior=0.3)
+    assert floored.dim > LinUCBScorer(**config).dim
+    state["scorer"] = floored.state_dict()
+    (run / "checkpoint.pkl").write_bytes(pickle.dumps(state))
+    assert "floor_prior: 0.0" in (run / "artifacts" / "config.yaml").read_text()  # the scorer block's 0
+    art = export_run(run, tmp_path / "art")
+    policy = load_policy(art)
+    assert policy.scorer.floor_prior == 0.3 and policy.scorer.dim == floored.dim
+
+
 @pytest.mark.slow
 def test_ppr_run_exports_its_config_and_reproduces_its_row(tmp_path):
     from hydra import compose, initialize_config_dir

@@ -192,3 +192,26 @@ def test_encode_query_encodes_each_query_once_per_process(tmp_path):
     assert other.shape == (64,) and len(QUERY_VECTORS) == 2
     cached = encode_query(CachedEncoder(enc, tmp_path), text)  # a disk cache's vectors are kept apart
     assert cached is not vec and np.array_equal(cached, vec) and len(QUERY_VECTORS) == 3
+
+
+def test_forget_query_vectors_makes_the_next_query_encode_again():
+    """A latency benchmark times each retriever on a fresh query: after ``forget_query_vectors`` neither the
+    shared query vectors nor the MiniLM encoder's one-text memo answer for a query seen before."""
+    from signet_rl.text import encoders
+
+    class Counting(encoders.HashingEncoder):
+        calls = 0
+
+        def encode(self, texts, batch_size=256, progress=False):
+            Counting.calls += 1
+            return super().encode(texts, batch_size, progress)
+
+    enc = Counting(dim=32)
+    encoders.encode_query(enc, "where did Ann go?")
+    encoders.encode_query(enc, "where did Ann go?")
+    assert Counting.calls == 1  # memoised
+    encoders._ONE_TEXT_MEMO[("model", None, "where did Ann go?")] = np.zeros(384, dtype=np.float32)
+    encoders.forget_query_vectors()
+    assert not encoders.QUERY_VECTORS and not encoders._ONE_TEXT_MEMO
+    encoders.encode_query(enc, "where did Ann go?")
+    assert Counting.calls == 2
