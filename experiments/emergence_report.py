@@ -53,7 +53,7 @@ from signet_rl.datasets.base import Dataset
 from signet_rl.datasets.synthetic import generate
 from signet_rl.emergence.bridges import BridgeTracker, find_bridges
 from signet_rl.emergence.health import HealthThresholds, plan_pruning
-from signet_rl.emergence.principles import detect_principles
+from signet_rl.emergence.principles import detect_principles, detect_value_principles
 from signet_rl.text.encoders import make_encoder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -436,6 +436,57 @@ def run_principles(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
     return out
 
 
+#: The value detector's grid (:func:`~signet_rl.emergence.principles.detect_value_principles`), chosen on the
+#: validation seeds' planted graphs and their controls together (mean F1 over the seeds, where precision
+#: counts a control's detections as false ones).
+VALUE_GRID = {"stem_prefix": (4, 5, 6, None), "max_df": (8, 16, 32, 64), "min_z": (0.0, 2.0, 3.0, 4.0, 5.0)}
+
+
+def _value_kwargs(prefix: Any, max_df: int, min_z: float) -> dict[str, Any]:
+    return {"stem_prefix": prefix, "max_df": max_df, "min_z": min_z, "variant_overlap": VARIANT_OVERLAP,
+            "community_source": "auto", "min_communities": 3}
+
+
+def run_principles_value(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
+    """The value detector: the grid on the validation seeds (planted and control graphs), then the reporting
+    seed and its control once."""
+    vals = [(seed, dataset(args.preset, seed, control=False), dataset(args.preset, seed, control=True))
+            for seed in args.val_seed]
+    best, table = None, []
+    for prefix in VALUE_GRID["stem_prefix"]:
+        for max_df in VALUE_GRID["max_df"]:
+            for min_z in VALUE_GRID["min_z"]:
+                kw = _value_kwargs(prefix, max_df, min_z)
+                f1s, found_n = [], []
+                for seed, val, ctl in vals:
+                    sc = principle_scores(val, detect_value_principles(val.graph, encoder=encoder, **kw))
+                    n_ctl = len(detect_value_principles(ctl.graph, encoder=encoder, **kw))
+                    precision = _div(sc["matching"], sc["detected"] + n_ctl)
+                    f1s.append(_f1(precision, sc["recall"]))
+                    found_n.append(sc["detected"] + n_ctl)
+                    table.append({"seed": seed, **kw, "control_detected": n_ctl,
+                                  "pooled_precision": precision, "f1": f1s[-1], **sc})
+                _log(f"validation prefix {prefix} max_df {max_df} z {min_z}: F1 {np.mean(f1s):.3f}, "
+                     f"detected (planted + control) {found_n}")
+                # ties (a plateau of equal F1) go to the strictest test, then the fewest words dismissed as
+                # vocabulary, then the longer (more conservative) stem
+                key = (float(np.mean(f1s)), min_z, max_df, 99 if prefix is None else prefix)
+                if best is None or key > best[0]:
+                    best = (key, kw)
+    assert best is not None
+    kw = best[1]
+    out: dict[str, Any] = {"chosen": kw, "validation_f1": best[0][0], "validation": table}
+    if args.validation_only:
+        return out
+    for name, control in (("planted", False), ("control", True)):
+        ds = dataset(args.preset, args.seed, control=control)
+        found = detect_value_principles(ds.graph, encoder=encoder, **kw)
+        out[name] = principle_scores(ds, found)
+        out[name]["found"] = [{"text": p.text, "communities": len(p.communities),
+                               "evidence": [e["content"] for e in p.evidence]} for p in found]
+    return out
+
+
 # --------------------------------------------------------------------------------------------------
 # Pruning
 
@@ -628,7 +679,8 @@ def _f1(p: float | None, r: float | None) -> float:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part",
-                    choices=("bridges", "bridges-trained", "principles", "pruning", "pruning-signals"),
+                    choices=("bridges", "bridges-trained", "principles", "principles-value", "pruning",
+                             "pruning-signals"),
                     required=True)
     ap.add_argument("--seed", type=int, required=True,
                     help="the reporting seed (named on the command line only)")
@@ -665,7 +717,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         out = run_pruning_signals(args)
     else:
         encoder = make_encoder(args.encoder, cache_dir=args.cache)
-        run = {"bridges": run_bridges, "bridges-trained": run_bridges_trained, "principles": run_principles}
+        run = {"bridges": run_bridges, "bridges-trained": run_bridges_trained, "principles": run_principles,
+               "principles-value": run_principles_value}
         out = run[args.part](args, encoder)
     out.update(part=args.part, preset=args.preset, seed=args.seed, val_seed=args.val_seed, stream=args.stream,
                encoder=args.encoder, epochs=args.epochs, version=args.version,
