@@ -643,18 +643,31 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
     points = {"chosen": chosen, "unused_and_sick": HealthThresholds()}
     if VERSION >= 3:  # the passing-mention rule as designed (not tuned): unused, written once, alone
         points["passing_mentions"] = HealthThresholds(max_mentions=1, max_co_mentioned=0)
+    if args.points:  # a subset (an xl run of every point on both graphs takes the better part of an hour)
+        unknown = sorted(set(args.points) - set(points))
+        if unknown:
+            raise SystemExit(f"--points: unknown {unknown}; known: {', '.join(points)}")
+        points = {k: v for k, v in points.items() if k in args.points}
     for name, control in (("planted", False), ("control", True)):
+        if name not in args.graphs:
+            continue
+        _log(f"{name}: generating {args.preset} seed {args.seed}")
         ds = dataset(args.preset, args.seed, control=control)
+        _log(f"{name}: training log ({args.epochs} epochs)")
         records, until = training_log(ds, args.epochs, args.seed)
         load_before = os.getloadavg()[0]
         before = recall_and_latency(ds, args.budget, args.max_test, args.seed)
+        _log(f"{name}: before {before} (load {load_before:.1f})")
         out[name] = {"before": before}
         for point, t in points.items():
             o = pruning_outcome(ds, records, until, t, ("validation", "test"))
             plan = o.pop("plan")
+            _log(f"{name}/{point}: pruning {len(plan.entity_ids):,} entities through the cold tier")
             after = recall_and_latency(prune_through_cold(ds, plan.entity_ids), args.budget, args.max_test,
                                        args.seed)
-            out[name][point] = {**o, "unused": len(plan.unused), "sick": len(plan.sick), "after": after}
+            out[name][point] = {**o, "unused": len(plan.unused), "sick": len(plan.sick), "after": after,
+                                "load_avg_1m": os.getloadavg()[0]}
+            _log(f"{name}/{point}: {({k: v for k, v in out[name][point].items() if k != 'plan'})}")
         out[name]["load_avg_1m"] = [load_before, os.getloadavg()[0]]
     return out
 
@@ -703,6 +716,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--chosen-from", default=None,
                     help="pruning, bridges-trained: take the thresholds an earlier run chose on its "
                          "validation seeds (its JSON)")
+    ap.add_argument("--points", nargs="+", default=None,
+                    help="pruning: only these operating points (chosen, unused_and_sick, passing_mentions)")
+    ap.add_argument("--graphs", nargs="+", choices=("planted", "control"), default=["planted", "control"],
+                    help="pruning: which of the two graphs to run")
     ap.add_argument("--cache", type=Path, default=ROOT / "data" / "cache" / "embeddings",
                     help="the embedding cache folder")
     args = ap.parse_args(argv)
