@@ -487,6 +487,26 @@ def run_principles_value(args: argparse.Namespace, encoder: Any) -> dict[str, An
     return out
 
 
+def run_principles_real(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
+    """The value detector, with the settings an earlier ``principles-value`` run chose (``--chosen-from``), on
+    a real dataset's graphs (``--dataset``, through the registry). Nothing is planted there and there is no
+    truth: what it proposes is printed for reading, as a spurious-rate check outside the generator."""
+    from signet_rl.datasets.registry import load_dataset
+
+    if args.chosen_from is None:
+        raise SystemExit("--part principles-real needs --chosen-from <a principles-value run's JSON>")
+    kw = json.loads(Path(args.chosen_from).read_text())["chosen"]
+    ds = load_dataset(args.dataset)
+    out: dict[str, Any] = {"chosen": kw, "dataset": args.dataset, "graphs": {}}
+    for gid, g in ds.graphs.items():
+        found = detect_value_principles(g, encoder=encoder, **kw)
+        out["graphs"][gid] = {"attributes": int(len(g.attributes)), "entities": int(len(g.entities)),
+                              "detected": len(found),
+                              "found": [[e["content"] for e in p.evidence] for p in found]}
+        _log(f"{gid}: {len(g.entities):,} entities, {len(g.attributes):,} attributes, {len(found)} proposed")
+    return out
+
+
 # --------------------------------------------------------------------------------------------------
 # Pruning
 
@@ -692,8 +712,8 @@ def _f1(p: float | None, r: float | None) -> float:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part",
-                    choices=("bridges", "bridges-trained", "principles", "principles-value", "pruning",
-                             "pruning-signals"),
+                    choices=("bridges", "bridges-trained", "principles", "principles-value",
+                             "principles-real", "pruning", "pruning-signals"),
                     required=True)
     ap.add_argument("--seed", type=int, required=True,
                     help="the reporting seed (named on the command line only)")
@@ -716,6 +736,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--chosen-from", default=None,
                     help="pruning, bridges-trained: take the thresholds an earlier run chose on its "
                          "validation seeds (its JSON)")
+    ap.add_argument("--dataset", default="locomo", help="principles-real: the real dataset (registry name)")
     ap.add_argument("--points", nargs="+", default=None,
                     help="pruning: only these operating points (chosen, unused_and_sick, passing_mentions)")
     ap.add_argument("--graphs", nargs="+", choices=("planted", "control"), default=["planted", "control"],
@@ -735,7 +756,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     else:
         encoder = make_encoder(args.encoder, cache_dir=args.cache)
         run = {"bridges": run_bridges, "bridges-trained": run_bridges_trained, "principles": run_principles,
-               "principles-value": run_principles_value}
+               "principles-value": run_principles_value, "principles-real": run_principles_real}
         out = run[args.part](args, encoder)
     out.update(part=args.part, preset=args.preset, seed=args.seed, val_seed=args.val_seed, stream=args.stream,
                encoder=args.encoder, epochs=args.epochs, version=args.version,
