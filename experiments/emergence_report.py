@@ -764,6 +764,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args.out.mkdir(parents=True, exist_ok=True)
     tag = "" if args.version == 2 else f"-v{args.version}"
     path = args.out / f"{args.part}-{args.preset}-{args.seed}{tag}.json"
+    if args.part == "principles-real":  # no preset, no generator: the dataset names it
+        path = args.out / f"{args.part}-{args.dataset.replace(':', '_')}.json"
     path.write_text(json.dumps(out, indent=1, default=str))
     print(json.dumps({k: v for k, v in out.items() if k != "validation"}, indent=1, default=str))
     return out
