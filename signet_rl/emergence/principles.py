@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from signet_rl.emergence.similar import (
     active_attributes,
@@ -205,11 +206,36 @@ def stems(text: str, prefix: int | None) -> frozenset[str]:
     return frozenset(w if prefix is None else w[:prefix] for w in words)
 
 
+def _templated(tokens: list[frozenset[str]], rows: list[int], overlap: float) -> set[int]:
+    """Those of ``rows`` that are a slot variant (:func:`~signet_rl.emergence.similar.slot_variant` at
+    ``overlap``) of another attribute sharing a content word with it. The token overlaps of ``rows``
+    against every attribute come from one sparse product of the token-incidence matrix (CSR), so only the
+    few pairs whose Jaccard reaches ``overlap`` are compared word by word."""
+    if not rows:
+        return set()
+    vocab: dict[str, int] = {}
+    indices = [vocab.setdefault(w, len(vocab)) for toks in tokens for w in sorted(toks)]
+    indptr = np.concatenate([[0], np.cumsum([len(t) for t in tokens])])
+    x = sparse.csr_matrix((np.ones(len(indices), np.int32), indices, indptr), shape=(len(tokens), len(vocab)))
+    size = np.diff(indptr)
+    inter = (x[rows] @ x.T).tocoo()
+    r, j, both = np.asarray(rows)[inter.row], inter.col, inter.data
+    near = (j != r) & (both >= overlap * (size[r] + size[j] - both) - 1e-9)  # slot_variant checks exactly
+    out: set[int] = set()
+    for a, b in zip(r[near].tolist(), j[near].tolist(), strict=True):
+        shares_a_word = bool((tokens[a] & tokens[b]) - STOP_WORDS)
+        if a not in out and shares_a_word and slot_variant(tokens[a], tokens[b], overlap):
+            out.add(a)
+    return out
+
+
 def _null_tightness(vectors: np.ndarray, comm_codes: np.ndarray, size: int, min_communities: int,
-                    draws: int, rng: np.random.Generator) -> tuple[float, float]:
+                    draws: int, seed: int) -> tuple[float, float]:
     """Mean and standard deviation of the mean pairwise cosine of ``draws`` random sets of ``size`` rows
     whose communities number at least ``min_communities`` (sets that fall short are drawn again, up to
-    ten tries each: on a graph of fewer communities every draw counts)."""
+    ten tries each: on a graph of fewer communities every draw counts). Seeded by ``(seed, size)``, so
+    a size's null does not depend on which sizes were drawn before it."""
+    rng = np.random.default_rng([seed, size])
     n = len(vectors)
     out = np.empty(draws)
     for d in range(draws):
@@ -291,28 +317,15 @@ def detect_value_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = 
         for s in stems(t, stem_prefix) - named:
             postings.setdefault(s, []).append(i)
     tokens = [content_tokens(t) for t in texts]
-    by_token: dict[str, list[int]] = {}
-    for i, toks in enumerate(tokens):
-        for w in toks - STOP_WORDS:
-            by_token.setdefault(w, []).append(i)
-    templated: dict[int, bool] = {}
-
-    def is_template(r: int) -> bool:
-        """Whether attribute ``r`` is a slot variant of some other attribute (memoised)."""
-        if r not in templated:
-            near = {j for w in tokens[r] - STOP_WORDS for j in by_token[w]} - {r}
-            templated[r] = any(slot_variant(tokens[r], tokens[j], variant_overlap) for j in near)
-        return templated[r]
-
-    rng = np.random.default_rng(seed)
+    postings = {k: rows for k, rows in postings.items() if min_communities <= len(rows) <= max_df}
+    templated = (_templated(tokens, sorted({r for rows in postings.values() for r in rows}), variant_overlap)
+                 if skip_templates else set())
     nulls: dict[int, tuple[float, float]] = {}
     groups: list[tuple[float, list[int], int]] = []
     for rows in postings.values():
-        if len(rows) < min_communities or len(rows) > max_df:
-            continue
         chosen: list[int] = []  # one statement per template, per entity
         for r in rows:
-            if skip_templates and is_template(r):
+            if r in templated:
                 continue
             if any(owner[r] == owner[c] or texts[r].strip().lower() == texts[c].strip().lower()
                    or slot_variant(tokens[r], tokens[c], variant_overlap) for c in chosen):
@@ -322,7 +335,7 @@ def detect_value_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = 
             continue
         m = len(chosen)
         if m not in nulls:
-            nulls[m] = _null_tightness(vectors, comm_codes, m, min_communities, null_draws, rng)
+            nulls[m] = _null_tightness(vectors, comm_codes, m, min_communities, null_draws, seed)
         mu, sd = nulls[m]
         block = vectors[chosen] @ vectors[chosen].T
         z = ((block.sum() - np.trace(block)) / (m * (m - 1)) - mu) / max(sd, 1e-9)
