@@ -206,26 +206,34 @@ def stems(text: str, prefix: int | None) -> frozenset[str]:
     return frozenset(w if prefix is None else w[:prefix] for w in words)
 
 
-def _templated(tokens: list[frozenset[str]], rows: list[int], overlap: float) -> set[int]:
+def _templated(tokens: list[frozenset[str]], rows: list[int], overlap: float,
+               chunk: int = 1024) -> set[int]:
     """Those of ``rows`` that are a slot variant (:func:`~signet_rl.emergence.similar.slot_variant` at
-    ``overlap``) of another attribute sharing a content word with it. The token overlaps of ``rows``
-    against every attribute come from one sparse product of the token-incidence matrix (CSR), so only the
-    few pairs whose Jaccard reaches ``overlap`` are compared word by word."""
+    ``overlap``) of another attribute sharing a content word with it.
+
+    The token overlaps (stop words included, as :func:`slot_variant` counts them) of ``rows`` against every
+    attribute come from a sparse product of the token-incidence matrix (CSR), ``chunk`` rows at a time so
+    memory stays bounded on a large graph; only the few pairs whose Jaccard reaches ``overlap`` are
+    compared word by word."""
     if not rows:
         return set()
     vocab: dict[str, int] = {}
     indices = [vocab.setdefault(w, len(vocab)) for toks in tokens for w in sorted(toks)]
-    indptr = np.concatenate([[0], np.cumsum([len(t) for t in tokens])])
-    x = sparse.csr_matrix((np.ones(len(indices), np.int32), indices, indptr), shape=(len(tokens), len(vocab)))
+    indptr = np.concatenate([[0], np.cumsum([len(t) for t in tokens])]).astype(np.int64)
+    x = sparse.csr_matrix((np.ones(len(indices), np.int32), indices, indptr),
+                          shape=(len(tokens), max(len(vocab), 1)))
     size = np.diff(indptr)
-    inter = (x[rows] @ x.T).tocoo()
-    r, j, both = np.asarray(rows)[inter.row], inter.col, inter.data
-    near = (j != r) & (both >= overlap * (size[r] + size[j] - both) - 1e-9)  # slot_variant checks exactly
+    xt = x.T.tocsr()
     out: set[int] = set()
-    for a, b in zip(r[near].tolist(), j[near].tolist(), strict=True):
-        shares_a_word = bool((tokens[a] & tokens[b]) - STOP_WORDS)
-        if a not in out and shares_a_word and slot_variant(tokens[a], tokens[b], overlap):
-            out.add(a)
+    for start in range(0, len(rows), chunk):
+        block = np.asarray(rows[start:start + chunk])
+        inter = (x[block] @ xt).tocoo()
+        a, b, both = block[inter.row], inter.col, inter.data
+        near = (a != b) & (both >= overlap * (size[a] + size[b] - both) - 1e-9)  # slot_variant checks exactly
+        for i, j in zip(a[near].tolist(), b[near].tolist(), strict=True):
+            if i not in out and (tokens[i] & tokens[j]) - STOP_WORDS and slot_variant(tokens[i], tokens[j],
+                                                                                     overlap):
+                out.add(i)
     return out
 
 
