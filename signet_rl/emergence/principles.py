@@ -206,33 +206,43 @@ def stems(text: str, prefix: int | None) -> frozenset[str]:
     return frozenset(w if prefix is None else w[:prefix] for w in words)
 
 
+_STOP_INDEX = {w: i for i, w in enumerate(sorted(STOP_WORDS))}
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int32)
+
+
 def _templated(tokens: list[frozenset[str]], rows: list[int], overlap: float,
                chunk: int = 1024) -> set[int]:
     """Those of ``rows`` that are a slot variant (:func:`~signet_rl.emergence.similar.slot_variant` at
     ``overlap``) of another attribute sharing a content word with it.
 
-    The token overlaps (stop words included, as :func:`slot_variant` counts them) of ``rows`` against every
-    attribute come from a sparse product of the token-incidence matrix (CSR), ``chunk`` rows at a time so
-    memory stays bounded on a large graph; only the few pairs whose Jaccard reaches ``overlap`` are
-    compared word by word."""
+    The pairs that share a content word, with how many they share, come from a sparse product of the
+    content-word incidence matrix (CSR), ``chunk`` rows at a time. The stop words they share (which
+    :func:`slot_variant`'s Jaccard counts too) come from a bitset per attribute, so the product never
+    pairs every attribute with every other through "the". Only the few pairs whose Jaccard reaches
+    ``overlap`` are compared word by word."""
     if not rows:
         return set()
     vocab: dict[str, int] = {}
-    indices = [vocab.setdefault(w, len(vocab)) for toks in tokens for w in sorted(toks)]
-    indptr = np.concatenate([[0], np.cumsum([len(t) for t in tokens])]).astype(np.int64)
+    content = [sorted(w for w in toks if w not in _STOP_INDEX) for toks in tokens]
+    indices = [vocab.setdefault(w, len(vocab)) for toks in content for w in toks]
+    indptr = np.concatenate([[0], np.cumsum([len(t) for t in content])]).astype(np.int64)
     x = sparse.csr_matrix((np.ones(len(indices), np.int32), indices, indptr),
                           shape=(len(tokens), max(len(vocab), 1)))
-    size = np.diff(indptr)
     xt = x.T.tocsr()
+    stop = np.zeros((len(tokens), len(_STOP_INDEX)), dtype=bool)
+    for i, toks in enumerate(tokens):
+        stop[i, [_STOP_INDEX[w] for w in toks if w in _STOP_INDEX]] = True
+    bits = np.packbits(stop, axis=1)
+    size = np.fromiter((len(t) for t in tokens), dtype=np.int64, count=len(tokens))
     out: set[int] = set()
     for start in range(0, len(rows), chunk):
         block = np.asarray(rows[start:start + chunk])
-        inter = (x[block] @ xt).tocoo()
-        a, b, both = block[inter.row], inter.col, inter.data
+        shared = (x[block] @ xt).tocoo()
+        a, b = block[shared.row], shared.col
+        both = shared.data + _POPCOUNT[bits[a] & bits[b]].sum(axis=1)
         near = (a != b) & (both >= overlap * (size[a] + size[b] - both) - 1e-9)  # slot_variant checks exactly
         for i, j in zip(a[near].tolist(), b[near].tolist(), strict=True):
-            if i not in out and (tokens[i] & tokens[j]) - STOP_WORDS and slot_variant(tokens[i], tokens[j],
-                                                                                     overlap):
+            if i not in out and slot_variant(tokens[i], tokens[j], overlap):
                 out.add(i)
     return out
 
