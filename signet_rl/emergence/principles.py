@@ -211,12 +211,13 @@ _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int32)
 
 
 def _templated(tokens: list[frozenset[str]], rows: list[int], overlap: float,
-               chunk: int = 1024) -> set[int]:
+               chunk: int = 256, pairs: int = 1 << 21) -> set[int]:
     """Those of ``rows`` that are a slot variant (:func:`~signet_rl.emergence.similar.slot_variant` at
     ``overlap``) of another attribute sharing a content word with it.
 
     The pairs that share a content word, with how many they share, come from a sparse product of the
-    content-word incidence matrix (CSR), ``chunk`` rows at a time. The stop words they share (which
+    content-word incidence matrix (CSR), ``chunk`` rows at a time, read ``pairs`` pairs at a time (memory
+    stays bounded on a large graph). The stop words they share (which
     :func:`slot_variant`'s Jaccard counts too) come from a bitset per attribute, so the product never
     pairs every attribute with every other through "the". Only the few pairs whose Jaccard reaches
     ``overlap`` are compared word by word."""
@@ -238,12 +239,13 @@ def _templated(tokens: list[frozenset[str]], rows: list[int], overlap: float,
     for start in range(0, len(rows), chunk):
         block = np.asarray(rows[start:start + chunk])
         shared = (x[block] @ xt).tocoo()
-        a, b = block[shared.row], shared.col
-        both = shared.data + _POPCOUNT[bits[a] & bits[b]].sum(axis=1)
-        near = (a != b) & (both >= overlap * (size[a] + size[b] - both) - 1e-9)  # slot_variant checks exactly
-        for i, j in zip(a[near].tolist(), b[near].tolist(), strict=True):
-            if i not in out and slot_variant(tokens[i], tokens[j], overlap):
-                out.add(i)
+        for lo in range(0, shared.nnz, pairs):  # a common word pairs a row with many: bounded slices
+            a, b = block[shared.row[lo:lo + pairs]], shared.col[lo:lo + pairs]
+            both = shared.data[lo:lo + pairs] + _POPCOUNT[bits[a] & bits[b]].sum(axis=1)
+            near = (a != b) & (both >= overlap * (size[a] + size[b] - both) - 1e-9)  # slot_variant: exact
+            for i, j in zip(a[near].tolist(), b[near].tolist(), strict=True):
+                if i not in out and slot_variant(tokens[i], tokens[j], overlap):
+                    out.add(i)
     return out
 
 

@@ -161,3 +161,19 @@ def test_the_config_switches_to_the_value_detector() -> None:
     assert find_principles(graph(), EmergenceConfig().principle) == []  # pairwise default: no decision word
     with pytest.raises(ValueError, match=r"PrincipleParams.detector must be 'pairs' or 'values', got 'x'"):
         EmergenceConfig.from_mapping({"principle": {"detector": "x"}})
+
+
+def test_the_template_check_is_the_same_in_any_chunking() -> None:
+    """The sparse check (row chunks, pair slices, stop words from bitsets) finds exactly the attributes
+    that a word-by-word comparison of every pair finds."""
+    from signet_rl.emergence.principles import _templated
+    from signet_rl.emergence.similar import content_tokens, slot_variant
+
+    texts = [*VALUE.values(), *(t for ts in FILLER.values() for t in ts), "demo slot every second friday",
+             "demo slot every second monday", "also goes by Fomo", "also goes by Fiwu", "also goes by Fomo"]
+    tokens = [content_tokens(t) for t in texts]
+    brute = {i for i in range(len(tokens)) for j in range(len(tokens))
+             if i != j and slot_variant(tokens[i], tokens[j], 0.4)}
+    assert brute == set(range(len(texts) - 5, len(texts)))  # the two slots; Fiwu and both copies of Fomo
+    every = list(range(len(tokens)))
+    assert _templated(tokens, every, 0.4) == _templated(tokens, every, 0.4, chunk=1, pairs=1) == brute
