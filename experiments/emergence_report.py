@@ -53,7 +53,7 @@ from signet_rl.datasets.base import Dataset
 from signet_rl.datasets.synthetic import generate
 from signet_rl.emergence.bridges import BridgeTracker, find_bridges
 from signet_rl.emergence.health import HealthThresholds, plan_pruning
-from signet_rl.emergence.principles import detect_principles
+from signet_rl.emergence.principles import detect_principles, detect_value_principles
 from signet_rl.text.encoders import make_encoder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -438,6 +438,77 @@ def run_principles(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
     return out
 
 
+#: The value detector's grid (:func:`~signet_rl.emergence.principles.detect_value_principles`), chosen on the
+#: validation seeds' planted graphs and their controls together (mean F1 over the seeds, where precision
+#: counts a control's detections as false ones).
+VALUE_GRID = {"stem_prefix": (4, 5, 6, None), "max_df": (8, 16, 32, 64), "min_z": (0.0, 2.0, 3.0, 4.0, 5.0)}
+
+
+def _value_kwargs(prefix: Any, max_df: int, min_z: float) -> dict[str, Any]:
+    return {"stem_prefix": prefix, "max_df": max_df, "min_z": min_z, "variant_overlap": VARIANT_OVERLAP,
+            "community_source": "auto", "min_communities": 3}
+
+
+def run_principles_value(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
+    """The value detector: the grid on the validation seeds (planted and control graphs), then the reporting
+    seed and its control once."""
+    vals = [(seed, dataset(args.preset, seed, control=False), dataset(args.preset, seed, control=True))
+            for seed in args.val_seed]
+    best, table = None, []
+    for prefix in VALUE_GRID["stem_prefix"]:
+        for max_df in VALUE_GRID["max_df"]:
+            for min_z in VALUE_GRID["min_z"]:
+                kw = _value_kwargs(prefix, max_df, min_z)
+                f1s, found_n = [], []
+                for seed, val, ctl in vals:
+                    sc = principle_scores(val, detect_value_principles(val.graph, encoder=encoder, **kw))
+                    n_ctl = len(detect_value_principles(ctl.graph, encoder=encoder, **kw))
+                    precision = _div(sc["matching"], sc["detected"] + n_ctl)
+                    f1s.append(_f1(precision, sc["recall"]))
+                    found_n.append(sc["detected"] + n_ctl)
+                    table.append({"seed": seed, **kw, "control_detected": n_ctl,
+                                  "pooled_precision": precision, "f1": f1s[-1], **sc})
+                _log(f"validation prefix {prefix} max_df {max_df} z {min_z}: F1 {np.mean(f1s):.3f}, "
+                     f"detected (planted + control) {found_n}")
+                # ties (a plateau of equal F1) go to the strictest test, then the fewest words dismissed as
+                # vocabulary, then the longer (more conservative) stem
+                key = (float(np.mean(f1s)), min_z, max_df, 99 if prefix is None else prefix)
+                if best is None or key > best[0]:
+                    best = (key, kw)
+    assert best is not None
+    kw = best[1]
+    out: dict[str, Any] = {"chosen": kw, "validation_f1": best[0][0], "validation": table}
+    if args.validation_only:
+        return out
+    for name, control in (("planted", False), ("control", True)):
+        ds = dataset(args.preset, args.seed, control=control)
+        found = detect_value_principles(ds.graph, encoder=encoder, **kw)
+        out[name] = principle_scores(ds, found)
+        out[name]["found"] = [{"text": p.text, "communities": len(p.communities),
+                               "evidence": [e["content"] for e in p.evidence]} for p in found]
+    return out
+
+
+def run_principles_real(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
+    """The value detector, with the settings an earlier ``principles-value`` run chose (``--chosen-from``), on
+    a real dataset's graphs (``--dataset``, through the registry). Nothing is planted there and there is no
+    truth: what it proposes is printed for reading, as a spurious-rate check outside the generator."""
+    from signet_rl.datasets.registry import load_dataset
+
+    if args.chosen_from is None:
+        raise SystemExit("--part principles-real needs --chosen-from <a principles-value run's JSON>")
+    kw = json.loads(Path(args.chosen_from).read_text())["chosen"]
+    ds = load_dataset(args.dataset)
+    out: dict[str, Any] = {"chosen": kw, "dataset": args.dataset, "graphs": {}}
+    for gid, g in ds.graphs.items():
+        found = detect_value_principles(g, encoder=encoder, **kw)
+        out["graphs"][gid] = {"attributes": int(len(g.attributes)), "entities": int(len(g.entities)),
+                              "detected": len(found),
+                              "found": [[e["content"] for e in p.evidence] for p in found]}
+        _log(f"{gid}: {len(g.entities):,} entities, {len(g.attributes):,} attributes, {len(found)} proposed")
+    return out
+
+
 # --------------------------------------------------------------------------------------------------
 # Pruning
 
@@ -596,18 +667,31 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
     points = {"chosen": chosen, "unused_and_sick": HealthThresholds()}
     if VERSION >= 3:  # the passing-mention rule as designed (not tuned): unused, written once, alone
         points["passing_mentions"] = HealthThresholds(max_mentions=1, max_co_mentioned=0)
+    if args.points:  # a subset (an xl run of every point on both graphs takes the better part of an hour)
+        unknown = sorted(set(args.points) - set(points))
+        if unknown:
+            raise SystemExit(f"--points: unknown {unknown}; known: {', '.join(points)}")
+        points = {k: v for k, v in points.items() if k in args.points}
     for name, control in (("planted", False), ("control", True)):
+        if name not in args.graphs:
+            continue
+        _log(f"{name}: generating {args.preset} seed {args.seed}")
         ds = dataset(args.preset, args.seed, control=control)
+        _log(f"{name}: training log ({args.epochs} epochs)")
         records, until = training_log(ds, args.epochs, args.seed)
         load_before = os.getloadavg()[0]
         before = recall_and_latency(ds, args.budget, args.max_test, args.seed)
+        _log(f"{name}: before {before} (load {load_before:.1f})")
         out[name] = {"before": before}
         for point, t in points.items():
             o = pruning_outcome(ds, records, until, t, ("validation", "test"))
             plan = o.pop("plan")
+            _log(f"{name}/{point}: pruning {len(plan.entity_ids):,} entities through the cold tier")
             after = recall_and_latency(prune_through_cold(ds, plan.entity_ids), args.budget, args.max_test,
                                        args.seed)
-            out[name][point] = {**o, "unused": len(plan.unused), "sick": len(plan.sick), "after": after}
+            out[name][point] = {**o, "unused": len(plan.unused), "sick": len(plan.sick), "after": after,
+                                "load_avg_1m": os.getloadavg()[0]}
+            _log(f"{name}/{point}: {({k: v for k, v in out[name][point].items() if k != 'plan'})}")
         out[name]["load_avg_1m"] = [load_before, os.getloadavg()[0]]
     return out
 
@@ -632,7 +716,8 @@ def _f1(p: float | None, r: float | None) -> float:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part",
-                    choices=("bridges", "bridges-trained", "principles", "pruning", "pruning-signals"),
+                    choices=("bridges", "bridges-trained", "principles", "principles-value",
+                             "principles-real", "pruning", "pruning-signals"),
                     required=True)
     ap.add_argument("--seed", type=int, required=True,
                     help="the reporting seed (named on the command line only)")
@@ -655,6 +740,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--chosen-from", default=None,
                     help="pruning, bridges-trained: take the thresholds an earlier run chose on its "
                          "validation seeds (its JSON)")
+    ap.add_argument("--dataset", default="locomo", help="principles-real: the real dataset (registry name)")
+    ap.add_argument("--points", nargs="+", default=None,
+                    help="pruning: only these operating points (chosen, unused_and_sick, passing_mentions)")
+    ap.add_argument("--graphs", nargs="+", choices=("planted", "control"), default=["planted", "control"],
+                    help="pruning: which of the two graphs to run")
     ap.add_argument("--cache", type=Path, default=ROOT / "data" / "cache" / "embeddings",
                     help="the embedding cache folder")
     args = ap.parse_args(argv)
@@ -669,7 +759,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         out = run_pruning_signals(args)
     else:
         encoder = make_encoder(args.encoder, cache_dir=args.cache)
-        run = {"bridges": run_bridges, "bridges-trained": run_bridges_trained, "principles": run_principles}
+        run = {"bridges": run_bridges, "bridges-trained": run_bridges_trained, "principles": run_principles,
+               "principles-value": run_principles_value, "principles-real": run_principles_real}
         out = run[args.part](args, encoder)
     out.update(part=args.part, preset=args.preset, seed=args.seed, val_seed=args.val_seed, stream=args.stream,
                encoder=args.encoder, epochs=args.epochs, version=args.version,
@@ -677,6 +768,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args.out.mkdir(parents=True, exist_ok=True)
     tag = "" if args.version == 2 else f"-v{args.version}"
     path = args.out / f"{args.part}-{args.preset}-{args.seed}{tag}.json"
+    if args.part == "principles-real":  # no preset, no generator: the dataset names it
+        path = args.out / f"{args.part}-{args.dataset.replace(':', '_')}.json"
     path.write_text(json.dumps(out, indent=1, default=str))
     print(json.dumps({k: v for k, v in out.items() if k != "validation"}, indent=1, default=str))
     return out

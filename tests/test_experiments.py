@@ -286,6 +286,24 @@ def test_emergence_report_bridges_and_pruning_run_tiny(tmp_path):
     assert pruning["planted"]["unused_and_sick"]["pruned"] >= pruning["planted"]["chosen"]["pruned"]
 
 
+@pytest.mark.slow
+def test_emergence_report_value_principles_run_tiny(tmp_path):
+    import numpy as np
+
+    report = load_experiment("emergence_report")
+    common = ["--preset", "tiny", "--version", "3", "--encoder", "hashing", "--out", str(tmp_path),
+              "--cache", str(tmp_path / "cache")]
+    out = report.main(["--part", "principles-value", "--seed", "3", *common])
+    assert set(out["chosen"]) >= {"stem_prefix", "max_df", "min_z"} and out["chosen"]["min_communities"] == 3
+    assert out["planted"]["planted"] == 5 and out["control"]["planted"] == 0
+    assert out["control"]["matching"] == 0
+    points = int(np.prod([len(v) for v in report.VALUE_GRID.values()]))
+    assert len(out["validation"]) == len(report.VAL_SEEDS) * points  # every grid point on each seed
+    real = report.main(["--part", "principles-real", "--seed", "3", *common, "--dataset", "synthetic:tiny:3",
+                        "--chosen-from", str(tmp_path / "principles-value-tiny-3-v3.json")])
+    assert real["chosen"] == out["chosen"] and set(real["graphs"]) == {"main"}
+
+
 def test_emergence_report_matches_principles_against_planted_facts_only():
     """A bug: a NaN label (an attribute of no principle) counted as a principle name to match."""
     from types import SimpleNamespace as NS

@@ -33,7 +33,13 @@ from signet_rl.core.types import Query
 from signet_rl.emergence.bridges import Bridge, BridgeTracker, find_bridges
 from signet_rl.emergence.config import BridgeParams, EmergenceConfig, PrincipleParams
 from signet_rl.emergence.health import PruningPlan, community_health, entity_health, plan_pruning
-from signet_rl.emergence.principles import META_KEY, Principle, add_principles, detect_principles
+from signet_rl.emergence.principles import (
+    META_KEY,
+    Principle,
+    add_principles,
+    detect_principles,
+    detect_value_principles,
+)
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.learning.feedback_log import FeedbackRecord
 from signet_rl.text.encoders import Encoder
@@ -65,7 +71,16 @@ def bridge_candidates(graph: KnowledgeGraph, params: BridgeParams,
 
 def find_principles(graph: KnowledgeGraph, params: PrincipleParams,
                     encoder: Encoder | None = None) -> list[Principle]:
-    """:func:`detect_principles` with ``params``' settings (shared by the trainer and the service)."""
+    """:func:`detect_principles` (or :func:`detect_value_principles` when ``params.detector`` is
+    ``values``) with ``params``' settings (shared by the trainer and the service)."""
+    if params.detector == "values":
+        return detect_value_principles(
+            graph, encoder=encoder, min_communities=params.min_communities, stem_prefix=params.stem_prefix,
+            max_df=params.max_df, min_z=params.min_z,
+            variant_overlap=0.4 if params.variant_overlap is None else params.variant_overlap,
+            community_source=params.community_source, skip_names=params.skip_names,
+            skip_templates=params.skip_templates,
+            **({} if params.pattern is None else {"pattern": params.pattern}))
     return detect_principles(graph, encoder=encoder, min_communities=params.min_communities,
                              min_similarity=params.min_similarity, min_lexical=params.min_lexical,
                              min_tightness=params.min_tightness, variant_overlap=params.variant_overlap,

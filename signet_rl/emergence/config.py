@@ -56,6 +56,19 @@ class PrincipleParams:
     community_source: str = "graph"
     #: which attributes to look at (a regex on aspect name or content; None: decisions and preferences)
     pattern: str | None = None
+    #: ``pairs`` (:func:`~signet_rl.emergence.principles.detect_principles`, the settings above) or ``values``
+    #: (:func:`~signet_rl.emergence.principles.detect_value_principles`, the settings below; it reads
+    #: ``min_communities``, ``variant_overlap`` (0.4 when None), ``community_source`` and ``pattern`` too)
+    detector: str = "pairs"
+    stem_prefix: int | None = 5
+    max_df: int = 16
+    min_z: float = 3.0
+    skip_names: bool = True
+    skip_templates: bool = True
+
+    def __post_init__(self) -> None:
+        if self.detector not in ("pairs", "values"):
+            raise ValueError(f"PrincipleParams.detector must be 'pairs' or 'values', got {self.detector!r}")
 
 
 @dataclass(frozen=True)

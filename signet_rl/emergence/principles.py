@@ -17,6 +17,14 @@ keeps. It is shown as a notification-style record (:func:`notification`). Users 
 - :func:`correct`: new text and embedding (entity description and name too), evidence kept.
 
 Each returns a new graph; an unknown id is an error naming it, and nothing changes. Off by default.
+
+:func:`detect_value_principles` is a second detector, for values stated in words that an encoder scores
+only loosely alike (cosine 0.3, where the pairwise detector would link millions of pairs). It groups the
+attributes that share a content-word stem (a posting list per stem, so the work is linear in the graph),
+collapses copies and slot variants (a template filled in at many entities is one statement), asks for at
+least ``min_communities`` communities, and keeps a group only when its mean pairwise cosine is
+significantly above what a random set of as many attributes from as many communities gives (a z-score
+against a seeded Monte-Carlo null drawn from the same graph).
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from signet_rl.emergence.similar import (
     active_attributes,
@@ -43,9 +52,10 @@ from signet_rl.emergence.similar import (
 from signet_rl.graph.confidence import LADDER, Reason, ladder_step, reason_codes
 from signet_rl.graph.model import DependencyType, EntityType, KnowledgeGraph
 from signet_rl.text.encoders import Encoder
+from signet_rl.text.terms import STOP_WORDS
 
 __all__ = ["DECISION_PATTERN", "Principle", "PrincipleError", "add_principles", "confirm", "correct",
-           "detect_principles", "notification", "reject"]
+           "detect_principles", "detect_value_principles", "notification", "reject", "stems"]
 
 #: Aspect names or attribute texts that mark a decision or a preference.
 DECISION_PATTERN = r"\b(decid\w*|decision\w*|prefer\w*|choos\w*|chose\w*|choice\w*|always|never|avoid\w*)\b"
@@ -162,6 +172,7 @@ def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
     for i in range(len(attrs)):
         groups.setdefault(find(i), []).append(i)
     comm = _communities(graph, community_source)
+    comm_of = [comm.get(e, f"entity:{e}") for e in owner]
     existing = set(graph.meta.get(META_KEY, {}))
     out = []
     for rows in groups.values():
@@ -178,17 +189,203 @@ def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
             block = vectors[rows] @ vectors[rows].T
             if (block.sum() - np.trace(block)) / (len(rows) * (len(rows) - 1)) < min_tightness:
                 continue
-        ids = sorted(attrs["id"].iat[r] for r in rows)
-        pid = "principle-" + hashlib.blake2b("\x1f".join(ids).encode(), digest_size=8).hexdigest()
-        if pid in existing:
-            continue
-        within = (vectors[rows] @ vectors[rows].T).sum(axis=1)
-        centre = rows[int(np.argmax(within))]  # the first of equals: rows are in graph order
-        evidence = tuple({"attribute_id": attrs["id"].iat[r], "entity_id": owner[r],
-                          "memory_id": attrs["memory_id"].iat[r], "content": texts[r]} for r in rows)
-        out.append(Principle(id=pid, text=texts[centre], entity_ids=ents, communities=communities,
-                             evidence=evidence))
+        p = _principle(attrs, vectors, rows, texts, owner, comm_of)
+        if p.id not in existing:
+            out.append(p)
     return sorted(out, key=lambda p: p.id)
+
+
+_WORD = re.compile(r"[a-z]+")
+
+
+def stems(text: str, prefix: int | None) -> frozenset[str]:
+    """The content-word stems of ``text``: lower-cased words of at least three letters that are not stop
+    words, cut to their first ``prefix`` letters (truncation stemming: "reproducible" and "reproduce" share
+    ``repro`` at 5), or whole (``prefix`` None)."""
+    words = (w for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in STOP_WORDS)
+    return frozenset(w if prefix is None else w[:prefix] for w in words)
+
+
+_STOP_INDEX = {w: i for i, w in enumerate(sorted(STOP_WORDS))}
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int32)
+
+
+def _templated(tokens: list[frozenset[str]], rows: list[int], overlap: float,
+               chunk: int = 256, pairs: int = 1 << 21) -> set[int]:
+    """Those of ``rows`` that are a slot variant (:func:`~signet_rl.emergence.similar.slot_variant` at
+    ``overlap``) of another attribute sharing a content word with it.
+
+    The pairs that share a content word, with how many they share, come from a sparse product of the
+    content-word incidence matrix (CSR), ``chunk`` rows at a time, read ``pairs`` pairs at a time (memory
+    stays bounded on a large graph). The stop words they share (which
+    :func:`slot_variant`'s Jaccard counts too) come from a bitset per attribute, so the product never
+    pairs every attribute with every other through "the". Only the few pairs whose Jaccard reaches
+    ``overlap`` are compared word by word."""
+    if not rows:
+        return set()
+    vocab: dict[str, int] = {}
+    content = [sorted(w for w in toks if w not in _STOP_INDEX) for toks in tokens]
+    indices = [vocab.setdefault(w, len(vocab)) for toks in content for w in toks]
+    indptr = np.concatenate([[0], np.cumsum([len(t) for t in content])]).astype(np.int64)
+    x = sparse.csr_matrix((np.ones(len(indices), np.int32), indices, indptr),
+                          shape=(len(tokens), max(len(vocab), 1)))
+    xt = x.T.tocsr()
+    stop = np.zeros((len(tokens), len(_STOP_INDEX)), dtype=bool)
+    for i, toks in enumerate(tokens):
+        stop[i, [_STOP_INDEX[w] for w in toks if w in _STOP_INDEX]] = True
+    bits = np.packbits(stop, axis=1)
+    size = np.fromiter((len(t) for t in tokens), dtype=np.int64, count=len(tokens))
+    out: set[int] = set()
+    for start in range(0, len(rows), chunk):
+        block = np.asarray(rows[start:start + chunk])
+        shared = (x[block] @ xt).tocoo()
+        for lo in range(0, shared.nnz, pairs):  # a common word pairs a row with many: bounded slices
+            a, b = block[shared.row[lo:lo + pairs]], shared.col[lo:lo + pairs]
+            both = shared.data[lo:lo + pairs] + _POPCOUNT[bits[a] & bits[b]].sum(axis=1)
+            near = (a != b) & (both >= overlap * (size[a] + size[b] - both) - 1e-9)  # slot_variant: exact
+            for i, j in zip(a[near].tolist(), b[near].tolist(), strict=True):
+                if i not in out and slot_variant(tokens[i], tokens[j], overlap):
+                    out.add(i)
+    return out
+
+
+def _null_tightness(vectors: np.ndarray, comm_codes: np.ndarray, size: int, min_communities: int,
+                    draws: int, seed: int) -> tuple[float, float]:
+    """Mean and standard deviation of the mean pairwise cosine of ``draws`` random sets of ``size`` rows
+    whose communities number at least ``min_communities`` (sets that fall short are drawn again, up to
+    ten tries each: on a graph of fewer communities every draw counts). Seeded by ``(seed, size)``, so
+    a size's null does not depend on which sizes were drawn before it."""
+    rng = np.random.default_rng([seed, size])
+    n = len(vectors)
+    out = np.empty(draws)
+    for d in range(draws):
+        for _ in range(10):
+            pick = rng.choice(n, size=size, replace=False)
+            if len(np.unique(comm_codes[pick])) >= min_communities:
+                break
+        block = vectors[pick] @ vectors[pick].T
+        out[d] = (block.sum() - np.trace(block)) / (size * (size - 1))
+    return float(out.mean()), float(out.std(ddof=1))
+
+
+def detect_value_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
+                            min_communities: int = 3, stem_prefix: int | None = 5, max_df: int = 16,
+                            min_z: float = 3.0, variant_overlap: float = 0.4, pattern: str = r".",
+                            community_source: str = "auto", skip_names: bool = True,
+                            skip_templates: bool = True, null_draws: int = 500,
+                            seed: int = 0) -> list[Principle]:
+    """Principles stated as one value in different words across communities (module docstring).
+
+    For each content-word stem (:func:`stems`) held by at most ``max_df`` attributes (a word in many
+    attributes is vocabulary, not a value): its attributes, one per entity, with copies and slot variants
+    (:func:`~signet_rl.emergence.similar.slot_variant` at ``variant_overlap``) collapsed to one statement;
+    at least ``min_communities`` statements in as many communities; and a mean pairwise cosine whose
+    z-score against random sets of as many attributes (from at least ``min_communities`` communities,
+    ``null_draws`` draws, seeded) is at least ``min_z``. Two groups that share half their attributes are
+    one: the higher z-score is kept.
+
+    With ``skip_names``, a stem of a word in any entity's name is skipped: attributes of several entities
+    that all name one entity ("needs the billing api", "calls the billing api") state dependencies on it,
+    not a value they share. (A value word that is also in some entity's name is then missed.)
+
+    With ``skip_templates``, an attribute that is a slot variant of another attribute anywhere in the graph
+    is a filled-in template ("favours python for new services" beside "favours kotlin for new services"),
+    and the word it shares with a group is the slot's value: it does not count as a statement of the
+    group. Extractors write many such attributes; a value said in one's own words has no slot variant.
+
+    Args:
+        graph: the graph.
+        encoder: the text encoder (the hashing encoder by default).
+        min_communities: least number of distinct communities (and statements).
+        stem_prefix: truncation length of a stem (None: whole words).
+        max_df: most attributes a stem may be in.
+        min_z: least z-score of the group's mean pairwise cosine against the random-set null.
+        variant_overlap: token Jaccard from which two differently-valued wordings are one template.
+        pattern: regex (case-insensitive) on aspect name or content selecting the attributes looked at.
+        community_source: ``graph``, ``detect`` or ``auto`` (as :func:`detect_principles`).
+        skip_names: skip the stems of words in entity names (above).
+        skip_templates: leave out attributes with a slot variant anywhere in the graph (above).
+        null_draws: random sets drawn per group size.
+        seed: the null's random seed.
+    """
+    if isinstance(min_communities, bool) or not isinstance(min_communities, int) or min_communities < 2:
+        raise ValueError(f"min_communities must be an integer >= 2, got {min_communities!r}")
+    if community_source not in ("graph", "detect", "auto"):
+        raise ValueError(f"community_source must be 'graph', 'detect' or 'auto', got {community_source!r}")
+    if stem_prefix is not None and (isinstance(stem_prefix, bool) or not isinstance(stem_prefix, int)
+                                    or stem_prefix < 3):
+        raise ValueError(f"stem_prefix must be an integer >= 3 or None, got {stem_prefix!r}")
+    attrs = active_attributes(graph)
+    principle_ids = set(graph.entities.loc[graph.entities["entity_type"] == EntityType.PRINCIPLE, "id"])
+    rx = re.compile(pattern, re.IGNORECASE)
+    keep = [eid not in principle_ids and bool(rx.search(str(asp or "").replace("_", " ")) or rx.search(text))
+            for eid, asp, text in zip(attrs["entity_id"], attrs["aspect"], attrs["content"], strict=True)]
+    attrs = attrs[keep].reset_index(drop=True)
+    if len(attrs) < min_communities:
+        return []
+    texts = attrs["content"].tolist()
+    owner = attrs["entity_id"].to_numpy(dtype=object)
+    comm = _communities(graph, community_source)
+    comm_of = [comm.get(e, f"entity:{e}") for e in owner]
+    comm_codes = pd.factorize(pd.Series(comm_of))[0]
+    vectors = encode(resolve(encoder), texts)
+    named: frozenset[str] = frozenset()
+    if skip_names:
+        named = frozenset().union(*(stems(str(n), stem_prefix) for n in graph.entities["name"]))
+    postings: dict[str, list[int]] = {}
+    for i, t in enumerate(texts):
+        for s in stems(t, stem_prefix) - named:
+            postings.setdefault(s, []).append(i)
+    tokens = [content_tokens(t) for t in texts]
+    postings = {k: rows for k, rows in postings.items() if min_communities <= len(rows) <= max_df}
+    templated = (_templated(tokens, sorted({r for rows in postings.values() for r in rows}), variant_overlap)
+                 if skip_templates else set())
+    nulls: dict[int, tuple[float, float]] = {}
+    groups: list[tuple[float, list[int], int]] = []
+    for rows in postings.values():
+        chosen: list[int] = []  # one statement per template, per entity
+        for r in rows:
+            if r in templated:
+                continue
+            if any(owner[r] == owner[c] or texts[r].strip().lower() == texts[c].strip().lower()
+                   or slot_variant(tokens[r], tokens[c], variant_overlap) for c in chosen):
+                continue
+            chosen.append(r)
+        if len(chosen) < min_communities or len({comm_of[r] for r in chosen}) < min_communities:
+            continue
+        m = len(chosen)
+        if m not in nulls:
+            nulls[m] = _null_tightness(vectors, comm_codes, m, min_communities, null_draws, seed)
+        mu, sd = nulls[m]
+        block = vectors[chosen] @ vectors[chosen].T
+        z = ((block.sum() - np.trace(block)) / (m * (m - 1)) - mu) / max(sd, 1e-9)
+        if z >= min_z:
+            groups.append((float(z), chosen, len(groups)))
+    kept: list[list[int]] = []
+    for _, rows, _ in sorted(groups, key=lambda g: (-g[0], g[2])):
+        if all(2 * len(set(rows) & set(k)) < min(len(rows), len(k)) for k in kept):
+            kept.append(rows)
+    existing = set(graph.meta.get(META_KEY, {}))
+    out = []
+    for rows in kept:
+        p = _principle(attrs, vectors, rows, texts, owner, comm_of)
+        if p.id not in existing:
+            out.append(p)
+    return sorted(out, key=lambda p: p.id)
+
+
+def _principle(attrs: pd.DataFrame, vectors: np.ndarray, rows: list[int], texts: list[str],
+               owner: np.ndarray, comm_of: list[str]) -> Principle:
+    """The principle behind ``rows``: its id from its evidence, its text the most central attribute."""
+    ents = tuple(dict.fromkeys(owner[r] for r in rows))
+    communities = tuple(sorted({comm_of[r] for r in rows}))
+    ids = sorted(attrs["id"].iat[r] for r in rows)
+    pid = "principle-" + hashlib.blake2b("\x1f".join(ids).encode(), digest_size=8).hexdigest()
+    within = (vectors[rows] @ vectors[rows].T).sum(axis=1)
+    centre = rows[int(np.argmax(within))]  # the first of equals: rows are in graph order
+    evidence = tuple({"attribute_id": attrs["id"].iat[r], "entity_id": owner[r],
+                      "memory_id": attrs["memory_id"].iat[r], "content": texts[r]} for r in rows)
+    return Principle(id=pid, text=texts[centre], entity_ids=ents, communities=communities, evidence=evidence)
 
 
 def _record(p: Principle, vector: np.ndarray) -> dict[str, Any]:
