@@ -101,6 +101,29 @@ def _communities(graph: KnowledgeGraph, source: str) -> dict[str, str]:
     return {str(e): f"leiden:{int(c)}" for e, c in zip(found.entity_ids, found.membership, strict=True)}
 
 
+
+def _candidate_attributes(
+    graph: KnowledgeGraph, pattern: str, min_communities: int, community_source: str
+) -> pd.DataFrame | None:
+    """The active attributes a detector reads: not of a principle, and whose aspect name (snake_case read as
+    words: "design_preferences" is a preference aspect) or text matches ``pattern``; ``None`` when fewer
+    than ``min_communities`` remain. Checks the two arguments every detector shares.
+
+    Raises:
+        ValueError: ``min_communities`` < 2 or not an integer, or an unknown ``community_source``.
+    """
+    if isinstance(min_communities, bool) or not isinstance(min_communities, int) or min_communities < 2:
+        raise ValueError(f"min_communities must be an integer >= 2, got {min_communities!r}")
+    if community_source not in ("graph", "detect", "auto"):
+        raise ValueError(f"community_source must be 'graph', 'detect' or 'auto', got {community_source!r}")
+    attrs = active_attributes(graph)
+    principle_ids = set(graph.entities.loc[graph.entities["entity_type"] == EntityType.PRINCIPLE, "id"])
+    rx = re.compile(pattern, re.IGNORECASE)
+    keep = [eid not in principle_ids and bool(rx.search(str(asp or "").replace("_", " ")) or rx.search(text))
+            for eid, asp, text in zip(attrs["entity_id"], attrs["aspect"], attrs["content"], strict=True)]
+    attrs = attrs[keep].reset_index(drop=True)
+    return None if len(attrs) < min_communities else attrs
+
 def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
                       min_communities: int = 3, min_similarity: float = 0.6, min_lexical: float = 0.3,
                       pattern: str = DECISION_PATTERN, min_tightness: float | None = None,
@@ -132,18 +155,8 @@ def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
             (None: off; identical texts are then linked like any other pair).
         community_source: where communities come from (above).
     """
-    if isinstance(min_communities, bool) or not isinstance(min_communities, int) or min_communities < 2:
-        raise ValueError(f"min_communities must be an integer >= 2, got {min_communities!r}")
-    if community_source not in ("graph", "detect", "auto"):
-        raise ValueError(f"community_source must be 'graph', 'detect' or 'auto', got {community_source!r}")
-    attrs = active_attributes(graph)
-    principle_ids = set(graph.entities.loc[graph.entities["entity_type"] == EntityType.PRINCIPLE, "id"])
-    rx = re.compile(pattern, re.IGNORECASE)
-    # snake_case aspect names read as words ("design_preferences" is a preference aspect)
-    keep = [eid not in principle_ids and bool(rx.search(str(asp or "").replace("_", " ")) or rx.search(text))
-            for eid, asp, text in zip(attrs["entity_id"], attrs["aspect"], attrs["content"], strict=True)]
-    attrs = attrs[keep].reset_index(drop=True)
-    if len(attrs) < min_communities:
+    attrs = _candidate_attributes(graph, pattern, min_communities, community_source)
+    if attrs is None:
         return []
     texts = attrs["content"].tolist()
     vectors = encode(resolve(encoder), texts)
@@ -308,20 +321,11 @@ def detect_value_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = 
         null_draws: random sets drawn per group size.
         seed: the null's random seed.
     """
-    if isinstance(min_communities, bool) or not isinstance(min_communities, int) or min_communities < 2:
-        raise ValueError(f"min_communities must be an integer >= 2, got {min_communities!r}")
-    if community_source not in ("graph", "detect", "auto"):
-        raise ValueError(f"community_source must be 'graph', 'detect' or 'auto', got {community_source!r}")
     if stem_prefix is not None and (isinstance(stem_prefix, bool) or not isinstance(stem_prefix, int)
                                     or stem_prefix < 3):
         raise ValueError(f"stem_prefix must be an integer >= 3 or None, got {stem_prefix!r}")
-    attrs = active_attributes(graph)
-    principle_ids = set(graph.entities.loc[graph.entities["entity_type"] == EntityType.PRINCIPLE, "id"])
-    rx = re.compile(pattern, re.IGNORECASE)
-    keep = [eid not in principle_ids and bool(rx.search(str(asp or "").replace("_", " ")) or rx.search(text))
-            for eid, asp, text in zip(attrs["entity_id"], attrs["aspect"], attrs["content"], strict=True)]
-    attrs = attrs[keep].reset_index(drop=True)
-    if len(attrs) < min_communities:
+    attrs = _candidate_attributes(graph, pattern, min_communities, community_source)
+    if attrs is None:
         return []
     texts = attrs["content"].tolist()
     owner = attrs["entity_id"].to_numpy(dtype=object)
