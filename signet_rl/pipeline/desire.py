@@ -404,24 +404,22 @@ class DesirePathRetriever:
         with stage(self.timer, "scoring"):
             scores = self.scorer.score(query, paths, cands.context) if paths else np.zeros(0)
             if cands.pool is not None and self.floor_first and self.config.floor_share < 1.0:
-                builder = self._state(query.graph_id).builder
                 budget = DEFAULT_BUDGET_CHARS if budget_chars is None else budget_chars
-                chars = [builder.construct(p).chars for p in paths]
+                chars = self._chars(query.graph_id, paths)
                 scores = floor_share_first(scores, paths, cands.pool.info, chars, budget,
                                            self.config.floor_share)  # fmt: skip
             elif cands.pool is not None and self.floor_first:
                 scores = floor_first(scores, paths, cands.pool.info)
             elif cands.pool is not None and (self.config.floor_keep > 0 or self.config.density):
                 # a learned scorer: under flat's head, and/or by value per character
-                builder = self._state(query.graph_id).builder
                 budget = DEFAULT_BUDGET_CHARS if budget_chars is None else budget_chars
-                chars = [builder.construct(p).chars for p in paths]
+                chars = self._chars(query.graph_id, paths)
                 if self.config.density:
                     scores = density_order(scores, chars)
                 if self.config.floor_keep > 0:
-                    scores = floor_share_first(scores, paths, cands.pool.info, chars, budget,
-                                               self.config.floor_keep)  # fmt: skip
                     kept = floor_head(paths, cands.pool.info, chars, budget, self.config.floor_keep)
+                    scores = floor_share_first(scores, paths, cands.pool.info, chars, budget,
+                                               self.config.floor_keep, head=kept)  # fmt: skip
                     head = {p.id for p, k in zip(paths, kept.tolist(), strict=True) if k}
         units = self.slate(query, cands, zip(paths, scores.tolist(), strict=True), budget_chars)
         if cands.pool is not None:  # the pool size (and a floor unit's part) travels with every unit
@@ -429,6 +427,13 @@ class DesirePathRetriever:
                                                   **floor_part(u, cands.pool.info, head)})
                      for u in units]  # fmt: skip
         return units
+
+    def _chars(self, graph_id: str, paths: list[PathType]) -> list[int]:
+        """Each candidate's constructed length, read from the hybrid entry's per-path memo (the pool already
+        constructed every candidate for its bounds)."""
+        hybrid = self._state(graph_id).hybrid
+        assert hybrid is not None  # only hybrid candidates carry a pool
+        return [hybrid.chars(p) for p in paths]
 
     def _state(self, graph_id: str) -> _GraphState:
         try:

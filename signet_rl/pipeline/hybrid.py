@@ -490,6 +490,7 @@ def floor_share_first(
     chars: list[int],
     budget: int,
     share: float,
+    head: npt.NDArray[np.bool_] | None = None,
 ) -> np.ndarray:
     """:func:`floor_first` with the budget split between the floor and the walks
     (:attr:`~signet_rl.traversal.config.TraversalConfig.floor_share`): the floor units that fit
@@ -497,13 +498,14 @@ def floor_share_first(
     budget rule skips it), go first in that order (scores in ``(1, 2]``); every other candidate — the rest
     of the floor, session steps and walks alike — follows in the scorer's order (scores in ``[0, 1)``), so
     a walked or session unit the scorer rates above flat's later hits takes their place. ``share >= 1`` is
-    :func:`floor_first` exactly."""
+    :func:`floor_first` exactly. ``head``: :func:`floor_head` of the same arguments, when the caller
+    already has it (it is not computed twice)."""
     if share >= 1.0:
         return floor_first(scores, paths, info)
     n = len(paths)
     ranks = np.asarray([info.get(p.id, {}).get("floor_rank", -1.0) for p in paths], dtype=np.float64)
     out = np.zeros(n, dtype=np.float64)
-    guaranteed = floor_head(paths, info, chars, budget, share)
+    guaranteed = floor_head(paths, info, chars, budget, share) if head is None else head
     ng = max(int(guaranteed.sum()), 1)
     out[guaranteed] = 2.0 - ranks[guaranteed] / (ng + 1.0)
     rest = np.flatnonzero(~guaranteed)
