@@ -61,7 +61,7 @@ class PrincipleParams:
     #: ``min_communities``, ``variant_overlap`` (0.4 when None), ``community_source`` and ``pattern`` too)
     detector: str = "pairs"
     stem_prefix: int | None = 5
-    max_df: int = 16
+    max_df: int = 32  # stem_prefix, max_df, min_z: the validation choice (docs/results.md, issue 29)
     min_z: float = 3.0
     skip_names: bool = True
     skip_templates: bool = True

@@ -282,7 +282,7 @@ def _null_tightness(vectors: np.ndarray, comm_codes: np.ndarray, size: int, min_
 
 
 def detect_value_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
-                            min_communities: int = 3, stem_prefix: int | None = 5, max_df: int = 16,
+                            min_communities: int = 3, stem_prefix: int | None = 5, max_df: int = 32,
                             min_z: float = 3.0, variant_overlap: float = 0.4, pattern: str = r".",
                             community_source: str = "auto", skip_names: bool = True,
                             skip_templates: bool = True, null_draws: int = 500,
