@@ -172,7 +172,8 @@ def _prepare(cfg: DictConfig) -> tuple[Any, dict[str, Retriever], dict[str, Retr
     split = cfg.dataset.get("learning_split")
     if cfg.get("learning_split", True) and split is not None:
         dataset = dataset.learning_split(
-            k=int(split.k), fold=int(split.get("fold", 0)), seed=int(split.get("seed", 0)),
+            k=int(split.k), fold="all" if str(split.get("fold", 0)) == "all" else int(split.get("fold", 0)),
+            seed=int(split.get("seed", 0)),
             group=split.get("group"),
         )  # fmt: skip
     shared = build_retrievers(cfg.get("retrievers"), "retrievers")

@@ -338,9 +338,10 @@ def _train_bandit(
     dataset = load_dataset(cfg.dataset.spec, root=cfg.dataset.get("data_root"), options=options)  # type: ignore[arg-type]
     split = cfg.dataset.get("learning_split")
     if split is not None:  # datasets that ship every query as test: learn on some folds, test on another
+        fold = split.get("fold", 0)
         dataset = dataset.learning_split(
             k=int(split.k),
-            fold=int(split.get("fold", 0)),
+            fold="all" if str(fold) == "all" else int(fold),  # all: every query trains (no val, no test)
             seed=int(split.get("seed", 0)),
             group=split.get("group"),
         )
@@ -370,7 +371,8 @@ def _train_bandit(
 
     trainer = BanditTrainer(
         dataset, scorer, config, traversal=traversal, seed=seed, run_dir=folder, encoder=str(cfg.encoder),
-        validate=validation_callback(dataset, config.budget_chars, config.max_val_queries, seed),
+        validate=(validation_callback(dataset, config.budget_chars, config.max_val_queries, seed)
+                  if dataset.split("validation") else None),
         on_eval=on_eval, progress=bool(cfg.get("progress", True)),
     )  # fmt: skip
     trainer.explorer_regulator = regulator
@@ -426,7 +428,16 @@ def _train_bandit(
         extra["candidate_ceiling"] = DesirePathRetriever(
             OracleScorer(dataset), config=traversal, encoder=str(cfg.encoder), name="candidate_ceiling"
         )
-    if not cfg.get("test_table", True):  # a sweep trial: nothing on the test split is evaluated or printed
+    test_table = bool(cfg.get("test_table", True))
+    if test_table and not dataset.split("test"):  # learning_split.fold=all: every query trained the policy
+        test_table = False
+        print(
+            f"no test queries: {dataset.name} trained on every query (learning_split.fold=all). Evaluate the "
+            "saved policy on data it has never seen, e.g.:\n  python -m signet_rl.evaluate "
+            f"{_dataset_args(str(cfg.dataset.spec))} dataset.data_root=<new data> learning_split=false "
+            f"policy={shlex.quote(str(out))}"
+        )
+    if not test_table:  # a sweep trial: nothing on the test split is evaluated or printed
         extra = {}
     common: dict[str, Any] = {
         "split": "test", "max_queries": config.max_test_queries, "seed": seed,
@@ -434,7 +445,7 @@ def _train_bandit(
     }  # fmt: skip
     result = None
     final: dict[str, float] = {}
-    if cfg.get("test_table", True):
+    if test_table:
         result = EvaluationResult.concat([
             evaluate(dataset, {"learned": trainer.frozen("learned"), **extra},
                      budget_chars=config.budget_chars, **common),
@@ -478,6 +489,10 @@ def _train_bandit(
         tracker.finish()
     name = str(cfg.get("optimized_metric") or "val/needed_recall")
     last = curve[-1] if curve else {}
+    if not dataset.split("validation"):  # learning_split.fold=all: nothing was held out to validate on
+        print(f"{name}: none (no validation queries); {final['seconds']:.0f} s")
+        print(where_message(out, art, tracker, policy=save is not None, scorer=scorer.name))
+        return math.nan
     if name not in last:
         raise KeyError(f"optimized_metric {name!r} was not computed; have {sorted(last)}")
     print(f"{name} = {last[name]:.4f}; {final['seconds']:.0f} s")
@@ -563,6 +578,14 @@ def where_message(out: Path, art: Path, tracker: Any, policy: bool, scorer: str)
         # the experiment records where its artifacts are, so the store's URI is all the UI needs
         lines.append(f"open MLflow's UI: mlflow ui --backend-store-uri {shlex.quote(str(tracker.uri))}")
     return "\n".join(lines)
+
+
+def _dataset_args(spec: str) -> str:
+    """The evaluate entry's dataset overrides for ``spec`` (its config group; the spec when it differs)."""
+    from signet_rl.datasets.registry import parse_spec
+
+    kind = parse_spec(spec).kind
+    return f"dataset={kind}" if spec == kind else f"dataset={kind} dataset.spec={shlex.quote(spec)}"
 
 
 def _flat_validation(trainer: BanditTrainer, flat: Any) -> dict[str, float]:

@@ -140,3 +140,32 @@ def test_a_sweep_trial_with_test_table_off_evaluates_nothing_on_test(tmp_path):
     final = json.loads(next((tmp_path / "notest-runs").glob("*/artifacts/final_metrics.json")).read_text())
     assert final and not [k for k in final if k.startswith(("test/", "baseline_flat/"))]
     assert not list((tmp_path / "notest-runs").glob("*/artifacts/table.txt"))
+
+
+def test_fold_all_trains_on_every_query_then_evaluate_scores_the_policy_on_data_it_never_saw(tmp_path):
+    """Issue 24 §3: for data the framework has never seen, the policy trains on all of the dev data
+    (``learning_split.fold=all``: no validation, no test table); ``evaluate policy=`` scores it elsewhere."""
+    env = {**os.environ, "SIGNET_RL_DATA": os.environ.get("SIGNET_RL_DATA", str(tmp_path))}
+    run = tmp_path / "all"
+    train = subprocess.run(
+        [sys.executable, "-m", "signet_rl.train", "dataset.spec=synthetic:tiny:0", "scorer=linucb",
+         "+dataset.learning_split={k: 3, fold: all, seed: 0, group: null}", "task.max_interactions=6",
+         "task.eval_every=0", "baselines=[]", "ceiling=false", "progress=false", "mlflow.enabled=false",
+         f"run_dir={run}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert train.returncode == 0, train.stderr[-3000:]
+    out = train.stdout
+    assert "no test queries: synthetic:tiny:0 trained on every query (learning_split.fold=all)" in out
+    hint = "dataset=synthetic dataset.spec=synthetic:tiny:0 dataset.data_root=<new data> learning_split=false"
+    assert f"{hint} policy={run}" in out
+    assert not (run / "artifacts" / "table.txt").exists() and (run / "checkpoint.pkl").exists()
+    final = json.loads((run / "artifacts" / "final_metrics.json").read_text())
+    assert not [k for k in final if k.startswith("test/")]
+    evaluated = subprocess.run(
+        [sys.executable, "-m", "signet_rl.evaluate", "dataset.spec=synthetic:tiny:1", f"policy={run}",
+         "progress=false", "bootstrap=10", "max_queries=8"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    assert any(line.split()[:1] == ["learned"] for line in evaluated.stdout.splitlines()), evaluated.stdout

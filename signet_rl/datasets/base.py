@@ -223,16 +223,27 @@ class Dataset:
             out.append((train, held))
         return out
 
-    def learning_split(self, k: int = 5, fold: int = 0, seed: int = 0, group: str | None = None) -> Dataset:
+    def learning_split(
+        self, k: int = 5, fold: int | str = 0, seed: int = 0, group: str | None = None
+    ) -> Dataset:
         """A copy whose splits come from fold ``fold`` of :meth:`kfold`: its held-out queries are ``test``,
         the next fold's are ``validation`` and the rest ``train`` — for datasets that ship every query as
         ``test`` (LoCoMo: ``group="graph"`` keeps conversations whole; MuSiQue: by query).
 
+        ``fold="all"`` makes every query ``train`` (no validation, no test): the policy a user trains on all
+        of the dev data before evaluating it on data the framework has never seen (another data root,
+        through ``python -m signet_rl.evaluate ... learning_split=false policy=<run>``).
+
         Raises:
-            ValueError: ``fold`` outside ``[0, k)`` or too few groups for ``k`` folds (naming them).
+            ValueError: ``fold`` outside ``[0, k)`` and not ``"all"``, or too few groups for ``k`` folds
+                (naming them).
         """
-        if not 0 <= fold < k:
-            raise ValueError(f"fold={fold} must be in [0, {k})")
+        if isinstance(fold, str) and fold == "all":
+            queries = [replace(q, split="train") for q in self.queries]
+            meta = {**self.meta, "learning_split": {"k": k, "fold": "all", "seed": seed, "group": group}}
+            return Dataset(self.name, self.graphs, queries, self.truth, self.report, meta)
+        if isinstance(fold, bool) or not isinstance(fold, int) or not 0 <= fold < k:
+            raise ValueError(f"fold={fold!r} must be in [0, {k}) or 'all'")
         folds = self.kfold(k, seed=seed, group=group)
         test = set(folds[fold][1])
         validation = set(folds[(fold + 1) % k][1])

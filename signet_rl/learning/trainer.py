@@ -861,7 +861,8 @@ def learning_curve_png(
         ax[0].axhline(value, linestyle="--", linewidth=1, label=name, color=None)
     ax[0].set_xlabel("rated interactions")
     ax[0].set_ylabel(metric)
-    ax[0].legend(fontsize=8)
+    if ax[0].get_legend_handles_labels()[0]:  # nothing to label when there was no validation
+        ax[0].legend(fontsize=8)
     if "train/mean_rating" in frame:
         ax[1].plot(frame["interactions"], frame["train/mean_rating"], marker="o")
         ax[1].set_xlabel("interactions")

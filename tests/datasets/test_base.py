@@ -29,3 +29,17 @@ def test_something_else_is_refused(field, value, message):
     args = {"query_id": "q1", "needed": ("m1",), "needed_kind": "memory", field: value}
     with pytest.raises(ValueError, match=re.escape(message)):
         Truth(**args)
+
+
+def test_fold_all_trains_on_every_query_and_a_bad_fold_is_named():
+    from signet_rl.datasets.synthetic import generate
+
+    ds = generate("tiny", seed=0)
+    every = ds.learning_split(k=3, fold="all")
+    assert {q.split for q in every.queries} == {"train"} and len(every.queries) == len(ds.queries)
+    assert every.meta["learning_split"]["fold"] == "all"
+    cut = ds.learning_split(k=3, fold=1)
+    assert {q.split for q in cut.queries} == {"train", "validation", "test"}
+    for bad in (3, -1, "some", True):
+        with pytest.raises(ValueError, match=re.escape(f"fold={bad!r} must be in [0, 3) or 'all'")):
+            ds.learning_split(k=3, fold=bad)
