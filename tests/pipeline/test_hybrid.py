@@ -244,6 +244,32 @@ def test_ablation_switches_choose_the_pieces():
     assert {p.start for p in walks} <= {"person:ann", "person:bob", "name:paris", "name:rex"}
 
 
+def test_an_entity_walk_takes_one_dependency_hop_to_a_memory_only_the_neighbour_mentions():
+    """E:<entry> > D+:<dependency, forward> > E:<neighbour> > M:<memory>: the floor holds flat's first
+    turn alone, so only the dependency hop reaches the neighbour's turn."""
+    from signet_rl.graph.model import Dependency
+
+    ents = [Entity(id="name:rex", name="Rex", entity_type="extracted", created_at=T0),
+            Entity(id="name:vet", name="Dr Okafor", entity_type="extracted", created_at=T0)]  # fmt: skip
+    mems = [Memory(id="c:D1:1", content="Rex chewed the sofa again", created_at=T0),
+            Memory(id="c:D1:2", content="Dr Okafor prescribed drops twice daily", created_at=T0)]  # fmt: skip
+    ments = [Mention(memory_id="c:D1:1", entity_id="name:rex"),
+             Mention(memory_id="c:D1:2", entity_id="name:vet")]  # fmt: skip
+    deps = [Dependency(id="d1", source_entity_id="name:rex", target_entity_id="name:vet",
+                       dependency_type="informs", confidence=0.9, created_at=T0)]  # fmt: skip
+    graph = KnowledgeGraph.from_records(entities=ents, memories=mems, mentions=ments, dependencies=deps)
+    query = Query(id="q", text="What did Rex chew?", graph_id="c", split="test", timestamp=T0)
+    ds = Dataset(name="hand:dep", graphs={"c": graph}, queries=[query],
+                 truth=GroundTruth([Truth("q", ("c:D1:2",), "memory")]))  # fmt: skip
+    cfg = {"floor": True, "entity_walks": True, "graph_walk": False, "max_floor_paths": 1}
+    desire = DesirePathRetriever("prior", config=cfg, flat=flat())
+    desire.index(ds)
+    paths = desire.candidates(query, 30).walk.paths  # flat injects its first turn alone at 30 characters
+    assert [str(p) for p in paths if p.kind == "floor"] == ["M:c:D1:1"]
+    walks = [p for p in paths if p.kind == "walk"]
+    assert [(str(p), p.strategy) for p in walks] == [("E:name:rex>D+:d1>E:name:vet>M:c:D1:2", "dependency")]
+
+
 def test_bad_hybrid_bounds_are_refused_with_the_way_out():
     with pytest.raises(ValueError, match=r"TraversalConfig.max_paths is 60; the hybrid entry .* at most 50"):
         TraversalConfig.from_dict({"floor": True, "max_paths": 60})
