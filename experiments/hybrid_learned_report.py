@@ -11,6 +11,7 @@ per-seed figures belong beside it. Markdown on stdout.
     python experiments/hybrid_learned_report.py --prefix locomo --scorers linucb gnn
     python experiments/hybrid_learned_report.py --prefix locomo --scorers linucb linucb_floor_only --shares \
         --versus linucb linucb_floor_only
+    python experiments/hybrid_learned_report.py --prefix locomo --scorers linucb gnn --precision
 """
 
 from __future__ import annotations
@@ -98,6 +99,24 @@ def shares(prefix: str, scorers: list[str], seeds: list[int]) -> str:
     return "\n".join(lines)
 
 
+def precision(prefix: str, scorers: list[str], seeds: list[int]) -> str:
+    """Precision (the injected items that are needed) learned − ``best_flat``, paired per query as
+    :func:`table` pairs recall: issue 24's "precision at least best_flat's" read on the interval's lower
+    bound, not on the two means."""
+    lines = ["| scorer | queries | precision learned | best_flat | learned − best_flat [95%] |",
+             "|---|---:|---:|---:|---|"]  # fmt: skip
+    for scorer in scorers:
+        rows = load(prefix, scorer, seeds)
+        rows = rows[rows["n_needed"] > 0]
+        per = rows.groupby(["retriever", "query_id"])["precision"].mean()
+        learned = per.loc["learned"]
+        flat = per.loc["best_flat"].reindex(learned.index)
+        d, lo, hi = paired((learned - flat).to_numpy())
+        lines.append(f"| {scorer} | {len(learned)} | {learned.mean():.3f} | {flat.mean():.3f} | "
+                     f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}] |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def versus(prefix: str, a: str, b: str, seeds: list[int], multi: str) -> str:
     """Scorer ``a``'s learned rows against scorer ``b``'s (an ablation: the same recipe with a piece
     removed), paired per query as :func:`table` pairs learned with ``best_flat`` (each query's figure the
@@ -126,6 +145,7 @@ def main() -> None:
     ap.add_argument("--multi", default="multi-hop", help="the category reported on its own")
     ap.add_argument("--shares", action="store_true", help="also where the learned slate's text came from")
     ap.add_argument("--versus", nargs=2, metavar=("A", "B"), help="also scorer A's learned rows against B's")
+    ap.add_argument("--precision", action="store_true", help="also precision against best_flat, paired")
     args = ap.parse_args()
     print(table(args.prefix, args.scorers, args.seeds, args.multi))
     if args.versus:
@@ -134,6 +154,9 @@ def main() -> None:
     if args.shares:
         print()
         print(shares(args.prefix, args.scorers, args.seeds))
+    if args.precision:
+        print()
+        print(precision(args.prefix, args.scorers, args.seeds))
 
 
 if __name__ == "__main__":
