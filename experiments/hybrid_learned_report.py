@@ -12,6 +12,7 @@ per-seed figures belong beside it. Markdown on stdout.
     python experiments/hybrid_learned_report.py --prefix locomo --scorers linucb linucb_floor_only --shares \
         --versus linucb linucb_floor_only
     python experiments/hybrid_learned_report.py --prefix locomo --scorers linucb gnn --precision
+    python experiments/hybrid_learned_report.py --prefix musique --scorers linucb gnn --multi 2hop --ppr
 """
 
 from __future__ import annotations
@@ -117,6 +118,45 @@ def precision(prefix: str, scorers: list[str], seeds: list[int]) -> str:
     return "\n".join(lines)
 
 
+def against_ppr(prefix: str, scorers: list[str], seeds: list[int]) -> str:
+    """Learned − ``hipporag_ppr`` on the same test questions, paired per query (needed recall and
+    recall@5): the PPR retriever (:class:`~signet_rl.retrieval.ppr.PPRRetriever`, the settings of the desire
+    report's row) runs here on the test fold the seed-``seeds[0]`` run read, its graph loaded with that
+    run's dataset options and encoder."""
+    import yaml
+
+    from signet_rl.datasets.registry import load_dataset
+    from signet_rl.evaluation.harness import evaluate
+    from signet_rl.retrieval.ppr import PPRRetriever
+
+    run = ROOT / "runs" / "report" / f"{prefix}-{scorers[0]}-s{seeds[0]}" / "artifacts" / "config.yaml"
+    cfg = yaml.safe_load(run.read_text())
+    ds_cfg, split = cfg["dataset"], cfg["dataset"]["learning_split"]
+    dataset = load_dataset(ds_cfg["spec"], root=ds_cfg.get("data_root"), options=ds_cfg.get("options"))
+    dataset = dataset.learning_split(
+        k=split["k"], fold=split["fold"], seed=split["seed"], group=split["group"]
+    )
+    ppr = evaluate(dataset, {"hipporag_ppr": PPRRetriever(encoder=cfg["encoder"])}, split="test",
+                   budget_chars=int(cfg["task"]["budget_chars"]), n_boot=1).rows  # fmt: skip
+    ppr = ppr[ppr["n_needed"] > 0].set_index("query_id")
+    lines = ["| scorer | queries | learned | hipporag_ppr | learned − PPR [95%] | recall@5 learned | PPR | "
+             "recall@5 learned − PPR [95%] |", "|---|---:|---:|---:|---|---:|---:|---|"]  # fmt: skip
+    for scorer in scorers:
+        rows = load(prefix, scorer, seeds)
+        rows = rows[(rows["n_needed"] > 0) & (rows["retriever"] == "learned")]
+        per = rows.groupby("query_id")[["needed_recall", "recall@5"]].mean()
+        other = ppr.reindex(per.index)
+        if other["needed_recall"].isna().any():
+            raise ValueError(f"{scorer}: the learned runs drew test questions PPR's test fold lacks")
+        cells = []
+        for metric in ("needed_recall", "recall@5"):
+            d, lo, hi = paired((per[metric] - other[metric]).to_numpy())
+            mine, theirs = per[metric].mean(), other[metric].mean()
+            cells.append(f"{mine:.3f} | {theirs:.3f} | {d:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+        lines.append(f"| {scorer} | {len(per)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def versus(prefix: str, a: str, b: str, seeds: list[int], multi: str) -> str:
     """Scorer ``a``'s learned rows against scorer ``b``'s (an ablation: the same recipe with a piece
     removed), paired per query as :func:`table` pairs learned with ``best_flat`` (each query's figure the
@@ -146,6 +186,7 @@ def main() -> None:
     ap.add_argument("--shares", action="store_true", help="also where the learned slate's text came from")
     ap.add_argument("--versus", nargs=2, metavar=("A", "B"), help="also scorer A's learned rows against B's")
     ap.add_argument("--precision", action="store_true", help="also precision against best_flat, paired")
+    ap.add_argument("--ppr", action="store_true", help="also learned against hipporag_ppr, run here, paired")
     args = ap.parse_args()
     print(table(args.prefix, args.scorers, args.seeds, args.multi))
     if args.versus:
@@ -157,6 +198,9 @@ def main() -> None:
     if args.precision:
         print()
         print(precision(args.prefix, args.scorers, args.seeds))
+    if args.ppr:
+        print()
+        print(against_ppr(args.prefix, args.scorers, args.seeds))
 
 
 if __name__ == "__main__":
