@@ -13,6 +13,8 @@ per-seed figures belong beside it. Markdown on stdout.
         --versus linucb linucb_floor_only
     python experiments/hybrid_learned_report.py --prefix locomo --scorers linucb gnn --precision
     python experiments/hybrid_learned_report.py --prefix musique --scorers linucb gnn --multi 2hop --ppr
+    python experiments/hybrid_learned_report.py --prefix locomo \
+        --scorers linucb+linucb_fold2+linucb_fold3+linucb_fold4
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ def paired(d: np.ndarray, n_boot: int = 10_000, seed: int = 0) -> tuple[float, f
 
 
 def load(prefix: str, scorer: str, seeds: list[int]) -> pd.DataFrame:
+    """The per-query rows of ``<prefix>-<scorer>-s<seed>`` over ``seeds``; ``scorer`` may join several run
+    names with ``+`` (e.g. ``linucb+linucb_fold2``: one recipe tested on several folds, whose questions are
+    disjoint), pooled as one."""
+    if "+" in scorer:
+        return pd.concat([load(prefix, part, seeds) for part in scorer.split("+")], ignore_index=True)
     frames = []
     for seed in seeds:
         path = ROOT / "runs" / "report" / f"{prefix}-{scorer}-s{seed}" / "artifacts" / "per_query.csv"
