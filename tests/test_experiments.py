@@ -328,8 +328,10 @@ def test_emergence_report_embedding_principles_run_tiny_on_v4(tmp_path):
 
 
 @pytest.mark.slow
-def test_drift_recovery_needs_a_chosen_drop_at_for_a_regulated_run_on_v4(tmp_path, capsys):
+def test_drift_recovery_needs_a_chosen_drop_at_for_a_regulated_run(tmp_path, capsys, monkeypatch):
     drift = load_experiment("drift_recovery")
+    assert drift.DROP_AT[4] == 0.2 and drift.DRIFT_DOMAINS[4] == 3  # v4's validation choices
+    monkeypatch.delitem(drift.DROP_AT, 4)  # as before v4's drop_at was chosen
     with pytest.raises(SystemExit):
         drift.main(["--preset", "tiny", "--version", "4", "--out", str(tmp_path)])
     assert ("error: no drop_at chosen for version 4: run --tune --stream train --version 4 on the validation "
