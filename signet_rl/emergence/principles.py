@@ -25,6 +25,13 @@ collapses copies and slot variants (a template filled in at many entities is one
 least ``min_communities`` communities, and keeps a group only when its mean pairwise cosine is
 significantly above what a random set of as many attributes from as many communities gives (a z-score
 against a seeded Monte-Carlo null drawn from the same graph).
+
+:func:`detect_embedding_principles` is a third, for values said in words that share nothing (generator v4,
+where a shared stem would give a value away): a mutual kNN graph over the encoder's vectors (or their
+second-order profiles) of the untemplated attributes, never linking two that share a content-word stem (a
+topic) or whose entities a dependency connects, and its small connected components across communities.
+With MiniLM it recovers no planted value on v4 (docs/results.md, "Principles on generator v4"); it is
+not in the config.
 """
 
 from __future__ import annotations
