@@ -53,7 +53,11 @@ from signet_rl.datasets.base import Dataset
 from signet_rl.datasets.synthetic import generate
 from signet_rl.emergence.bridges import BridgeTracker, find_bridges
 from signet_rl.emergence.health import HealthThresholds, plan_pruning
-from signet_rl.emergence.principles import detect_principles, detect_value_principles
+from signet_rl.emergence.principles import (
+    detect_embedding_principles,
+    detect_principles,
+    detect_value_principles,
+)
 from signet_rl.text.encoders import make_encoder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -489,6 +493,77 @@ def run_principles_value(args: argparse.Namespace, encoder: Any) -> dict[str, An
     return out
 
 
+#: The embedding detector's grid (:func:`~signet_rl.emergence.principles.detect_embedding_principles`),
+#: chosen like the value detector's: mean F1 over the validation seeds, a control's detections counted as
+#: false ones; ties (every point at F1 0 included) go to the point that proposes least, then the stricter
+#: similarity floor.
+EMBED_GRID = {"second_order": (True, False), "share_veto": (True, False), "k": (2, 3, 5),
+              "min_similarity": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)}
+
+
+def _embed_kwargs(second_order: bool, share_veto: bool, k: int, min_similarity: float) -> dict[str, Any]:
+    return {"second_order": second_order, "share_veto": share_veto, "k": k, "min_similarity": min_similarity,
+            "mutual": True, "skip_templates": True, "variant_overlap": VARIANT_OVERLAP,
+            "community_source": "auto", "min_communities": 3}
+
+
+def _found(ds: Dataset, found: list[Any]) -> list[dict[str, Any]]:
+    """Each detected principle's evidence with what the generator planted there (labels, for reading)."""
+    lab = ds.truth.labels["attributes"].set_index("attribute_id")
+    decoy = lab["decoy"] if "decoy" in lab else pd.Series(None, index=lab.index)
+
+    def what(a: str) -> str:
+        p, d, c = lab.at[a, "principle"], decoy.get(a), lab.at[a, "category"]
+        return f"principle:{p}" if isinstance(p, str) else f"{c}:{d}" if isinstance(d, str) else str(c)
+
+    return [{"text": p.text, "communities": len(p.communities),
+             "evidence": [[e["content"], what(e["attribute_id"])] for e in p.evidence]} for p in found]
+
+
+def run_principles_embed(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
+    """The embedding detector: the grid on the validation seeds (planted and control graphs), then the
+    reporting seed and its control once; with ``--chosen-from``, that run's choice instead of the grid."""
+    best, table = None, []
+    if args.chosen_from is not None:
+        kw = json.loads(Path(args.chosen_from).read_text())["chosen"]
+        out: dict[str, Any] = {"chosen": kw, "chosen_from": str(args.chosen_from)}
+    else:
+        vals = [(seed, dataset(args.preset, seed, control=False), dataset(args.preset, seed, control=True))
+                for seed in args.val_seed]
+        for so in EMBED_GRID["second_order"]:
+            for veto in EMBED_GRID["share_veto"]:
+                for k in EMBED_GRID["k"]:
+                    for sim in EMBED_GRID["min_similarity"]:
+                        kw = _embed_kwargs(so, veto, k, sim)
+                        f1s, found_n = [], []
+                        for seed, val, ctl in vals:
+                            sc = principle_scores(val, detect_embedding_principles(val.graph, encoder=encoder,
+                                                                                   **kw))
+                            n_ctl = len(detect_embedding_principles(ctl.graph, encoder=encoder, **kw))
+                            precision = _div(sc["matching"], sc["detected"] + n_ctl)
+                            f1s.append(_f1(precision, sc["recall"]))
+                            found_n.append(sc["detected"] + n_ctl)
+                            table.append({"seed": seed, **kw, "control_detected": n_ctl,
+                                          "pooled_precision": precision, "f1": f1s[-1], **sc})
+                        _log(f"validation second_order {so} veto {veto} k {k} sim {sim}: "
+                             f"F1 {np.mean(f1s):.3f}, "
+                             f"detected (planted + control) {found_n}")
+                        key = (float(np.mean(f1s)), -float(np.sum(found_n)), sim)
+                        if best is None or key > best[0]:
+                            best = (key, kw)
+        assert best is not None
+        kw = best[1]
+        out = {"chosen": kw, "validation_f1": best[0][0], "validation": table}
+        if args.validation_only:
+            return out
+    for name, control in (("planted", False), ("control", True)):
+        ds = dataset(args.preset, args.seed, control=control)
+        found = detect_embedding_principles(ds.graph, encoder=encoder, **kw)
+        out[name] = principle_scores(ds, found)
+        out[name]["found"] = _found(ds, found)
+    return out
+
+
 def run_principles_real(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
     """The value detector, with the settings an earlier ``principles-value`` run chose (``--chosen-from``), on
     a real dataset's graphs (``--dataset``, through the registry). Nothing is planted there and there is no
@@ -496,12 +571,15 @@ def run_principles_real(args: argparse.Namespace, encoder: Any) -> dict[str, Any
     from signet_rl.datasets.registry import load_dataset
 
     if args.chosen_from is None:
-        raise SystemExit("--part principles-real needs --chosen-from <a principles-value run's JSON>")
+        raise SystemExit("--part principles-real needs --chosen-from <a principles-value or "
+                         "principles-embed run's JSON>")
     kw = json.loads(Path(args.chosen_from).read_text())["chosen"]
+    # a principles-embed run's choice names second_order; a principles-value run's does not
+    detector = detect_embedding_principles if "second_order" in kw else detect_value_principles
     ds = load_dataset(args.dataset)
-    out: dict[str, Any] = {"chosen": kw, "dataset": args.dataset, "graphs": {}}
+    out: dict[str, Any] = {"chosen": kw, "detector": detector.__name__, "dataset": args.dataset, "graphs": {}}
     for gid, g in ds.graphs.items():
-        found = detect_value_principles(g, encoder=encoder, **kw)
+        found = detector(g, encoder=encoder, **kw)
         out["graphs"][gid] = {"attributes": int(len(g.attributes)), "entities": int(len(g.entities)),
                               "detected": len(found),
                               "found": [[e["content"] for e in p.evidence] for p in found]}
@@ -717,7 +795,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part",
                     choices=("bridges", "bridges-trained", "principles", "principles-value",
-                             "principles-real", "pruning", "pruning-signals"),
+                             "principles-embed", "principles-real", "pruning", "pruning-signals"),
                     required=True)
     ap.add_argument("--seed", type=int, required=True,
                     help="the reporting seed (named on the command line only)")
@@ -729,9 +807,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--validation-only", action="store_true",
                     help="choose on the validation seeds, print the choice, and compute nothing on --seed")
     ap.add_argument("--preset", default="medium")
-    ap.add_argument("--version", type=int, choices=(2, 3), default=2,
+    ap.add_argument("--version", type=int, choices=(2, 3, 4), default=2,
                     help="synthetic generator version (3: passing-mention noise, value principles, recurring "
-                         "bridges); a v3 run's JSON is named <part>-<preset>-<seed>-v3.json")
+                         "bridges; 4: values in paraphrase with decoys); a vN run's JSON is named "
+                         "<part>-<preset>-<seed>-vN.json")
     ap.add_argument("--encoder", default="minilm", help="hashing or minilm (bridges, principles)")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--budget", type=int, default=2000)
@@ -760,7 +839,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     else:
         encoder = make_encoder(args.encoder, cache_dir=args.cache)
         run = {"bridges": run_bridges, "bridges-trained": run_bridges_trained, "principles": run_principles,
-               "principles-value": run_principles_value, "principles-real": run_principles_real}
+               "principles-value": run_principles_value, "principles-embed": run_principles_embed,
+               "principles-real": run_principles_real}
         out = run[args.part](args, encoder)
     out.update(part=args.part, preset=args.preset, seed=args.seed, val_seed=args.val_seed, stream=args.stream,
                encoder=args.encoder, epochs=args.epochs, version=args.version,

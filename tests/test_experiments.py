@@ -304,6 +304,40 @@ def test_emergence_report_value_principles_run_tiny(tmp_path):
     assert real["chosen"] == out["chosen"] and set(real["graphs"]) == {"main"}
 
 
+@pytest.mark.slow
+def test_emergence_report_embedding_principles_run_tiny_on_v4(tmp_path):
+    import numpy as np
+
+    report = load_experiment("emergence_report")
+    common = ["--preset", "tiny", "--version", "4", "--encoder", "hashing", "--out", str(tmp_path),
+              "--cache", str(tmp_path / "cache")]
+    out = report.main(["--part", "principles-embed", "--seed", "3", *common])
+    assert set(out["chosen"]) >= {"second_order", "share_veto", "k", "min_similarity"}
+    assert out["planted"]["planted"] == 5 and out["control"]["planted"] == 0
+    points = int(np.prod([len(v) for v in report.EMBED_GRID.values()]))
+    assert len(out["validation"]) == len(report.VAL_SEEDS) * points  # every grid point on each seed
+    # what was found is labelled for reading: a planted value, a decoy, or another category
+    labels = {what for f in out["planted"]["found"] + out["control"]["found"] for _, what in f["evidence"]}
+    assert all(w.startswith(("principle:", "topic_decoy:", "near_miss:")) or ":" not in w for w in labels)
+    again = report.main(["--part", "principles-embed", "--seed", "3", *common, "--out", str(tmp_path / "b"),
+                         "--chosen-from", str(tmp_path / "principles-embed-tiny-3-v4.json")])
+    assert again["chosen"] == out["chosen"] and again["planted"] == out["planted"]  # deterministic
+    real = report.main(["--part", "principles-real", "--seed", "3", *common, "--dataset", "synthetic:tiny:3",
+                        "--chosen-from", str(tmp_path / "principles-embed-tiny-3-v4.json")])
+    assert real["detector"] == "detect_embedding_principles" and set(real["graphs"]) == {"main"}
+
+
+@pytest.mark.slow
+def test_drift_recovery_needs_a_chosen_drop_at_for_a_regulated_run(tmp_path, capsys, monkeypatch):
+    drift = load_experiment("drift_recovery")
+    assert drift.DROP_AT[4] == 0.2 and drift.DRIFT_DOMAINS[4] == 3  # v4's validation choices
+    monkeypatch.delitem(drift.DROP_AT, 4)  # as before v4's drop_at was chosen
+    with pytest.raises(SystemExit):
+        drift.main(["--preset", "tiny", "--version", "4", "--out", str(tmp_path)])
+    assert ("error: no drop_at chosen for version 4: run --tune --stream train --version 4 on the validation "
+            "seed and pass --drop-at") in capsys.readouterr().err
+
+
 def test_emergence_report_matches_principles_against_planted_facts_only():
     """A bug: a NaN label (an attribute of no principle) counted as a principle name to match."""
     from types import SimpleNamespace as NS

@@ -201,7 +201,7 @@ def _make_config(cls: type[_C], preset: str, overrides: dict[str, Any], unknown_
 
 
 #: Generator versions ``generate`` knows; 1 stays the default (its config hash never changes).
-VERSIONS: tuple[int, ...] = (1, 2, 3)
+VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
 
 
 def generate(preset: str = "small", seed: int = 0, version: int = 1, **overrides: Any) -> Dataset:
@@ -210,7 +210,9 @@ def generate(preset: str = "small", seed: int = 0, version: int = 1, **overrides
     The same preset, seed, version and overrides always give the same dataset. ``version=2`` is the
     latent-need benchmark of :mod:`signet_rl.datasets.synthetic_v2` (dataset option ``version: 2``);
     ``version=3`` is v2 with passing-mention noise, value principles, recurring bridges and a drift of fact
-    kind (:mod:`signet_rl.datasets.synthetic_v3`, opt-in).
+    kind (:mod:`signet_rl.datasets.synthetic_v3`, opt-in); ``version=4`` is v3 with principles stated in
+    paraphrases that share no word, and topic and near-miss decoys (:mod:`signet_rl.datasets.synthetic_v4`,
+    opt-in).
 
     Raises:
         ValueError: an unknown version, preset or knob, naming it.
@@ -228,6 +230,10 @@ def generate(preset: str = "small", seed: int = 0, version: int = 1, **overrides
         from signet_rl.datasets.synthetic_v3 import generate_v3
 
         return generate_v3(preset, seed=seed, **overrides)
+    if version == 4:
+        from signet_rl.datasets.synthetic_v4 import generate_v4
+
+        return generate_v4(preset, seed=seed, **overrides)
     config = make_config(preset, **overrides)
     return _Generator(config, seed).run()
 

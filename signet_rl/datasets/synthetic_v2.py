@@ -253,6 +253,18 @@ class _GeneratorV2(_Generator):
                     f.add(e, int(rng.choice(self.ent_aspects[e])), 0, NEAR_DUPLICATE, other, tpl_a, group=g)
                 )
             self.bridge_dups[len(self.bridges) - 1] = dups
+        self._plant_principles(f)
+        self._distractors(f)
+        self.alias_fact = np.empty(self.n, dtype=np.int64)
+        for e in range(self.n):
+            asp = self.ent_aspects[e]
+            a = int(asp[int(rng.integers(len(asp)))])
+            self.alias_fact[e] = f.add(e, a, 0, ALIAS, f"also goes by {self.aliases[e]}", "alias")
+
+    def _plant_principles(self, f: _Facts) -> None:
+        """Each planted principle's paraphrases, one per entity of ``principle_entities`` communities drawn
+        at random, on a preference aspect where the entity has one."""
+        c, rng = self.c, self.rng
         table = self._principle_table()
         names = list(table)
         for p in range(min(c.principles, len(names))):
@@ -271,12 +283,6 @@ class _GeneratorV2(_Generator):
                 text = paraphrases[j % len(paraphrases)]
                 f.add(e, a, 0, PRINCIPLE, text, text, group=p)
         self.principle_names = names[: c.principles]
-        self._distractors(f)
-        self.alias_fact = np.empty(self.n, dtype=np.int64)
-        for e in range(self.n):
-            asp = self.ent_aspects[e]
-            a = int(asp[int(rng.integers(len(asp)))])
-            self.alias_fact[e] = f.add(e, a, 0, ALIAS, f"also goes by {self.aliases[e]}", "alias")
 
     def _n_bridges(self) -> int:
         """How many bridges to plant: ``bridges_per_1k`` per thousand entities, at least two."""
@@ -623,6 +629,10 @@ class _GeneratorV2(_Generator):
 
     # -- labels and assembly ------------------------------------------------------------------------
 
+    def _fact_categories(self) -> tuple[str, ...]:
+        """The label of each fact category code."""
+        return FACT_CATEGORIES_V2
+
     def labels(self) -> dict[str, pd.DataFrame]:
         group = np.asarray(self.f.group)
         out = {
@@ -637,7 +647,7 @@ class _GeneratorV2(_Generator):
             "attributes": pd.DataFrame(
                 {
                     "attribute_id": self.att_ids,
-                    "category": np.asarray(FACT_CATEGORIES_V2)[self.a_cat],
+                    "category": np.asarray(self._fact_categories())[self.a_cat],
                     "bridge_group": np.where(np.isin(self.a_cat, [BRIDGE, NEAR_DUPLICATE]), group, -1),
                     "principle": [
                         self.principle_names[g] if cat == PRINCIPLE else None

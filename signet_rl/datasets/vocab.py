@@ -413,3 +413,162 @@ QUERIES_V2: dict[str, dict[str, list[str]]] = {
         "none": ["we shipped it!! 🎉", "brb, coffee", "wow that was fast", "great work everyone"],
     },
 }
+
+# ----------------------------------------------------------------------------------------------------
+# Generator version 4 (signet_rl.datasets.synthetic_v4). Written before any detector was run on v4.
+
+#: Generator v4's principles: a value a person holds, stated in unrelated contexts (work, home, money,
+#: friends, travel). Each value has a bank of paraphrases of which a seed draws some; no two paraphrases of
+#: one value share a content word, not even a word stem (the first four letters of a non-stop word), so a
+#: detector cannot find the value by a word its statements share: only their meaning is common.
+PRINCIPLES_V4: dict[str, list[str]] = {
+    "privacy": [
+        "keeps personal data out of logs",
+        "turns off location tracking on every app",
+        "asks before posting pictures that show other people",
+        "uses end-to-end encrypted chat for family matters",
+        "covers the laptop camera when it is idle",
+        "never gives a home address to shops",
+        "pays cash so purchases stay anonymous",
+        "declines loyalty cards that record what was bought",
+    ],
+    "reversibility": [
+        "prefers decisions that can be undone",
+        "rolls out changes behind a feature flag",
+        "rents gear before buying it",
+        "keeps the old setup around until its replacement proves itself",
+        "signs month-to-month leases rather than long contracts",
+        "tries a trial period first",
+        "makes small bets that are cheap to back away from",
+        "avoids one-way doors",
+    ],
+    "local-first": [
+        "favours tools that work offline",
+        "stores files on a disk at home rather than in the cloud",
+        "runs a self-hosted server for email",
+        "picks software that saves everything on the device itself",
+        "backs up photos to a drive kept in the drawer",
+        "dislikes apps that break when the internet drops",
+        "syncs notes peer-to-peer without a vendor account",
+        "owns copies of music instead of streaming",
+    ],
+    "rest": [
+        "protects weekends from work",
+        "logs off at six every evening",
+        "no screens after ten",
+        "takes a fortnight away each quarter",
+        "naps after lunch on busy days",
+        "books holidays with nothing planned",
+        "turns down late friday meetings",
+        "sleeps eight hours before anything important",
+    ],
+    "frugality": [
+        "repairs broken things instead of replacing them",
+        "buys secondhand furniture",
+        "cooks at home rather than ordering in",
+        "cancels subscriptions nobody uses",
+        "compares prices before any purchase",
+        "keeps a strict monthly budget",
+        "picks the cheapest plan that does the job",
+        "reuses old laptops as test machines",
+    ],
+}
+
+#: Topic decoys: statements that share a topic word but express different or opposite values (no value
+#: common to them). A seed writes some of each topic's statements at entities of different communities,
+#: with or without planted principles (the control keeps them).
+TOPIC_DECOYS_V4: dict[str, list[str]] = {
+    "phone": [
+        "keeps the phone on loud all night for work calls",
+        "shares the phone's location with the whole team",
+        "upgrades the phone every year",
+        "uses the phone as the only computer",
+        "leaves the phone behind on hikes",
+        "reads the news on the phone at breakfast",
+    ],
+    "cloud": [
+        "moves everything to the cloud as soon as possible",
+        "pays for the biggest cloud plan available",
+        "trusts the cloud provider with all backups",
+        "runs nightly cloud builds for every branch",
+        "blogs about cloud pricing",
+        "learned the cloud console before the command line",
+    ],
+    "weekend": [
+        "works through the weekend before launches",
+        "spends weekends on side projects",
+        "plans weekend trips months ahead",
+        "answers email at the weekend",
+        "hosts weekend dinners for the neighbours",
+        "runs a long race most weekends",
+    ],
+    "photos": [
+        "posts every holiday photo publicly",
+        "deletes old photos to free space",
+        "prints photos for the fridge",
+        "tags friends in photos by default",
+        "edits photos late into the night",
+        "sells photos to stock sites",
+    ],
+    "budget": [
+        "ignores the budget when a tool looks fun",
+        "sets the team budget in january",
+        "shares a budget spreadsheet with everyone",
+        "overspends the travel budget happily",
+        "asks for a bigger budget every review",
+        "leaves the budget to the accountant",
+    ],
+    "meetings": [
+        "schedules meetings at seven in the morning",
+        "records every meeting and posts the video",
+        "cancels meetings at short notice",
+        "runs meetings standing up",
+        "invites the whole floor to meetings",
+        "brings cake to monday meetings",
+    ],
+}
+
+#: Near-miss decoys: worded like one value's paraphrases (keyed by that value) but stating another value,
+#: a different one in each statement. Written with or without planted principles (the control keeps them).
+NEAR_MISS_V4: dict[str, list[str]] = {
+    "privacy": [
+        "keeps detailed logs of personal workouts",
+        "turns on location sharing with friends on every trip",
+        "posts pictures that show other people at parties",
+        "uses a public group chat for family matters",
+        "leaves the laptop camera on for every call to look engaged",
+        "pays by card for the travel points",
+    ],
+    "reversibility": [
+        "prefers decisions made quickly over decisions made well",
+        "rolls out changes to everyone at once to learn fast",
+        "buys the best gear outright on day one",
+        "removes the old setup the moment the new one runs",
+        "signs long contracts for the discount",
+        "makes big bets on new frameworks for the fun of it",
+    ],
+    "local-first": [
+        "favours tools that look beautiful",
+        "stores files wherever the team can find them fastest",
+        "runs a hosted service for email to save time",
+        "picks software the whole family already knows",
+        "backs the local football club",
+        "streams music while working for focus",
+    ],
+    "rest": [
+        "protects mornings for deep work",
+        "logs on at six every morning to beat traffic",
+        "screens calls from unknown numbers",
+        "takes a full course load each quarter",
+        "books holidays packed with museums",
+        "turns up early to friday meetings",
+    ],
+    "frugality": [
+        "repairs bikes for the neighbours for free",
+        "buys designer furniture as an investment",
+        "cooks elaborate dinners for friends",
+        "cancels plans to help anyone who asks",
+        "compares notes with colleagues before any review",
+        "keeps a strict morning routine",
+    ],
+}

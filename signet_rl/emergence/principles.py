@@ -25,6 +25,13 @@ collapses copies and slot variants (a template filled in at many entities is one
 least ``min_communities`` communities, and keeps a group only when its mean pairwise cosine is
 significantly above what a random set of as many attributes from as many communities gives (a z-score
 against a seeded Monte-Carlo null drawn from the same graph).
+
+:func:`detect_embedding_principles` is a third, for values said in words that share nothing (generator v4,
+where a shared stem would give a value away): a mutual kNN graph over the encoder's vectors (or their
+second-order profiles) of the untemplated attributes, never linking two that share a content-word stem (a
+topic) or whose entities a dependency connects, and its small connected components across communities.
+With MiniLM it recovers no planted value on v4 (docs/results.md, "Principles on generator v4"); it is
+not in the config.
 """
 
 from __future__ import annotations
@@ -55,7 +62,8 @@ from signet_rl.text.encoders import Encoder
 from signet_rl.text.terms import STOP_WORDS
 
 __all__ = ["DECISION_PATTERN", "Principle", "PrincipleError", "add_principles", "confirm", "correct",
-           "detect_principles", "detect_value_principles", "notification", "reject", "stems"]
+           "detect_embedding_principles", "detect_principles", "detect_value_principles", "notification",
+           "reject", "stems"]
 
 #: Aspect names or attribute texts that mark a decision or a preference.
 DECISION_PATTERN = r"\b(decid\w*|decision\w*|prefer\w*|choos\w*|chose\w*|choice\w*|always|never|avoid\w*)\b"
@@ -372,6 +380,121 @@ def detect_value_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = 
     existing = set(graph.meta.get(META_KEY, {}))
     out = []
     for rows in kept:
+        p = _principle(attrs, vectors, rows, texts, owner, comm_of)
+        if p.id not in existing:
+            out.append(p)
+    return sorted(out, key=lambda p: p.id)
+
+
+def _profiles(vectors: np.ndarray, reference: int, seed: int) -> np.ndarray:
+    """Second-order vectors: each row's cosines to ``reference`` rows drawn at random (seeded; all rows when
+    there are fewer), centred per reference row and L2-normalised. Two statements of one value in different
+    words may have a low cosine yet rank the same things alike; centring removes what every row shares."""
+    rng = np.random.default_rng(seed)
+    ref = np.arange(len(vectors)) if len(vectors) <= reference else rng.choice(len(vectors), reference,
+                                                                                 replace=False)
+    prof = vectors @ vectors[ref].T
+    prof -= prof.mean(axis=0, keepdims=True)
+    norm = np.linalg.norm(prof, axis=1, keepdims=True)
+    return (prof / np.where(norm > 0, norm, 1.0)).astype(np.float32)
+
+
+def detect_embedding_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
+                                min_communities: int = 3, k: int = 3, min_similarity: float = 0.3,
+                                mutual: bool = True, second_order: bool = True, reference: int = 2000,
+                                share_veto: bool = True, stem_prefix: int | None = 5,
+                                skip_templates: bool = True, variant_overlap: float = 0.4,
+                                max_size: int = 12, pattern: str = r".", community_source: str = "auto",
+                                chunk: int = 1024, seed: int = 0) -> list[Principle]:
+    """Principles found by meaning: statements that an encoder places near one another, at entities no
+    dependency connects, in at least ``min_communities`` communities.
+
+    1. The attributes looked at: those matching ``pattern`` (as :func:`detect_principles`), less, with
+       ``skip_templates``, the filled-in templates (an attribute with a slot variant anywhere, as
+       :func:`detect_value_principles`): one template at many entities is an extractor's habit, not a value.
+    2. Their similarity: the cosine of the encoder's vectors, or with ``second_order`` the cosine of their
+       centred profiles against ``reference`` attributes (:func:`_profiles`).
+    3. A kNN graph: each attribute is linked to its ``k`` most similar attributes reaching
+       ``min_similarity`` (both ways with ``mutual``), never to one of its own entity, of an entity a
+       dependency connects to it, or with the same text; with ``share_veto``, never to one it shares a
+       content-word stem with (:func:`stems` at ``stem_prefix``): statements that share a word are held
+       together by the word — a topic — and are no evidence of a value said in different words.
+    4. Its connected components of at most ``max_size`` attributes (a larger one is a chain of loose
+       likenesses, not one value), one attribute per entity, no two of whose entities a dependency
+       connects, with at least ``min_communities`` distinct texts in as many communities.
+
+    The work is one encoder pass, ``n × reference`` profiles and a chunked top-k per row, so it grows
+    linearly with the graph (``reference`` fixed). Arguments as above; ``chunk`` rows are compared at a
+    time, ``seed`` draws the reference rows.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    if stem_prefix is not None and (isinstance(stem_prefix, bool) or not isinstance(stem_prefix, int)
+                                    or stem_prefix < 3):
+        raise ValueError(f"stem_prefix must be an integer >= 3 or None, got {stem_prefix!r}")
+    attrs = _candidate_attributes(graph, pattern, min_communities, community_source)
+    if attrs is None:
+        return []
+    texts = attrs["content"].tolist()
+    owner = attrs["entity_id"].to_numpy(dtype=object)
+    tokens = [content_tokens(t) for t in texts]
+    templated = _templated(tokens, list(range(len(texts))), variant_overlap) if skip_templates else set()
+    pool = np.array([i for i in range(len(texts)) if i not in templated], dtype=np.int64)
+    if len(pool) < min_communities:
+        return []
+    vectors = encode(resolve(encoder), texts)
+    space = _profiles(vectors, reference, seed) if second_order else vectors
+    x = space[pool]
+    linked = linked_pairs(graph)
+    norm_text = [" ".join(t.lower().split()) for t in texts]
+    word = [stems(t, stem_prefix) for t in texts] if share_veto else None
+
+    def allowed(i: int, j: int) -> bool:
+        return (owner[i] != owner[j] and norm_text[i] != norm_text[j]
+                and frozenset((owner[i], owner[j])) not in linked and not (word and word[i] & word[j]))
+
+    near: list[set[int]] = [set() for _ in range(len(pool))]  # positions in pool
+    for lo in range(0, len(pool), chunk):
+        sims = x[lo:lo + chunk] @ x.T
+        for r in range(sims.shape[0]):
+            row = sims[r]
+            row[lo + r] = -np.inf
+            order = np.argsort(-row, kind="stable")
+            for j in order.tolist():  # best first, until k allowed ones or the floor
+                if row[j] < min_similarity or len(near[lo + r]) == k:
+                    break
+                if allowed(int(pool[lo + r]), int(pool[j])):
+                    near[lo + r].add(j)
+    parent = list(range(len(pool)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, js in enumerate(near):
+        for j in js:
+            if not mutual or i in near[j]:
+                parent[find(i)] = find(j)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(pool)):
+        groups.setdefault(find(i), []).append(i)
+    comm = _communities(graph, community_source)
+    comm_of = [comm.get(e, f"entity:{e}") for e in owner]
+    existing = set(graph.meta.get(META_KEY, {}))
+    out = []
+    for members in groups.values():
+        if not min_communities <= len(members) <= max_size:
+            continue
+        rows: list[int] = []
+        for m in members:  # one per entity, no two linked
+            r = int(pool[m])
+            if all(owner[r] != owner[c] and frozenset((owner[r], owner[c])) not in linked for c in rows):
+                rows.append(r)
+        if (len({norm_text[r] for r in rows}) < min_communities
+                or len({comm_of[r] for r in rows}) < min_communities):
+            continue
         p = _principle(attrs, vectors, rows, texts, owner, comm_of)
         if p.id not in existing:
             out.append(p)

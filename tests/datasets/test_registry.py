@@ -137,7 +137,7 @@ def test_describe_cli_builds_v2_by_default_v1_on_request_and_prints_the_version(
     assert "version" not in capsys.readouterr().err
     assert main(["describe", "synthetic:tiny", "--no-signals", "--option", "version=7"]) == 2
     err = capsys.readouterr().err
-    assert "error: unknown synthetic generator version 7; expected one of [1, 2, 3]" in err
+    assert "error: unknown synthetic generator version 7; expected one of [1, 2, 3, 4]" in err
     assert main(["describe", "synthetic:tiny", "--option", "version"]) == 2
     assert "error: --option 'version' is not KEY=VALUE (e.g. --option version=2)" in capsys.readouterr().err
 

@@ -45,12 +45,12 @@ def test_version_2_is_asked_for_by_option_and_differs(v2):
     assert d.meta["config_hash"] != generate("small", seed=0).meta["config_hash"]
 
 
-@pytest.mark.parametrize("bad", [4, 0, "2", True, None])
+@pytest.mark.parametrize("bad", [5, 0, "2", True, None])
 def test_unknown_generator_version_is_named(bad):
     with pytest.raises(ValueError) as e:
         generate("tiny", seed=0, version=bad)
     assert str(e.value) == (
-        f"unknown synthetic generator version {bad!r}; expected one of [1, 2, 3] "
+        f"unknown synthetic generator version {bad!r}; expected one of [1, 2, 3, 4] "
         "(dataset option version: 2 for the latent-need benchmark)"
     )
 
