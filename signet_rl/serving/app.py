@@ -33,8 +33,9 @@ by replaying the state file's feedback log, so they always equal a replay of wha
 
 Security: binds 127.0.0.1 by default; elsewhere a bearer token is required (``--token`` or
 ``SIGNET_RL_SERVE_TOKEN``). Bodies over 64 KiB get 413; malformed JSON or a wrong field type gets 422
-naming the field; unknown ids are rejected with nothing written. This module imports neither torch, the
-trainer, Hydra, MLflow nor the evaluation package.
+naming the field; unknown ids are rejected with nothing written, and so is a rating of a result whose path
+runs through an entity the store has since moved to its cold tier (422 naming both; emergence on or off).
+This module imports neither torch, the trainer, Hydra, MLflow nor the evaluation package.
 """
 
 from __future__ import annotations
@@ -59,9 +60,11 @@ from signet_rl.core.timing import StageTimer, stage
 from signet_rl.core.types import Query
 from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport
 from signet_rl.datasets.signet import import_signet
+from signet_rl.emergence.cold import cold_entities
 from signet_rl.emergence.prewarm import PREWARM_INTENT, PrewarmConfig, TemporalPrewarm, prewarm_slate
 from signet_rl.graph.impact import impact_report
 from signet_rl.serving.compare import MixedSlate, compare_report, mix
+from signet_rl.serving.emergence import check_not_cold
 from signet_rl.serving.state import FeedbackRow, IssuedResult, ServiceState, StateError, UnknownIdError
 
 __all__ = ["HYBRID", "MAX_BODY", "Service", "create_app", "default_state_path"]
@@ -166,6 +169,9 @@ class Service:
         self.graph = import_signet(self.store)
         self.policy = load_policy(policy)  # before the state file: a bad artifact leaves no file behind
         self.state = ServiceState(state or default_state_path(self.store), store=self.store)
+        #: entities the store keeps in its cold tier: a rating of a result through one is refused, whether
+        #: emergence is on or off (pruning happens offline, between two runs of the service)
+        self.cold = frozenset(cold_entities(self.store))
         self.emergence = self._emergence(emergence)
         self.dataset = Dataset(name=f"signet:{self.store}", graphs={"main": self.graph}, queries=[],
                                truth=GroundTruth(), report=LoadReport(files=[str(self.store)]))  # fmt: skip
@@ -199,7 +205,6 @@ class Service:
     def _emergence(self, values: Mapping[str, Any] | None) -> Any:
         """Issue 29's bridges, principles and health (:mod:`signet_rl.serving.emergence`), when switched on:
         the graph gains principles and promoted bridges before it is indexed. None when all are off."""
-        from signet_rl.emergence.cold import cold_entities
         from signet_rl.serving.emergence import ServiceEmergence, from_mapping
         from signet_rl.text.encoders import make_encoder
 
@@ -207,7 +212,7 @@ class Service:
         if not {"bridges", "principles", "health"} & set(config.enabled):
             return None
         em = ServiceEmergence(config, self.state.path, encoder=make_encoder(self.policy.encoder),
-                              cold=cold_entities(self.store))
+                              cold=self.cold)
         self.graph = em.prepare(self.graph)
         return em
 
@@ -395,9 +400,7 @@ class Service:
                 raise StateError(f"results.{rid}: an idempotencyKey is required (per result or per request)")
             items.append((key, rid, rating, fb.verb or "rate", fb.text))
         for _, rid, _, _, _ in items:  # every id checked before anything is written
-            issued = self.state.result(rid)
-            if self.emergence is not None:
-                self.emergence.check_rating(issued)
+            check_not_cold(self.state.result(rid), self.cold)
         recorded = 0
         for key, rid, rating, verb, text in items:
             row, new = self.state.record(key, rid, rating, verb, body.sessionKey, text)

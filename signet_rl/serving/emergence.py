@@ -45,7 +45,7 @@ from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.serving.state import FeedbackRow, IssuedResult, StateError, UnknownIdError
 from signet_rl.text.encoders import Encoder
 
-__all__ = ["PRINCIPLE_VERBS", "ServiceEmergence"]
+__all__ = ["PRINCIPLE_VERBS", "ServiceEmergence", "check_not_cold"]
 
 #: What a user may say about a principle.
 PRINCIPLE_VERBS = ("confirm", "reject", "correct")
@@ -121,17 +121,9 @@ class ServiceEmergence:
     # -- feedback ---------------------------------------------------------------------------------------
 
     def check_rating(self, result: IssuedResult) -> None:
-        """Refuse a rating of a result whose path runs through an entity now in the cold tier.
-
-        Raises:
-            StateError: naming the result and the entity, and the way out.
-        """
-        for eid in result.path.get("entities", []):
-            if eid in self.cold:
-                raise StateError(
-                    f"result {result.result_id!r} runs through entity {eid!r}, which was pruned to the cold "
-                    "tier; nothing was recorded. Rate it through an explorer path that rediscovers it "
-                    "(signet_rl.emergence.cold.rate_cold on an offline copy), or restore it first")
+        """Refuse a rating of a result whose path runs through an entity now in the cold tier
+        (:func:`check_not_cold`; the service runs that check itself, whether emergence is on or off)."""
+        check_not_cold(result, self.cold)
 
     def _reached(self, recall_id: str | None, path: Mapping[str, Any]) -> set[str]:
         """The entities every result of a recall walked through (what the query reached)."""
@@ -251,6 +243,24 @@ class ServiceEmergence:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def check_not_cold(result: IssuedResult, cold: Iterable[str]) -> None:
+    """Refuse a rating of a result whose path runs through an entity the store keeps in its cold tier.
+
+    A pruned entity's rows are no longer in the store's hot tables, so a rating of a path through it would
+    reinforce edges to something the service can no longer show; the rating is refused, not dropped.
+
+    Raises:
+        StateError: naming the result and the entity, and the way out.
+    """
+    cold = cold if isinstance(cold, frozenset | set) else frozenset(cold)
+    for eid in result.path.get("entities", []):
+        if eid in cold:
+            raise StateError(
+                f"result {result.result_id!r} runs through entity {eid!r}, which was pruned to the cold "
+                "tier; nothing was recorded. Rate it through an explorer path that rediscovers it "
+                "(signet_rl.emergence.cold.rate_cold on an offline copy), or restore it first")
 
 
 def _sign(rating: float) -> int:

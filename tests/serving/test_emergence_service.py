@@ -93,11 +93,14 @@ def test_principle_verbs_are_logged_replayed_and_bad_ones_write_nothing(served, 
     assert hashlib.sha256(store.read_bytes()).hexdigest() == before  # the store is never written
 
 
-def test_rating_a_result_through_a_pruned_entity_names_both_and_records_nothing(served, store, tmp_path):
+@pytest.mark.parametrize("emergence", [None, ON], ids=["emergence-off", "emergence-on"])
+def test_rating_a_result_through_a_pruned_entity_names_both_and_records_nothing(served, store, tmp_path,
+                                                                                emergence):
+    """The cold check does not depend on emergence being on: off is the default (audit of issue 29)."""
     from signet_rl.emergence.cold import move_to_cold
 
     state = tmp_path / "state.sqlite"
-    svc = Service(store, served["artifact"], state, emergence=ON)
+    svc = Service(store, served["artifact"], state, emergence=emergence)
     client = TestClient(create_app(svc))
     results = client.post("/api/memory/recall",
                           json={"query": "what about billing", "sessionKey": "s"}).json()
@@ -105,7 +108,7 @@ def test_rating_a_result_through_a_pruned_entity_names_both_and_records_nothing(
     entity = hit["path"]["entities"][0]
     svc.state.close()
     move_to_cold(store, [entity], copy=True, reason="unused")  # offline, between two runs of the service
-    svc = Service(store, served["artifact"], state, emergence=ON)
+    svc = Service(store, served["artifact"], state, emergence=emergence)
     try:
         client = TestClient(create_app(svc))
         got = client.post("/api/memory/feedback", json={
@@ -116,7 +119,16 @@ def test_rating_a_result_through_a_pruned_entity_names_both_and_records_nothing(
             "nothing was recorded. Rate it through an explorer path that rediscovers it "
             "(signet_rl.emergence.cold.rate_cold on an offline copy), or restore it first")
         assert svc.state.feedback() == []
-        assert client.get("/api/emergence/health").json()["cold"] == [entity]
+        # Signet's own shape (by memory id) reaches the same result and is refused the same way
+        mid = hit["path"]["memory_ids"][0] if hit["path"]["memory_ids"] else None
+        if mid is not None:
+            got = client.post("/api/memory/feedback", json={"sessionKey": "s", "feedback": {mid: 1},
+                                                            "idempotencyKey": "k2"})
+            assert got.status_code == 422 and got.json()["error"].startswith(
+                f"result {hit['id']!r} runs through entity {entity!r}")
+        assert svc.state.feedback() == [] and svc.cold == {entity}
+        if emergence is not None:
+            assert client.get("/api/emergence/health").json()["cold"] == [entity]
     finally:
         svc.state.close()
 
