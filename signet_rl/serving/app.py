@@ -14,8 +14,9 @@ own API (facts: the project's design notes on Signet's HTTP API):
   a result id or a memory id the session was shown) plus ``results: {result_id: {rating | verb, text,
   idempotencyKey}}``; the verbs are the seed's ``confirm`` (+1), ``reject`` (-1) and ``correct`` (-0.5, with
   the correction's text logged). Each rating carries an idempotency key (given, or derived from the
-  request's ``idempotencyKey`` and the id), and is acknowledged only once committed. No endpoint sets a
-  weight.
+  request's ``idempotencyKey`` and the id), and is acknowledged only once committed; one request is one
+  transaction (every item is checked first, and an item that fails, e.g. a key reused for another rating,
+  leaves none of the request's items written, the error naming it). No endpoint sets a weight.
 * ``POST /api/knowledge/expand`` — the pull path: an entity's constraints, aspects with attributes,
   dependencies and memories within ``maxTokens``.
 * ``GET /api/graph/impact?entity=...``, ``GET /health``, ``GET /api/predictor/status``.
@@ -374,7 +375,8 @@ class Service:
 
     def feedback(self, body: FeedbackBody, header_key: str | None) -> dict[str, Any]:
         base = body.idempotencyKey or header_key
-        items: list[tuple[str, str, float, str, str | None]] = []  # key, result id, rating, verb, text
+        # label (how an error names the item), key, result id, rating, verb, text
+        items: list[tuple[str, str, str, float, str, str | None]] = []
         for ident, rating in body.feedback.items():
             rid = (
                 ident
@@ -386,7 +388,7 @@ class Service:
                     f"unknown id {ident!r}: neither a result id nor a memory this session was shown"
                 )
             key = f"{base}:{ident}" if base else _derived_key(body.sessionKey, ident, float(rating))
-            items.append((key, rid, float(rating), "rate", None))
+            items.append((f"feedback.{ident}", key, rid, float(rating), "rate", None))
         for rid, fb in body.results.items():
             if fb.verb is not None and fb.verb not in VERB_RATING:
                 raise StateError(
@@ -398,18 +400,22 @@ class Service:
             key = fb.idempotencyKey or (f"{base}:{rid}" if base else None)
             if key is None:
                 raise StateError(f"results.{rid}: an idempotencyKey is required (per result or per request)")
-            items.append((key, rid, rating, fb.verb or "rate", fb.text))
-        for _, rid, _, _, _ in items:  # every id checked before anything is written
+            items.append((f"results.{rid}", key, rid, rating, fb.verb or "rate", fb.text))
+        for _, _, rid, _, _, _ in items:  # every id checked before anything is written
             check_not_cold(self.state.result(rid), self.cold)
+        # one request, one transaction: a later item that conflicts (a key reused for another rating) rolls
+        # back the earlier ones, and nothing is learned until the whole request is committed
+        rows = self.state.record_many([item[1:] for item in items], body.sessionKey,
+                                      labels=[item[0] for item in items])
         recorded = 0
-        for key, rid, rating, verb, text in items:
-            row, new = self.state.record(key, rid, rating, verb, body.sessionKey, text)
+        for row, new in rows:
             if new:
                 recorded += 1
+                result = self.state.result(row.result_id)
                 with self._lock:
-                    self._learn(self.state.result(rid), row)
+                    self._learn(result, row)
                     if self.emergence is not None:
-                        self.emergence.on_feedback(self.state.result(rid), row)
+                        self.emergence.on_feedback(result, row)
         return {"ok": True, "recorded": recorded, "acknowledged": len(items)}
 
     # -- pull path, impact, status ------------------------------------------------------------------------
