@@ -166,6 +166,7 @@ class Service:
         from signet_rl.serving.policy import load_policy
 
         t0 = time.perf_counter()
+        emergence_config = self._emergence_config(emergence)  # a refused switch leaves no state file behind
         self.store = Path(store)
         self.graph = import_signet(self.store)
         self.policy = load_policy(policy)  # before the state file: a bad artifact leaves no file behind
@@ -173,7 +174,7 @@ class Service:
         #: entities the store keeps in its cold tier: a rating of a result through one is refused, whether
         #: emergence is on or off (pruning happens offline, between two runs of the service)
         self.cold = frozenset(cold_entities(self.store))
-        self.emergence = self._emergence(emergence)
+        self.emergence = self._emergence(emergence_config)
         self.dataset = Dataset(name=f"signet:{self.store}", graphs={"main": self.graph}, queries=[],
                                truth=GroundTruth(), report=LoadReport(files=[str(self.store)]))  # fmt: skip
         # sparse query vectors by their non-zero columns (the same scores as faiss's scan, ties by row)
@@ -203,13 +204,29 @@ class Service:
                  self.policy.name, self.store, self.graph.num_entities, self.graph.num_memories,
                  self.replayed, self.load_seconds)  # fmt: skip
 
-    def _emergence(self, values: Mapping[str, Any] | None) -> Any:
-        """Issue 29's bridges, principles and health (:mod:`signet_rl.serving.emergence`), when switched on:
-        the graph gains principles and promoted bridges before it is indexed. None when all are off."""
-        from signet_rl.serving.emergence import ServiceEmergence, from_mapping
-        from signet_rl.text.encoders import make_encoder
+    @staticmethod
+    def _emergence_config(values: Mapping[str, Any] | None) -> Any:
+        """The service's :class:`~signet_rl.emergence.config.EmergenceConfig`.
+
+        Raises:
+            ValueError: a switch the service has no mechanism for, naming it and where it is
+                (``staleness``, ``cold_tier``: :data:`~signet_rl.emergence.config.NOT_HERE`; ``prewarm``:
+                the service's ``--prewarm``), or any key ``EmergenceConfig.from_mapping`` refuses.
+        """
+        from signet_rl.serving.emergence import from_mapping
 
         config = from_mapping(values)
+        if config.prewarm:
+            raise ValueError("emergence.prewarm is the trainer's switch; the service's temporal pre-warm is "
+                             "--prewarm (Service(prewarm=PrewarmConfig()))")
+        return config
+
+    def _emergence(self, config: Any) -> Any:
+        """Issue 29's bridges, principles and health (:mod:`signet_rl.serving.emergence`), when switched on:
+        the graph gains principles and promoted bridges before it is indexed. None when all are off."""
+        from signet_rl.serving.emergence import ServiceEmergence
+        from signet_rl.text.encoders import make_encoder
+
         if not {"bridges", "principles", "health"} & set(config.enabled):
             return None
         em = ServiceEmergence(config, self.state.path, encoder=make_encoder(self.policy.encoder),

@@ -163,3 +163,32 @@ def test_bridges_move_on_ratings_of_results_that_crossed_them_and_are_replayed(s
         assert f"dep-{bid}" in set(str(e) for e in again.arrays.edge_ids)  # walkable
     finally:
         again.state.close()
+
+
+@pytest.mark.parametrize("switch, message", [
+    ("staleness", "emergence.staleness is not a switch: self-regulating exploration is "
+                  "task.explorer_regulation=true in the trainer (settings: task.regulator); the service has "
+                  "no explorer slot"),
+    ("cold_tier", "emergence.cold_tier is not a switch: rows move to the cold tier only offline, on a store "
+                  "copy (signet_rl.emergence.cold.move_to_cold, e.g. with the pruning plan that "
+                  "emergence.health=true writes to artifacts/emergence/pruning.json); nothing moves while "
+                  "training or serving"),
+    ("prewarm", "emergence.prewarm is the trainer's switch; the service's temporal pre-warm is --prewarm "
+                "(Service(prewarm=PrewarmConfig()))"),
+])
+def test_a_switch_the_service_has_no_mechanism_for_is_refused(served, store, tmp_path, capsys, switch,
+                                                              message):
+    """Audit of issue 29: ``--emergence staleness`` (or cold_tier, prewarm) used to start a service with
+    emergence silently off; now the start is refused, naming the switch and where its mechanism is, and no
+    state file is left behind."""
+    from signet_rl.serve import main
+
+    state = tmp_path / "state.sqlite"
+    with pytest.raises(ValueError) as err:
+        Service(store, served["artifact"], state, emergence={switch: True})
+    assert str(err.value) == message
+    assert not state.exists()
+    code = main(["--db", str(store), "--policy", str(served["artifact"]), "--state", str(state),
+                 "--emergence", f"health,{switch}"])
+    assert (code, capsys.readouterr().err) == (2, f"error: {message}\n")
+    assert not state.exists()
