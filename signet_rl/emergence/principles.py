@@ -92,13 +92,9 @@ def _communities(graph: KnowledgeGraph, source: str) -> dict[str, str]:
     """Entity -> community: the graph's own (``graph``), Leiden's on the entity graph (``detect``), or the
     graph's when it has any and Leiden's otherwise (``auto``). Without either, each entity would count as
     a community of its own, and "at least 3 communities" would mean only "at least 3 entities"."""
-    members = graph.community_members
-    if source == "graph" or (source == "auto" and len(members)):
-        return dict(zip(members["entity_id"], members["community_id"], strict=True))
-    from signet_rl.graph.communities import detect_communities
+    from signet_rl.graph.communities import entity_communities
 
-    found = detect_communities(graph, seed=0)
-    return {str(e): f"leiden:{int(c)}" for e, c in zip(found.entity_ids, found.membership, strict=True)}
+    return entity_communities(graph, source, seed=0)
 
 
 

@@ -48,6 +48,7 @@ def test_describe_run_shows_its_health(tmp_path, capsys) -> None:
     assert datasets_main(["describe", "synthetic:tiny", "--no-signals", "--run", str(tmp_path / "run")]) == 0
     text = capsys.readouterr().out
     assert "  entity health:    healthy 1  unused 3" in text
+    assert "  community health: healthy 1  unused 2" in text  # detected: the graph carries no communities
     assert "  pruning plan (feedback until None): 3 unused, 0 sick, 0 kept (pinned or principle)" in text
     assert "  bridges: 2 candidates, 0 promoted, 0 faded" in text
     assert datasets_main(["describe", "synthetic:tiny", "--no-signals", "--run", str(tmp_path)]) == 2
