@@ -6,7 +6,9 @@ feedback log itself); the Signet store stays read-only. Like the learned statist
 
 - at start, principles are detected on the imported graph (deterministic for a graph and a config), added
   to it, and the verb log is replayed over them **before the desire retriever indexes the graph**, so a
-  confirmed principle's raised edges are walked from then on;
+  confirmed principle's raised edges (and a rejected one's, below ``min_confidence``) shape the walks from
+  the next start on; a verb answered now changes the principle's record at once and the walks at the next
+  start (the retriever indexes the graph once);
 - bridges are found at start (the store's contents are the ingest) and the tracker replays the feedback
   log's ratings of results that crossed them; a promoted bridge's ``inferred`` edge is in the graph from the
   next start on, before indexing.
