@@ -62,9 +62,17 @@ class BridgeParams:
     promote_after: int = 3
     climb_after: int = 2
     fade_after: int = 2
+    #: the rung a promoted bridge's edge enters at (BridgeTracker.promote_reason): walkable at the default
+    #: min_confidence 0.5
+    promote_reason: str = "pattern-matched"
     #: the trainer's explorer slot goes to a bridge candidate with an end among the query's entries
     #: (inside the training loop), before any other speculative path
     target_explorers: bool = False
+
+    def __post_init__(self) -> None:
+        from signet_rl.emergence.bridges import check_promote_reason
+
+        check_promote_reason(self.promote_reason)
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,10 @@ feedback log itself); the Signet store stays read-only. Like the learned statist
   the next start on; a verb answered now changes the principle's record at once and the walks at the next
   start (the retriever indexes the graph once);
 - bridges are found at start (the store's contents are the ingest) and the tracker replays the feedback
-  log's ratings of results that crossed them; a promoted bridge's ``inferred`` edge is in the graph from the
-  next start on, before indexing.
+  log's ratings of results that crossed them. A promoted bridge's edge enters at ``pattern-matched`` (0.5,
+  ``emergence.bridge.promote_reason``), the lowest rung walked at the default ``min_confidence``, so a
+  promotion changes the walks (earlier it entered at ``inferred`` 0.4 and was walked only after two more
+  positives); it is in the indexed graph from the next start on (the retriever indexes the graph once).
 
 Users set no weights. Principles answer to ``confirm``, ``reject`` and ``correct`` only
 (``POST /api/emergence/principles/{id}``); bridges move only on the ratings of results that crossed them;
@@ -108,7 +110,7 @@ class ServiceEmergence:
         if self.config.bridges:
             b = self.config.bridge
             self.tracker = BridgeTracker(promote_after=b.promote_after, climb_after=b.climb_after,
-                                         fade_after=b.fade_after)
+                                         fade_after=b.fade_after, promote_reason=b.promote_reason)
             self.tracker.add(bridge_candidates(graph, b, self.encoder))
             for _, rating, path, recall_id in self._db.execute(
                     "SELECT f.seq, f.rating, r.path, r.recall_id FROM feedback f "

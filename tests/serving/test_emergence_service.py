@@ -158,9 +158,13 @@ def test_bridges_move_on_ratings_of_results_that_crossed_them_and_are_replayed(s
     again = Service(store, served["artifact"], state, emergence=config)
     try:
         dep = again.graph.dependencies.set_index("id").loc[f"dep-{bid}"]
-        assert dep["reason"] == "inferred" and {dep["source_entity_id"], dep["target_entity_id"]} == {
+        assert dep["reason"] == "pattern-matched" and {dep["source_entity_id"], dep["target_entity_id"]} == {
             "billing", "garden"}
-        assert f"dep-{bid}" in set(str(e) for e in again.arrays.edge_ids)  # walkable
+        assert f"dep-{bid}" in set(str(e) for e in again.arrays.edge_ids)
+        # and walked: the desire retriever's own traverser crosses it from billing at its min_confidence
+        walker = again.desire._state("main").traverser
+        walked = [p for p in walker.walk(["billing"], "relate").paths if f"dep-{bid}" in p.dependencies]
+        assert walked and all("garden" in p.entities for p in walked)
     finally:
         again.state.close()
 
