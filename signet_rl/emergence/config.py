@@ -31,7 +31,7 @@ from typing import Any
 from signet_rl.emergence.health import HealthThresholds
 from signet_rl.emergence.prewarm import PrewarmConfig
 
-__all__ = ["NOT_HERE", "BridgeParams", "EmergenceConfig", "PrincipleParams"]
+__all__ = ["BRIDGES_V3", "NOT_HERE", "BridgeParams", "EmergenceConfig", "PrincipleParams"]
 
 SWITCHES = ("health", "bridges", "principles", "prewarm")
 
@@ -73,6 +73,14 @@ class BridgeParams:
         from signet_rl.emergence.bridges import check_promote_reason
 
         check_promote_reason(self.promote_reason)
+
+
+#: The bridge thresholds chosen on synthetic v3 small's validation seeds 11 and 1001 with MiniLM
+#: (docs/results.md, "Bridges on v3"); the recipe ``+experiment=emergence/bridges_v3`` sets them (and MiniLM)
+#: for a training run. Not the defaults: the cosines are MiniLM's, and the service encodes with its policy's
+#: encoder (often the hashing one, whose cosines are on another scale).
+BRIDGES_V3 = BridgeParams(min_similarity=0.5, min_lexical=0.0, mutual_top=2, variant_overlap=0.4,
+                          max_copies=2, promote_after=3, target_explorers=True)
 
 
 @dataclass(frozen=True)

@@ -49,3 +49,21 @@ def test_switches_no_code_reads_are_refused_with_where_they_are(key, value, mess
         EmergenceConfig.from_mapping({key: value})
     assert str(err.value) == message
     assert not hasattr(EmergenceConfig(), key)
+
+
+def test_the_v3_bridge_choice_is_a_recipe() -> None:
+    """docs/results.md "Bridges on v3": the validation choice, as ``+experiment=emergence/bridges_v3``."""
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from signet_rl.emergence.config import BRIDGES_V3
+
+    conf = Path(__file__).resolve().parents[2] / "conf"
+    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+        cfg = compose("train", overrides=["+experiment=emergence/bridges_v3"])
+    got = EmergenceConfig.from_mapping(OmegaConf.to_container(cfg.emergence, resolve=True))
+    assert got.enabled == ("bridges",) and got.bridge == BRIDGES_V3 and cfg.encoder == "minilm"
+    assert (BRIDGES_V3.min_similarity, BRIDGES_V3.min_lexical, BRIDGES_V3.mutual_top,
+            BRIDGES_V3.promote_after) == (0.5, 0.0, 2, 3)
