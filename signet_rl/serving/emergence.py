@@ -124,11 +124,6 @@ class ServiceEmergence:
 
     # -- feedback ---------------------------------------------------------------------------------------
 
-    def check_rating(self, result: IssuedResult) -> None:
-        """Refuse a rating of a result whose path runs through an entity now in the cold tier
-        (:func:`check_not_cold`; the service runs that check itself, whether emergence is on or off)."""
-        check_not_cold(result, self.cold)
-
     def _reached(self, recall_id: str | None, path: Mapping[str, Any]) -> set[str]:
         """The entities every result of a recall walked through (what the query reached)."""
         if recall_id is None:
