@@ -6,7 +6,12 @@ linked to (no dependency either way, not the same entity): a pair that agrees by
 :class:`BridgeTracker` then follows the ratings of paths across each bridge:
 
 - ``promote_after`` positive ratings (net of negatives) promote a candidate to a dependency edge between
-  the two entities, ``reason`` ``inferred`` at its prior confidence;
+  the two entities, ``reason`` ``promote_reason`` at its prior confidence: by default ``pattern-matched``
+  (0.5), what a bridge is (two texts that agree by embedding and by words), now confirmed by those ratings,
+  and the lowest rung the traverser walks at its default ``min_confidence`` (0.5). An earlier version
+  entered at ``inferred`` (0.4), below that bar, so a promotion changed no walk until ``climb_after`` more
+  positives had lifted it; ``promote_reason="inferred"`` still does that. Under a stricter
+  ``min_confidence`` (the tuned learning recipes' 0.79) an edge is walked only from ``multi-memory`` up;
 - after that, every ``climb_after`` further positives move the edge one rung up the confidence ladder
   (:func:`signet_rl.graph.confidence.move`, never above ``multi-memory``: only a person asserts);
 - each negative moves it one rung down; a negative on an edge already at the floor (``llm-uncertain``)
@@ -44,7 +49,7 @@ from signet_rl.graph.confidence import Reason, move
 from signet_rl.graph.model import DependencyType, KnowledgeGraph
 from signet_rl.text.encoders import Encoder
 
-__all__ = ["Bridge", "BridgeError", "BridgeState", "BridgeTracker", "find_bridges"]
+__all__ = ["Bridge", "BridgeError", "BridgeState", "BridgeTracker", "check_promote_reason", "find_bridges"]
 
 Status = Literal["candidate", "promoted", "faded"]
 
@@ -183,15 +188,33 @@ class BridgeState:
     streak: int = 0  # positives since the edge last moved up
 
 
+def check_promote_reason(value: str) -> Reason:
+    """``value`` as the :class:`~signet_rl.graph.confidence.Reason` a promoted bridge enters at.
+
+    Raises:
+        ValueError: not a reason, or ``user-asserted`` (machine feedback never asserts), naming the value.
+    """
+    try:
+        reason = Reason.parse(value)
+    except ValueError as exc:
+        raise ValueError(f"promote_reason: {exc}") from None
+    if reason is Reason.USER_ASSERTED:
+        raise ValueError("promote_reason: 'user-asserted' is set only by a person; a bridge promoted by "
+                         "ratings enters at most at 'multi-memory'")
+    return reason
+
+
 @dataclass
 class BridgeTracker:
     """Follows ratings on bridges and promotes, climbs, demotes and fades their edges (module docstring).
 
     Attributes:
-        promote_after: net positive ratings that promote a candidate to an ``inferred`` edge.
+        promote_after: net positive ratings that promote a candidate to an edge (at ``promote_reason``).
         climb_after: positives per rung up the ladder once promoted.
         fade_after: net negative ratings that fade a candidate.
         dependency_type: the type of a promoted edge.
+        promote_reason: the ladder rung a promoted edge enters at (module docstring), at most
+            ``multi-memory`` (only a person asserts).
     """
 
     promote_after: int = 3
@@ -199,12 +222,15 @@ class BridgeTracker:
     fade_after: int = 2
     dependency_type: str = DependencyType.INFORMS
     states: dict[str, BridgeState] = field(default_factory=dict)
+    promote_reason: str = Reason.PATTERN_MATCHED.value
 
     def __post_init__(self) -> None:
         for name in ("promote_after", "climb_after", "fade_after"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"BridgeTracker.{name} must be an integer >= 1, got {value!r}")
+        check_promote_reason(self.promote_reason)
+        self.promote_reason = Reason.parse(self.promote_reason).value
 
     def add(self, bridges: list[Bridge]) -> list[str]:
         """Track new candidates (ones already tracked keep their state); returns the ids added."""
@@ -258,6 +284,7 @@ class BridgeTracker:
         return json.dumps({
             "promote_after": self.promote_after, "climb_after": self.climb_after,
             "fade_after": self.fade_after, "dependency_type": self.dependency_type,
+            "promote_reason": self.promote_reason,
             "states": [{**asdict(s), "bridge": asdict(s.bridge)} for s in self.states.values()],
         }, sort_keys=True)
 
@@ -294,7 +321,7 @@ class BridgeTracker:
                     "id": dep_id, "source_entity_id": s.bridge.entity_a,
                     "target_entity_id": s.bridge.entity_b, "aspect_id": None,
                     "dependency_type": self.dependency_type, "strength": 0.5,
-                    "confidence": Reason.INFERRED.prior, "reason": Reason.INFERRED.value,
+                    "confidence": Reason.parse(self.promote_reason).prior, "reason": self.promote_reason,
                     "created_at": pd.Timestamp.now(tz="UTC") if at is None else at, "updated_at": None}])
                 deps = pd.concat([graph.dependencies, row], ignore_index=True)
                 return replace(s, status="promoted", dependency_id=dep_id, streak=0), \

@@ -207,7 +207,7 @@ def after_training(config: EmergenceConfig, graph: KnowledgeGraph, records: Iter
     if config.bridges:
         b = config.bridge
         tracker = BridgeTracker(promote_after=b.promote_after, climb_after=b.climb_after,
-                                fade_after=b.fade_after)
+                                fade_after=b.fade_after, promote_reason=b.promote_reason)
         tracker.add(bridge_candidates(graph, b, encoder) if bridges is None else bridges)
         g = out.graph
         for bid, rating in bridge_ratings(tracker, records):

@@ -2,7 +2,18 @@
 
 The bandit trainer and the service read an :class:`EmergenceConfig` (from a config mapping with
 :meth:`EmergenceConfig.from_mapping`) and run a mechanism only when its switch is on; until each is
-measured on the synthetic benchmark, all of them stay off.
+measured on the synthetic benchmark, all of them stay off. What each switch does, and where:
+
+- ``health``, ``bridges``, ``principles``: after the trainer's loop, over the graph and the training
+  feedback (:func:`signet_rl.emergence.components.after_training`, written to ``artifacts/emergence/``);
+  in the service (``--emergence``), live, with their state in the service's own file.
+  ``bridge.target_explorers`` also aims the trainer's explorer slot at bridge candidates inside the loop.
+- ``prewarm``: the trainer's temporal pre-warm at each session start; the service's is ``--prewarm``.
+
+Two mechanisms of issue 29 are **not** switches here, and naming them is an error that says where they
+are (:data:`NOT_HERE`): self-regulating exploration is ``task.explorer_regulation`` (settings
+``task.regulator``) in the trainer, and the cold tier moves rows only offline, on a store copy
+(:func:`signet_rl.emergence.cold.move_to_cold`, from the pruning plan ``health`` writes).
 
     >>> EmergenceConfig().enabled
     ()
@@ -19,11 +30,23 @@ from typing import Any
 
 from signet_rl.emergence.health import HealthThresholds
 from signet_rl.emergence.prewarm import PrewarmConfig
-from signet_rl.emergence.staleness import ExplorerRegulator
 
-__all__ = ["BridgeParams", "EmergenceConfig", "PrincipleParams"]
+__all__ = ["BRIDGES_V3", "NOT_HERE", "BridgeParams", "EmergenceConfig", "PrincipleParams"]
 
-SWITCHES = ("cold_tier", "health", "bridges", "principles", "staleness", "prewarm")
+SWITCHES = ("health", "bridges", "principles", "prewarm")
+
+#: Keys an earlier EmergenceConfig accepted and no code read: each is refused with where the mechanism is.
+NOT_HERE = {
+    "staleness": "emergence.staleness is not a switch: self-regulating exploration is "
+                 "task.explorer_regulation=true in the trainer (settings: task.regulator); the service has "
+                 "no explorer slot",
+    "regulator": "emergence.regulator is not read: the explorer regulator's settings are task.regulator "
+                 "(with task.explorer_regulation=true in the trainer); the service has no explorer slot",
+    "cold_tier": "emergence.cold_tier is not a switch: rows move to the cold tier only offline, on a store "
+                 "copy (signet_rl.emergence.cold.move_to_cold, e.g. with the pruning plan that "
+                 "emergence.health=true writes to artifacts/emergence/pruning.json); nothing moves while "
+                 "training or serving",
+}
 
 
 @dataclass(frozen=True)
@@ -39,9 +62,25 @@ class BridgeParams:
     promote_after: int = 3
     climb_after: int = 2
     fade_after: int = 2
+    #: the rung a promoted bridge's edge enters at (BridgeTracker.promote_reason): walkable at the default
+    #: min_confidence 0.5
+    promote_reason: str = "pattern-matched"
     #: the trainer's explorer slot goes to a bridge candidate with an end among the query's entries
     #: (inside the training loop), before any other speculative path
     target_explorers: bool = False
+
+    def __post_init__(self) -> None:
+        from signet_rl.emergence.bridges import check_promote_reason
+
+        check_promote_reason(self.promote_reason)
+
+
+#: The bridge thresholds chosen on synthetic v3 small's validation seeds 11 and 1001 with MiniLM
+#: (docs/results.md, "Bridges on v3"); the recipe ``+experiment=emergence/bridges_v3`` sets them (and MiniLM)
+#: for a training run. Not the defaults: the cosines are MiniLM's, and the service encodes with its policy's
+#: encoder (often the hashing one, whose cosines are on another scale).
+BRIDGES_V3 = BridgeParams(min_similarity=0.5, min_lexical=0.0, mutual_top=2, variant_overlap=0.4,
+                          max_copies=2, promote_after=3, target_explorers=True)
 
 
 @dataclass(frozen=True)
@@ -73,19 +112,16 @@ class PrincipleParams:
 
 @dataclass(frozen=True)
 class EmergenceConfig:
-    """The switches (all False) and each mechanism's parameters."""
+    """The switches (all False) and each mechanism's parameters (module docstring: what each runs)."""
 
-    cold_tier: bool = False
     health: bool = False
     bridges: bool = False
     principles: bool = False
-    staleness: bool = False
     #: temporal pre-warm at each training session's start, logged and rated like any slate (issue 29 §5)
     prewarm: bool = False
     health_thresholds: HealthThresholds = field(default_factory=HealthThresholds)
     bridge: BridgeParams = field(default_factory=BridgeParams)
     principle: PrincipleParams = field(default_factory=PrincipleParams)
-    regulator: ExplorerRegulator = field(default_factory=ExplorerRegulator)
     prewarm_config: PrewarmConfig = field(default_factory=PrewarmConfig)
 
     @property
@@ -98,16 +134,17 @@ class EmergenceConfig:
         """Build from a config mapping (e.g. ``cfg.emergence`` as a dict).
 
         Raises:
-            ValueError: an unknown key (naming it and the known ones), a switch that is not a boolean,
-                or a parameter the mechanism refuses.
+            ValueError: a key of :data:`NOT_HERE` (saying where that mechanism is), an unknown key (naming
+                it and the known ones), a switch that is not a boolean, or a parameter the mechanism refuses.
         """
         values = dict(values or {})
         nested: dict[str, type[Any]] = {"health_thresholds": HealthThresholds, "bridge": BridgeParams,
-                                        "principle": PrincipleParams, "regulator": ExplorerRegulator,
-                                        "prewarm_config": PrewarmConfig}
+                                        "principle": PrincipleParams, "prewarm_config": PrewarmConfig}
         known = [*SWITCHES, *nested]
         kwargs: dict[str, Any] = {}
         for key, value in values.items():
+            if key in NOT_HERE:
+                raise ValueError(NOT_HERE[key])
             if key not in known:
                 raise ValueError(f"emergence: unknown key {key!r}; known: {', '.join(known)}")
             if key in SWITCHES:

@@ -260,13 +260,26 @@ def _status(rated: np.ndarray, neg: np.ndarray, mean: np.ndarray, degree: np.nda
 
 
 def community_health(graph: KnowledgeGraph, health: pd.DataFrame,
-                     thresholds: HealthThresholds = HealthThresholds()) -> pd.DataFrame:
+                     thresholds: HealthThresholds = HealthThresholds(),
+                     community_source: str = "auto") -> pd.DataFrame:
     """Per-community status from its members' counts (:func:`entity_health`'s frame), summed.
 
-    ``degree`` is the members' mean degree. Returns ``community_id``, ``members``, ``rated``,
+    Communities come from :func:`~signet_rl.graph.communities.entity_communities` with
+    ``community_source``: by default (``auto``) the graph's own, and Leiden's on a graph that carries none
+    (the synthetic benchmark's graphs), so per-community health is never empty for want of a community
+    table. ``degree`` is the members' mean degree. Returns ``community_id``, ``members``, ``rated``,
     ``positive``, ``negative``, ``mean_rating``, ``degree``, ``status``.
     """
-    members = graph.community_members.merge(health, on="entity_id", how="inner")
+    from signet_rl.graph.communities import COMMUNITY_SOURCES, entity_communities
+
+    if community_source not in COMMUNITY_SOURCES:
+        raise ValueError(f"community_source must be 'graph', 'detect' or 'auto', got {community_source!r}")
+    table = graph.community_members[["community_id", "entity_id"]]  # every membership row of the graph's own
+    if community_source == "detect" or (community_source == "auto" and not len(table)):
+        mapping = entity_communities(graph, "detect")
+        table = pd.DataFrame({"community_id": list(mapping.values()), "entity_id": list(mapping)},
+                             dtype=object)
+    members = table.merge(health, on="entity_id", how="inner")
     members["total"] = members["mean_rating"].fillna(0.0) * members["rated"]
     agg = members.groupby("community_id", sort=True).agg(
         members=("entity_id", "size"), rated=("rated", "sum"), positive=("positive", "sum"),

@@ -12,8 +12,13 @@ the text, a dependency ``informs`` from it to each entity it was found in (``rea
 and the record — status, text, embedding, evidence — under ``graph.meta["principles"]``, which the store
 keeps. It is shown as a notification-style record (:func:`notification`). Users answer with three verbs:
 
-- :func:`confirm`: status ``confirmed`` and its edges one rung up the ladder (traversals through it gain);
-- :func:`reject`: status ``rejected`` and its edges one rung down (it fades);
+- :func:`confirm`: status ``confirmed`` and its edges one rung up the ladder (``pattern-matched`` 0.5 to
+  ``single-memory`` 0.7). That is the boost: the prior scorer's path score is the product of confidence x
+  strength along the path, so every path through the principle scores (0.7 / 0.5) per principle edge
+  higher; the traverser follows an entity's edges in confidence x strength order when branching is
+  bounded; the learned scorers see edge confidence among their features;
+- :func:`reject`: status ``rejected`` and its edges one rung down, at most ``inferred`` (0.4): below the
+  default ``min_confidence`` (0.5), so no walk goes through it (it fades);
 - :func:`correct`: new text and embedding (entity description and name too), evidence kept.
 
 Each returns a new graph; an unknown id is an error naming it, and nothing changes. Off by default.
@@ -100,13 +105,9 @@ def _communities(graph: KnowledgeGraph, source: str) -> dict[str, str]:
     """Entity -> community: the graph's own (``graph``), Leiden's on the entity graph (``detect``), or the
     graph's when it has any and Leiden's otherwise (``auto``). Without either, each entity would count as
     a community of its own, and "at least 3 communities" would mean only "at least 3 entities"."""
-    members = graph.community_members
-    if source == "graph" or (source == "auto" and len(members)):
-        return dict(zip(members["entity_id"], members["community_id"], strict=True))
-    from signet_rl.graph.communities import detect_communities
+    from signet_rl.graph.communities import entity_communities
 
-    found = detect_communities(graph, seed=0)
-    return {str(e): f"leiden:{int(c)}" for e, c in zip(found.entity_ids, found.membership, strict=True)}
+    return entity_communities(graph, source, seed=0)
 
 
 
@@ -559,11 +560,16 @@ def _get(graph: KnowledgeGraph, pid: str, verb: str) -> dict[str, Any]:
     return rec
 
 
-def _move_edges(graph: KnowledgeGraph, pid: str, steps: int) -> KnowledgeGraph:
+def _move_edges(graph: KnowledgeGraph, pid: str, steps: int, at_most: Reason | None = None) -> KnowledgeGraph:
+    """The principle's edges ``steps`` rungs along the ladder; with ``at_most``, also down to that rung
+    (an edge above it lands on it, one below it still moves ``steps``)."""
     deps = graph.dependencies
     mine = (deps["source_entity_id"] == pid).to_numpy()
-    codes, conf = ladder_step(reason_codes(deps.loc[mine, "reason"]), steps,
-                              deps.loc[mine, "confidence"].to_numpy(np.float32))
+    rungs = reason_codes(deps.loc[mine, "reason"]).astype(np.int64)
+    moves = np.full(len(rungs), steps, dtype=np.int64)
+    if at_most is not None:
+        moves = np.minimum(moves, at_most.rung - rungs)
+    codes, conf = ladder_step(rungs, moves, deps.loc[mine, "confidence"].to_numpy(np.float32))
     deps = deps.copy()
     deps.loc[mine, "reason"] = [LADDER[c].value for c in codes]
     deps.loc[mine, "confidence"] = conf.astype(np.float64)
@@ -584,9 +590,11 @@ def confirm(graph: KnowledgeGraph, pid: str) -> KnowledgeGraph:
 
 
 def reject(graph: KnowledgeGraph, pid: str) -> KnowledgeGraph:
-    """Reject a principle: status ``rejected``, its edges one rung down (it fades)."""
+    """Reject a principle: status ``rejected``, its edges one rung down and at most ``inferred`` (0.4), so
+    it fades out of every walk at the default ``min_confidence`` (0.5): a person's reject outranks the
+    confirms before it (one rung down from a twice-confirmed ``multi-memory`` would still be walked)."""
     _get(graph, pid, "reject")
-    return _with_record(_move_edges(graph, pid, -1), pid, status="rejected")
+    return _with_record(_move_edges(graph, pid, -1, at_most=Reason.INFERRED), pid, status="rejected")
 
 
 def correct(graph: KnowledgeGraph, pid: str, text: str, *,

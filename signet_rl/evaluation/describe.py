@@ -121,7 +121,8 @@ def emergence_lines(em: dict[str, Any], limit: int = 10) -> list[str]:
     if "health" in em:
         lines.append("  entity health:    " + "  ".join(f"{k} {v:,}" for k, v in em["health"].items()))
     if "communities" in em:
-        lines.append("  community health: " + "  ".join(f"{k} {v:,}" for k, v in em["communities"].items()))
+        lines.append("  community health: " + ("  ".join(f"{k} {v:,}" for k, v in em["communities"].items())
+                                                 or "none (no communities)"))
     if "pruning" in em:
         p = em["pruning"]
         lines.append(f"  pruning plan (feedback until {p['until']}): {len(p['unused']):,} unused, "

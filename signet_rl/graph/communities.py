@@ -58,6 +58,7 @@ __all__ = [
     "community_graph",
     "community_labels",
     "detect_communities",
+    "entity_communities",
     "modularity",
     "nmi_ari",
     "structure_label",
@@ -514,6 +515,32 @@ def with_communities(graph: KnowledgeGraph, communities: Communities) -> Knowled
         "structure": communities.structure,
     }
     return out
+
+
+COMMUNITY_SOURCES = ("graph", "detect", "auto")
+
+
+def entity_communities(graph: KnowledgeGraph, source: str = "auto", seed: int = 0) -> dict[str, str]:
+    """Entity id -> community id, from the graph's own ``community_members`` (``graph``), from Leiden on
+    the entity graph (``detect``: :func:`detect_communities` with ``seed``, ids ``leiden:<n>``), or the
+    graph's when it has any and Leiden's otherwise (``auto``).
+
+    What reads communities for issue 29 (principle detection, per-community health) reads them here, so a
+    benchmark graph that carries no communities of its own (synthetic v2/v3, a store never run through
+    ``python -m signet_rl.graph communities``) still has some under ``auto``; under ``graph`` it has none.
+
+    Raises:
+        ValueError: an unknown ``source``, naming it and the known ones.
+    """
+    if source not in COMMUNITY_SOURCES:
+        raise ValueError(f"community_source must be 'graph', 'detect' or 'auto', got {source!r}")
+    members = graph.community_members
+    if source == "graph" or (source == "auto" and len(members)):
+        return dict(zip(members["entity_id"], members["community_id"], strict=True))
+    if not graph.num_entities:
+        return {}
+    found = detect_communities(graph, seed=seed)
+    return {str(e): f"leiden:{int(c)}" for e, c in zip(found.entity_ids, found.membership, strict=True)}
 
 
 # ----------------------------------------------------------------------------------------------------

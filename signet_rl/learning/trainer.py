@@ -88,7 +88,8 @@ class BanditConfig:
         explorer_per_session: explorer slots per timeline session, in [0, 2] (the base quota when
             regulated).
         explorer_regulation: let an explorer regulator set each new session's explorer slots from the
-            feedback log so far (:attr:`BanditTrainer.explorer_regulator`, which the entry layer builds from
+            feedback logged so far on the session's graph (one user's timeline;
+            :attr:`BanditTrainer.explorer_regulator`, which the entry layer builds from
             ``regulator``: :func:`signet_rl.emergence.staleness.regulated_slots`). Off by default.
         regulator: the regulator's settings (``regulated_slots`` keywords); ignored unless regulated.
         session_size: queries per session when the dataset has no timestamps.
@@ -263,8 +264,8 @@ class BanditTrainer:
         self.rng = np.random.default_rng(seed)
         torch.manual_seed(seed)
         self.quota = ExplorerQuota(per_session=self.config.explorer_per_session)
-        #: ``(feedback so far, slate_size) -> explorer slots`` for a new session; set by the entry layer
-        #: when ``config.explorer_regulation`` (the regulator lives above this layer).
+        #: ``(feedback so far on the session's graph, slate_size) -> explorer slots`` for a new session; set
+        #: by the entry layer when ``config.explorer_regulation`` (the regulator lives above this layer).
         self.explorer_regulator: Callable[[Sequence[FeedbackRecord], int], int] | None = None
         #: ``(query, entry entity ids) -> paths`` the explorer slot should try first (e.g. bridge candidates:
         #: :class:`signet_rl.emergence.components.BridgeTargets`); set by the entry layer, None: off. The
@@ -376,7 +377,7 @@ class BanditTrainer:
             return None
         paths = list(cands.walk.paths)
         session = session_of(query, position, cfg.session_size)
-        self._open_session(session)
+        self._open_session(session, query.graph_id)
         self._prewarm(query, session)
         n_walk = len(paths)
         targets: list[int] = []
@@ -477,18 +478,24 @@ class BanditTrainer:
             seconds=time.perf_counter() - t0,
         )
 
-    def _open_session(self, session: str) -> None:
+    def _open_session(self, session: str, graph_id: str) -> None:
         """With explorer regulation, set ``session``'s explorer slots once, when its first interaction
-        comes, from the feedback logged before it (sessions follow each other on the timeline, so the quota's
-        one ``per_session`` serves the open session)."""
-        if not self.config.explorer_regulation or session in self.session_slots:
+        comes, from the feedback logged before it **on the same graph** (one user's timeline: on a
+        multi-graph dataset such as LoCoMo, one graph per conversation, another graph's sessions say nothing
+        about this user's staleness). Sessions of several graphs interleave on the timeline, so a session
+        that comes back gets its own slots back (the quota's one ``per_session`` serves the open session)."""
+        if not self.config.explorer_regulation:
+            return
+        if session in self.session_slots:
+            self.quota.per_session = self.session_slots[session]
             return
         if self.explorer_regulator is None:
             raise ValueError(
                 "task.explorer_regulation=true needs an explorer regulator; signet_rl.train builds it from "
                 "task.regulator (BanditTrainer.explorer_regulator), or set task.explorer_regulation=false"
             )
-        slots = self.explorer_regulator(self.log.records, self.config.slate_size)
+        mine = [r for r in self.log.records if r.context.get("graph_id") == graph_id]
+        slots = self.explorer_regulator(mine, self.config.slate_size)
         slots = check_integer("explorer slots", slots, 0)
         self.session_slots[session] = slots
         self.quota.max_per_session = max(self.quota.max_per_session, slots)

@@ -14,8 +14,9 @@ own API (facts: the project's design notes on Signet's HTTP API):
   a result id or a memory id the session was shown) plus ``results: {result_id: {rating | verb, text,
   idempotencyKey}}``; the verbs are the seed's ``confirm`` (+1), ``reject`` (-1) and ``correct`` (-0.5, with
   the correction's text logged). Each rating carries an idempotency key (given, or derived from the
-  request's ``idempotencyKey`` and the id), and is acknowledged only once committed. No endpoint sets a
-  weight.
+  request's ``idempotencyKey`` and the id), and is acknowledged only once committed; one request is one
+  transaction (every item is checked first, and an item that fails, e.g. a key reused for another rating,
+  leaves none of the request's items written, the error naming it). No endpoint sets a weight.
 * ``POST /api/knowledge/expand`` — the pull path: an entity's constraints, aspects with attributes,
   dependencies and memories within ``maxTokens``.
 * ``GET /api/graph/impact?entity=...``, ``GET /health``, ``GET /api/predictor/status``.
@@ -33,8 +34,9 @@ by replaying the state file's feedback log, so they always equal a replay of wha
 
 Security: binds 127.0.0.1 by default; elsewhere a bearer token is required (``--token`` or
 ``SIGNET_RL_SERVE_TOKEN``). Bodies over 64 KiB get 413; malformed JSON or a wrong field type gets 422
-naming the field; unknown ids are rejected with nothing written. This module imports neither torch, the
-trainer, Hydra, MLflow nor the evaluation package.
+naming the field; unknown ids are rejected with nothing written, and so is a rating of a result whose path
+runs through an entity the store has since moved to its cold tier (422 naming both; emergence on or off).
+This module imports neither torch, the trainer, Hydra, MLflow nor the evaluation package.
 """
 
 from __future__ import annotations
@@ -59,9 +61,11 @@ from signet_rl.core.timing import StageTimer, stage
 from signet_rl.core.types import Query
 from signet_rl.datasets.base import Dataset, GroundTruth, LoadReport
 from signet_rl.datasets.signet import import_signet
+from signet_rl.emergence.cold import cold_entities
 from signet_rl.emergence.prewarm import PREWARM_INTENT, PrewarmConfig, TemporalPrewarm, prewarm_slate
 from signet_rl.graph.impact import impact_report
 from signet_rl.serving.compare import MixedSlate, compare_report, mix
+from signet_rl.serving.emergence import check_not_cold
 from signet_rl.serving.state import FeedbackRow, IssuedResult, ServiceState, StateError, UnknownIdError
 
 __all__ = ["HYBRID", "MAX_BODY", "Service", "create_app", "default_state_path"]
@@ -162,11 +166,15 @@ class Service:
         from signet_rl.serving.policy import load_policy
 
         t0 = time.perf_counter()
+        emergence_config = self._emergence_config(emergence)  # a refused switch leaves no state file behind
         self.store = Path(store)
         self.graph = import_signet(self.store)
         self.policy = load_policy(policy)  # before the state file: a bad artifact leaves no file behind
         self.state = ServiceState(state or default_state_path(self.store), store=self.store)
-        self.emergence = self._emergence(emergence)
+        #: entities the store keeps in its cold tier: a rating of a result through one is refused, whether
+        #: emergence is on or off (pruning happens offline, between two runs of the service)
+        self.cold = frozenset(cold_entities(self.store))
+        self.emergence = self._emergence(emergence_config)
         self.dataset = Dataset(name=f"signet:{self.store}", graphs={"main": self.graph}, queries=[],
                                truth=GroundTruth(), report=LoadReport(files=[str(self.store)]))  # fmt: skip
         # sparse query vectors by their non-zero columns (the same scores as faiss's scan, ties by row)
@@ -196,18 +204,33 @@ class Service:
                  self.policy.name, self.store, self.graph.num_entities, self.graph.num_memories,
                  self.replayed, self.load_seconds)  # fmt: skip
 
-    def _emergence(self, values: Mapping[str, Any] | None) -> Any:
-        """Issue 29's bridges, principles and health (:mod:`signet_rl.serving.emergence`), when switched on:
-        the graph gains principles and promoted bridges before it is indexed. None when all are off."""
-        from signet_rl.emergence.cold import cold_entities
-        from signet_rl.serving.emergence import ServiceEmergence, from_mapping
-        from signet_rl.text.encoders import make_encoder
+    @staticmethod
+    def _emergence_config(values: Mapping[str, Any] | None) -> Any:
+        """The service's :class:`~signet_rl.emergence.config.EmergenceConfig`.
+
+        Raises:
+            ValueError: a switch the service has no mechanism for, naming it and where it is
+                (``staleness``, ``cold_tier``: :data:`~signet_rl.emergence.config.NOT_HERE`; ``prewarm``:
+                the service's ``--prewarm``), or any key ``EmergenceConfig.from_mapping`` refuses.
+        """
+        from signet_rl.serving.emergence import from_mapping
 
         config = from_mapping(values)
+        if config.prewarm:
+            raise ValueError("emergence.prewarm is the trainer's switch; the service's temporal pre-warm is "
+                             "--prewarm (Service(prewarm=PrewarmConfig()))")
+        return config
+
+    def _emergence(self, config: Any) -> Any:
+        """Issue 29's bridges, principles and health (:mod:`signet_rl.serving.emergence`), when switched on:
+        the graph gains principles and promoted bridges before it is indexed. None when all are off."""
+        from signet_rl.serving.emergence import ServiceEmergence
+        from signet_rl.text.encoders import make_encoder
+
         if not {"bridges", "principles", "health"} & set(config.enabled):
             return None
         em = ServiceEmergence(config, self.state.path, encoder=make_encoder(self.policy.encoder),
-                              cold=cold_entities(self.store))
+                              cold=self.cold)
         self.graph = em.prepare(self.graph)
         return em
 
@@ -369,7 +392,8 @@ class Service:
 
     def feedback(self, body: FeedbackBody, header_key: str | None) -> dict[str, Any]:
         base = body.idempotencyKey or header_key
-        items: list[tuple[str, str, float, str, str | None]] = []  # key, result id, rating, verb, text
+        # label (how an error names the item), key, result id, rating, verb, text
+        items: list[tuple[str, str, str, float, str, str | None]] = []
         for ident, rating in body.feedback.items():
             rid = (
                 ident
@@ -381,7 +405,7 @@ class Service:
                     f"unknown id {ident!r}: neither a result id nor a memory this session was shown"
                 )
             key = f"{base}:{ident}" if base else _derived_key(body.sessionKey, ident, float(rating))
-            items.append((key, rid, float(rating), "rate", None))
+            items.append((f"feedback.{ident}", key, rid, float(rating), "rate", None))
         for rid, fb in body.results.items():
             if fb.verb is not None and fb.verb not in VERB_RATING:
                 raise StateError(
@@ -393,20 +417,22 @@ class Service:
             key = fb.idempotencyKey or (f"{base}:{rid}" if base else None)
             if key is None:
                 raise StateError(f"results.{rid}: an idempotencyKey is required (per result or per request)")
-            items.append((key, rid, rating, fb.verb or "rate", fb.text))
-        for _, rid, _, _, _ in items:  # every id checked before anything is written
-            issued = self.state.result(rid)
-            if self.emergence is not None:
-                self.emergence.check_rating(issued)
+            items.append((f"results.{rid}", key, rid, rating, fb.verb or "rate", fb.text))
+        for _, _, rid, _, _, _ in items:  # every id checked before anything is written
+            check_not_cold(self.state.result(rid), self.cold)
+        # one request, one transaction: a later item that conflicts (a key reused for another rating) rolls
+        # back the earlier ones, and nothing is learned until the whole request is committed
+        rows = self.state.record_many([item[1:] for item in items], body.sessionKey,
+                                      labels=[item[0] for item in items])
         recorded = 0
-        for key, rid, rating, verb, text in items:
-            row, new = self.state.record(key, rid, rating, verb, body.sessionKey, text)
+        for row, new in rows:
             if new:
                 recorded += 1
+                result = self.state.result(row.result_id)
                 with self._lock:
-                    self._learn(self.state.result(rid), row)
+                    self._learn(result, row)
                     if self.emergence is not None:
-                        self.emergence.on_feedback(self.state.result(rid), row)
+                        self.emergence.on_feedback(result, row)
         return {"ok": True, "recorded": recorded, "acknowledged": len(items)}
 
     # -- pull path, impact, status ------------------------------------------------------------------------

@@ -6,10 +6,14 @@ feedback log itself); the Signet store stays read-only. Like the learned statist
 
 - at start, principles are detected on the imported graph (deterministic for a graph and a config), added
   to it, and the verb log is replayed over them **before the desire retriever indexes the graph**, so a
-  confirmed principle's raised edges are walked from then on;
+  confirmed principle's raised edges (and a rejected one's, below ``min_confidence``) shape the walks from
+  the next start on; a verb answered now changes the principle's record at once and the walks at the next
+  start (the retriever indexes the graph once);
 - bridges are found at start (the store's contents are the ingest) and the tracker replays the feedback
-  log's ratings of results that crossed them; a promoted bridge's ``inferred`` edge is in the graph from the
-  next start on, before indexing.
+  log's ratings of results that crossed them. A promoted bridge's edge enters at ``pattern-matched`` (0.5,
+  ``emergence.bridge.promote_reason``), the lowest rung walked at the default ``min_confidence``, so a
+  promotion changes the walks (earlier it entered at ``inferred`` 0.4 and was walked only after two more
+  positives); it is in the indexed graph from the next start on (the retriever indexes the graph once).
 
 Users set no weights. Principles answer to ``confirm``, ``reject`` and ``correct`` only
 (``POST /api/emergence/principles/{id}``); bridges move only on the ratings of results that crossed them;
@@ -45,7 +49,7 @@ from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.serving.state import FeedbackRow, IssuedResult, StateError, UnknownIdError
 from signet_rl.text.encoders import Encoder
 
-__all__ = ["PRINCIPLE_VERBS", "ServiceEmergence"]
+__all__ = ["PRINCIPLE_VERBS", "ServiceEmergence", "check_not_cold"]
 
 #: What a user may say about a principle.
 PRINCIPLE_VERBS = ("confirm", "reject", "correct")
@@ -106,7 +110,7 @@ class ServiceEmergence:
         if self.config.bridges:
             b = self.config.bridge
             self.tracker = BridgeTracker(promote_after=b.promote_after, climb_after=b.climb_after,
-                                         fade_after=b.fade_after)
+                                         fade_after=b.fade_after, promote_reason=b.promote_reason)
             self.tracker.add(bridge_candidates(graph, b, self.encoder))
             for _, rating, path, recall_id in self._db.execute(
                     "SELECT f.seq, f.rating, r.path, r.recall_id FROM feedback f "
@@ -119,19 +123,6 @@ class ServiceEmergence:
         return graph
 
     # -- feedback ---------------------------------------------------------------------------------------
-
-    def check_rating(self, result: IssuedResult) -> None:
-        """Refuse a rating of a result whose path runs through an entity now in the cold tier.
-
-        Raises:
-            StateError: naming the result and the entity, and the way out.
-        """
-        for eid in result.path.get("entities", []):
-            if eid in self.cold:
-                raise StateError(
-                    f"result {result.result_id!r} runs through entity {eid!r}, which was pruned to the cold "
-                    "tier; nothing was recorded. Rate it through an explorer path that rediscovers it "
-                    "(signet_rl.emergence.cold.rate_cold on an offline copy), or restore it first")
 
     def _reached(self, recall_id: str | None, path: Mapping[str, Any]) -> set[str]:
         """The entities every result of a recall walked through (what the query reached)."""
@@ -251,6 +242,24 @@ class ServiceEmergence:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def check_not_cold(result: IssuedResult, cold: Iterable[str]) -> None:
+    """Refuse a rating of a result whose path runs through an entity the store keeps in its cold tier.
+
+    A pruned entity's rows are no longer in the store's hot tables, so a rating of a path through it would
+    reinforce edges to something the service can no longer show; the rating is refused, not dropped.
+
+    Raises:
+        StateError: naming the result and the entity, and the way out.
+    """
+    cold = cold if isinstance(cold, frozenset | set) else frozenset(cold)
+    for eid in result.path.get("entities", []):
+        if eid in cold:
+            raise StateError(
+                f"result {result.result_id!r} runs through entity {eid!r}, which was pruned to the cold "
+                "tier; nothing was recorded. Rate it through an explorer path that rediscovers it "
+                "(signet_rl.emergence.cold.rate_cold on an offline copy), or restore it first")
 
 
 def _sign(rating: float) -> int:

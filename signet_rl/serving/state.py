@@ -264,42 +264,74 @@ class ServiceState:
             UnknownIdError: ``result_id`` was never issued (nothing is written).
             StateError: a bad rating or verb, or a key already used for a different rating.
         """
-        if not isinstance(idempotency_key, str) or not idempotency_key or len(idempotency_key) > 200:
-            raise StateError(
-                f"idempotency key must be a non-empty string of at most 200 characters, got "
-                f"{idempotency_key!r}"
-            )
-        if verb not in VERBS:
-            raise StateError(f"unknown verb {verb!r}; expected one of: {', '.join(VERBS)}")
-        if (
-            isinstance(rating, bool)
-            or not isinstance(rating, int | float)
-            or not -1.0 <= float(rating) <= 1.0
-        ):
-            raise StateError(f"rating must be a number in [-1, 1], got {rating!r}")
-        with self._tx() as db:
-            old = db.execute(
-                "SELECT * FROM feedback WHERE idempotency_key = ?", (idempotency_key,)
-            ).fetchone()
-            if old is not None:
-                row = FeedbackRow(*old)
-                if row.result_id != result_id or row.rating != float(rating) or row.verb != verb:
-                    raise StateError(
-                        f"idempotency key {idempotency_key!r} already recorded {row.verb} {row.rating:g} for "
-                        f"result {row.result_id!r}; a different rating needs a new key"
-                    )
-                return row, False
-            if db.execute("SELECT 1 FROM results WHERE result_id = ?", (result_id,)).fetchone() is None:
-                raise UnknownIdError(f"unknown result id {result_id!r}: this service never issued it")
-            now = time.time()
-            cur = db.execute(
-                "INSERT INTO feedback"
-                " (idempotency_key, session_key, result_id, rating, verb, text, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (idempotency_key, session_key, result_id, float(rating), verb, text, now),
-            )
-            seq = int(cur.lastrowid or 0)
-        return FeedbackRow(seq, idempotency_key, session_key, result_id, float(rating), verb, text, now), True
+        ((row, new),) = self.record_many([(idempotency_key, result_id, rating, verb, text)], session_key)
+        return row, new
+
+    def record_many(
+        self,
+        items: Sequence[tuple[str, str, float, str, str | None]],
+        session_key: str | None = None,
+        labels: Sequence[str] | None = None,
+    ) -> list[tuple[FeedbackRow, bool]]:
+        """Append the ratings of one request, all or none, in one transaction.
+
+        Args:
+            items: ``(idempotency key, result id, rating, verb, text)`` per rating, in order.
+            session_key: the request's session.
+            labels: how an error names each item (e.g. ``results.r_1``); given, every message starts with
+                the item's label and ends with "nothing in this request was recorded".
+
+        Returns:
+            Per item, the logged row and whether this call wrote it (False: its key was already recorded,
+            by an earlier request or an earlier item of this one, for the same rating).
+
+        Raises:
+            UnknownIdError: a result id that was never issued.
+            StateError: a bad key, rating or verb, or a key already used for a different rating.
+            Either way nothing of the request is written.
+        """
+        if labels is not None and len(labels) != len(items):
+            raise ValueError(f"record_many: {len(labels)} labels for {len(items)} items")
+
+        def fail(i: int, message: str, kind: type[StateError] = StateError) -> StateError:
+            if labels is None:
+                return kind(message)
+            return kind(f"{labels[i]}: {message}; nothing in this request was recorded")
+
+        for i, (key, _, rating, verb, _) in enumerate(items):  # every item checked before the transaction
+            if not isinstance(key, str) or not key or len(key) > 200:
+                raise fail(i, f"idempotency key must be a non-empty string of at most 200 characters, got "
+                              f"{key!r}")
+            if verb not in VERBS:
+                raise fail(i, f"unknown verb {verb!r}; expected one of: {', '.join(VERBS)}")
+            number = not isinstance(rating, bool) and isinstance(rating, int | float)
+            if not number or not -1.0 <= float(rating) <= 1.0:
+                raise fail(i, f"rating must be a number in [-1, 1], got {rating!r}")
+        out: list[tuple[FeedbackRow, bool]] = []
+        with self._tx() as db:  # an exception inside rolls back every earlier item of the request
+            for i, (key, result_id, rating, verb, text) in enumerate(items):
+                old = db.execute("SELECT * FROM feedback WHERE idempotency_key = ?", (key,)).fetchone()
+                if old is not None:
+                    row = FeedbackRow(*old)
+                    if row.result_id != result_id or row.rating != float(rating) or row.verb != verb:
+                        raise fail(i, f"idempotency key {key!r} already recorded {row.verb} {row.rating:g} "
+                                      f"for result {row.result_id!r}; a different rating needs a new key")
+                    out.append((row, False))
+                    continue
+                if db.execute("SELECT 1 FROM results WHERE result_id = ?", (result_id,)).fetchone() is None:
+                    raise fail(i, f"unknown result id {result_id!r}: this service never issued it",
+                               UnknownIdError)
+                now = time.time()
+                cur = db.execute(
+                    "INSERT INTO feedback"
+                    " (idempotency_key, session_key, result_id, rating, verb, text, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (key, session_key, result_id, float(rating), verb, text, now),
+                )
+                row = FeedbackRow(int(cur.lastrowid or 0), key, session_key, result_id, float(rating), verb,
+                                  text, now)  # fmt: skip
+                out.append((row, True))
+        return out
 
     def feedback(self) -> list[FeedbackRow]:
         """The whole log, in the order it was acknowledged."""

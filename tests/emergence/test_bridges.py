@@ -49,22 +49,21 @@ def test_promotion_after_n_positives_then_up_the_ladder_then_fading() -> None:
     g = tracker.rate(g, bridge.id, +1, at=AT)
     dep = g.dependency("dep-" + bridge.id)
     assert (dep.source_entity_id, dep.target_entity_id, dep.reason, dep.confidence) == (
-        "e0", "e2", "inferred", 0.4)
+        "e0", "e2", "pattern-matched", 0.5)  # a pattern match the ratings confirmed: walkable at once
     assert tracker.states[bridge.id].status == "promoted" and tracker.explorer_targets() == []
     g = tracker.rate(g, bridge.id, +1, at=AT)
-    assert g.dependency("dep-" + bridge.id).reason == "inferred"
+    assert g.dependency("dep-" + bridge.id).reason == "pattern-matched"
     g = tracker.rate(g, bridge.id, +1, at=AT)
     assert (g.dependency("dep-" + bridge.id).reason, g.dependency("dep-" + bridge.id).confidence) == (
-        "pattern-matched", 0.5)
+        "single-memory", 0.7)
     g = tracker.rate(g, bridge.id, 0, at=AT)  # neutral: nothing moves
-    g = tracker.rate(g, bridge.id, -1, at=AT)
-    assert g.dependency("dep-" + bridge.id).reason == "inferred"
-    g = tracker.rate(g, bridge.id, -1, at=AT)
-    assert g.dependency("dep-" + bridge.id).reason == "llm-uncertain"
+    for reason in ("pattern-matched", "inferred", "llm-uncertain"):
+        g = tracker.rate(g, bridge.id, -1, at=AT)
+        assert g.dependency("dep-" + bridge.id).reason == reason
     g = tracker.rate(g, bridge.id, -1, at=AT)
     assert "dep-" + bridge.id not in set(g.dependencies["id"])
     s = tracker.states[bridge.id]
-    assert (s.status, s.positive, s.negative) == ("faded", 5, 3)
+    assert (s.status, s.positive, s.negative) == ("faded", 5, 4)
     with pytest.raises(BridgeError, match=rf"bridge '{bridge.id}' has faded"):
         tracker.rate(g, bridge.id, +1)
 
@@ -108,7 +107,9 @@ def test_tracker_state_round_trips_through_json() -> None:
     g = tracker.rate(g, first, +1, at=AT)
     back = BridgeTracker.from_json(tracker.to_json())
     assert back == tracker and back.states[first].status == "promoted"
-    assert back.rate(g, first, -1).dependency("dep-" + first).reason == "llm-uncertain"
+    assert back.rate(g, first, -1).dependency("dep-" + first).reason == "inferred"
+    old = BridgeTracker(promote_after=1, promote_reason="inferred")
+    assert BridgeTracker.from_json(old.to_json()).promote_reason == "inferred"
     with pytest.raises(BridgeError, match=r"not a saved BridgeTracker: .*unexpected keyword argument 'x'"):
         BridgeTracker.from_json('{"x": 1, "states": []}')
 
@@ -153,4 +154,36 @@ def test_the_restatement_is_promoted_after_scripted_positive_ratings() -> None:
     assert tracker.states[bridge.id].status == "candidate" and len(g.dependencies) == 0
     g = tracker.rate(g, bridge.id, +1, at=AT)  # net +3
     dep = g.dependency("dep-" + bridge.id)
-    assert (dep.source_entity_id, dep.target_entity_id, dep.reason) == ("p0", "p1", "inferred")
+    assert (dep.source_entity_id, dep.target_entity_id, dep.reason) == ("p0", "p1", "pattern-matched")
+
+
+def test_a_just_promoted_bridge_is_walked_at_the_default_min_confidence() -> None:
+    """Audit of issue 29: a promoted bridge entered at ``inferred`` (0.4), below TraversalConfig's (and
+    conf/dataset/synthetic.yaml's) min_confidence 0.5, so promotion changed no walk until two more
+    positives; it now enters at ``pattern-matched`` (0.5) and the very next walk crosses it."""
+    from signet_rl.graph.arrays import GraphArrays
+    from signet_rl.traversal.config import TraversalConfig
+    from signet_rl.traversal.walk import Traverser
+
+    def crossing(graph: KnowledgeGraph, dep_id: str) -> list[str]:
+        walker = Traverser(GraphArrays.from_graph(graph), graph, TraversalConfig())
+        assert walker.config.min_confidence == 0.5
+        return [str(p) for p in walker.walk(["e0"], "relate").paths if dep_id in p.dependencies]
+
+    for reason, walked in (("pattern-matched", True), ("inferred", False)):
+        g = graph()
+        tracker = BridgeTracker(promote_after=3, promote_reason=reason)
+        (bridge, _) = find_bridges(g, ["t-e2"])
+        tracker.add([bridge])
+        for _ in range(3):
+            g = tracker.rate(g, bridge.id, +1, at=AT)
+        assert tracker.states[bridge.id].status == "promoted"
+        paths = crossing(g, f"dep-{bridge.id}")
+        assert bool(paths) is walked, (reason, paths)
+        if walked:  # from e0 across the bridge to e2's fact
+            assert any(p.endswith(">E:e2>A:a-e2>T:t-e2") for p in paths), paths
+    with pytest.raises(ValueError, match=r"^promote_reason: 'user-asserted' is set only by a person; a "
+                                         r"bridge promoted by ratings enters at most at 'multi-memory'$"):
+        BridgeTracker(promote_reason="user-asserted")
+    with pytest.raises(ValueError, match=r"^promote_reason: unknown reason 'sure'; expected one of: "):
+        BridgeTracker(promote_reason="sure")

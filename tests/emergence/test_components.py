@@ -47,8 +47,8 @@ def test_after_training_promotes_a_bridge_the_log_rates_up_and_writes_what_descr
     assert len(out.bridges.states) == 2  # e2-e3 too (e3 is linked to e0 only); no path crossed it
     assert (state.status, state.positive, state.negative) == ("promoted", 3, 1)
     dep = out.graph.dependencies.set_index("id").loc[state.dependency_id]
-    assert (dep["source_entity_id"], dep["target_entity_id"], dep["reason"]) == ("e0", "e2", "llm-uncertain")
-    # promoted `inferred` at the 2nd positive; the 3rd is half a climb; the negative moves it one rung down
+    assert (dep["source_entity_id"], dep["target_entity_id"], dep["reason"]) == ("e0", "e2", "inferred")
+    # promoted `pattern-matched` at the 2nd positive; the 3rd is half a climb; the negative: one rung down
     # health judged on the training period only: the day-9 negative is after `until`
     h = out.health.set_index("entity_id")
     assert h.loc["e2", ["rated", "positive", "negative"]].tolist() == [3, 3, 0]

@@ -32,11 +32,11 @@ def test_describe_shows_principles_and_promoted_bridges() -> None:
     assert em["principles_by_status"] == {"confirmed": 1}
     assert em["principles"] == [{"id": p.id, "status": "confirmed", "text": p.text, "entities": 3,
                                  "evidence": 3}]
-    assert em["promoted_bridges_by_reason"] == {"inferred": len(tracker.states)}
+    assert em["promoted_bridges_by_reason"] == {"pattern-matched": len(tracker.states)}
     text = format_description(d)
     assert "emergence (issue 29):" in text and "  principles: confirmed 1" in text
     assert f"    {p.id} [confirmed] {p.text[:60]!r}: 3 entities, 3 evidence" in text
-    assert f"  promoted bridge edges by reason: inferred {len(tracker.states)}" in text
+    assert f"  promoted bridge edges by reason: pattern-matched {len(tracker.states)}" in text
     plain = describe(dataclasses.replace(ds, graphs={"main": bridge_graph()}), signals=False)
     assert "emergence" not in plain and "emergence" not in format_description(plain)
 
@@ -48,6 +48,7 @@ def test_describe_run_shows_its_health(tmp_path, capsys) -> None:
     assert datasets_main(["describe", "synthetic:tiny", "--no-signals", "--run", str(tmp_path / "run")]) == 0
     text = capsys.readouterr().out
     assert "  entity health:    healthy 1  unused 3" in text
+    assert "  community health: healthy 1  unused 2" in text  # detected: the graph carries no communities
     assert "  pruning plan (feedback until None): 3 unused, 0 sick, 0 kept (pinned or principle)" in text
     assert "  bridges: 2 candidates, 0 promoted, 0 faded" in text
     assert datasets_main(["describe", "synthetic:tiny", "--no-signals", "--run", str(tmp_path)]) == 2

@@ -25,8 +25,9 @@ from signet_rl.learning.feedback_log import FeedbackRecord
 T0 = pd.Timestamp("2026-01-01", tz="UTC")
 
 
-def graph() -> KnowledgeGraph:
-    """e0 -d01-> e1 -d12-> e2; e3 has one attribute and no edge; e4 and e5 (pinned) are isolated."""
+def graph(communities: bool = True) -> KnowledgeGraph:
+    """e0 -d01-> e1 -d12-> e2; e3 has one attribute and no edge; e4 and e5 (pinned) are isolated; with
+    ``communities``, c0 = {e0, e1, e2} and c1 = {e3, e4} (else none, as on the synthetic benchmark)."""
     ents = [Entity(id=f"e{i}", name=f"n{i}", pinned=i == 5) for i in range(6)]
     ents.append(Entity(id="p0", name="principle 0", entity_type="principle"))
     return KnowledgeGraph.from_records(
@@ -39,9 +40,10 @@ def graph() -> KnowledgeGraph:
                  Aspect(id="a0", entity_id="e0", name="facts")],
         attributes=[Attribute(id="t3", aspect_id="a3", content="walks at dawn"),
                     Attribute(id="t0", aspect_id="a0", content="a", status="superseded")],
-        communities=[Community(id="c0"), Community(id="c1")],
-        community_members=[CommunityMember(community_id="c0", entity_id=e) for e in ("e0", "e1", "e2")]
-        + [CommunityMember(community_id="c1", entity_id=e) for e in ("e3", "e4")],
+        communities=[Community(id="c0"), Community(id="c1")] if communities else [],
+        community_members=([CommunityMember(community_id="c0", entity_id=e) for e in ("e0", "e1", "e2")]
+                           + [CommunityMember(community_id="c1", entity_id=e) for e in ("e3", "e4")])
+        if communities else [],
     )
 
 
@@ -92,6 +94,24 @@ def test_community_health_sums_members() -> None:
     lenient = community_health(graph(), entity_health(graph(), log()),
                                HealthThresholds(sick_share=0.7)).set_index("community_id")
     assert lenient.loc["c0", "status"] == "healthy"
+
+
+def test_community_health_falls_back_to_detected_communities_on_a_graph_without_any() -> None:
+    """Audit of issue 29: on a graph that carries no communities (synthetic v2/v3) per-community health was
+    empty; ``auto`` (the default) now runs Leiden, and the e0-e1-e2 chain is one community again."""
+    bare = graph(communities=False)
+    assert bare.community_members.empty
+    health = entity_health(bare, log())
+    c = community_health(bare, health).set_index("community_id")
+    assert c["members"].sum() == bare.num_entities and all(i.startswith("leiden:") for i in c.index)
+    (chain,) = [i for i in c.index if c.loc[i, "members"] == 3]
+    assert c.loc[chain, ["members", "rated", "negative"]].tolist() == [3, 10, 6]
+    assert c.loc[chain, "status"] == "sick"  # as c0 on the graph that names it
+    assert community_health(bare, health, community_source="graph").empty  # the graph's own: none
+    own = community_health(graph(), entity_health(graph(), log()), community_source="detect")
+    assert set(own["community_id"]) == set(c.index)  # detect ignores the graph's own
+    with pytest.raises(ValueError, match=r"^community_source must be 'graph', 'detect' or 'auto', got 'x'$"):
+        community_health(bare, health, community_source="x")
 
 
 def test_pruning_uses_training_feedback_only_and_keeps_pinned_and_principles() -> None:

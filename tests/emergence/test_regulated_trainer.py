@@ -92,3 +92,43 @@ def test_a_regulated_run_resumes_to_the_same_slots_and_log(tiny, tmp_path):
     assert again.resumed_from == 12 and set(whole.session_slots.values()) == {1, 2}  # the regulator acted
     assert again.session_slots == whole.session_slots
     assert [(r.shown, r.explorer) for r in again.log] == [(r.shown, r.explorer) for r in whole.log]
+
+
+def _two_graphs():
+    """synthetic:tiny seeds 0 and 1 as one dataset of two graphs (two users), their timelines interleaved."""
+    import dataclasses
+
+    from signet_rl.datasets.base import Dataset, GroundTruth
+
+    graphs, queries, truths = {}, [], []
+    for gid, seed in (("a", 0), ("b", 1)):
+        ds = load_dataset(f"synthetic:tiny:{seed}")
+        graphs[gid] = next(iter(ds.graphs.values()))
+        for q in ds.queries:
+            queries.append(dataclasses.replace(q, id=f"{gid}-{q.id}", graph_id=gid))
+            truths.append(dataclasses.replace(ds.truth[q.id], query_id=f"{gid}-{q.id}"))
+    return Dataset(name="two-users", graphs=graphs, queries=queries, truth=GroundTruth(truths))
+
+
+def test_the_regulator_reads_only_the_sessions_graph():
+    """Audit of issue 29: the regulator was handed the whole log, so on a multi-graph dataset (LoCoMo: one
+    graph per conversation) another user's sessions set this user's explorer share."""
+    graphs_seen: list[set[str]] = []
+
+    def scripted(records, slate_size):
+        mine = {r.context["graph_id"] for r in records}
+        graphs_seen.append(mine)
+        return 2 if mine == {"a"} else 0  # user a, once it has a history, explores twice; user b never
+
+    t = _trainer(_two_graphs(), explorer_regulation=True)
+    t.explorer_regulator = scripted
+    t.run()
+    slots = t.session_slots
+    assert {s.split(":")[0] for s in slots} == {"a", "b"}  # both users' sessions were opened
+    assert all(len(g) <= 1 for g in graphs_seen)
+    a = [n for s, n in slots.items() if s.startswith("a:")]  # in the order they opened
+    b = [n for s, n in slots.items() if s.startswith("b:")]
+    assert b == [0] * len(b) and a == [0] + [2] * (len(a) - 1)  # a's first session has no history yet
+    used = Counter(r.session for r in t.log if any(r.explorer))
+    assert all(used[s] <= slots[s] for s in used)  # a re-entered session keeps its own slots
+    assert not any(used[s] for s in slots if s.startswith("b:")) and any(used[s] for s in slots)

@@ -120,6 +120,45 @@ def test_bad_requests_are_named_and_write_nothing(service):
     assert verb.status_code == 422 and "unknown verb 'boost'" in verb.text
 
 
+def _issue(service, *ids: str) -> None:
+    from signet_rl.serving.state import IssuedResult
+
+    path = {"entities": [], "aspects": [], "attributes": [], "memory_ids": [], "dependencies": [],
+            "kind": "constructed"}
+    service.state.issue([IssuedResult(rid, "s", "q", "main", "desire", 0, 1.0, "what", 0, (), path, (), 0.5)
+                         for rid in ids])  # fmt: skip
+
+
+@pytest.mark.parametrize("conflict", ["earlier-request", "same-request"])
+def test_one_feedback_request_is_one_transaction(service, conflict):
+    """A request whose second item reuses an idempotency key for another rating records none of its items
+    (before: the first item was written in its own transaction), and the error names the second item."""
+    client = TestClient(create_app(service))
+    _issue(service, "r_a", "r_b")
+
+    def vote(verb: str, key: str) -> dict[str, str]:
+        return {"verb": verb, "idempotencyKey": key}
+
+    if conflict == "earlier-request":
+        first = {"sessionKey": "s", "results": {"r_a": vote("confirm", "k1")}}
+        ok = client.post("/api/memory/feedback", json=first)
+        assert ok.json() == {"ok": True, "recorded": 1, "acknowledged": 1}
+        body = {"r_b": vote("confirm", "k2"), "r_a": vote("reject", "k1")}
+        second = "r_a"
+    else:
+        body = {"r_a": vote("confirm", "k1"), "r_b": vote("reject", "k1")}
+        second = "r_b"
+    before = service.state.feedback()
+    digest = service.stats_digest()
+    got = client.post("/api/memory/feedback", json={"sessionKey": "s", "results": body})
+    assert got.status_code == 422
+    assert service.state.feedback() == before  # the first item was rolled back with the second
+    assert service.stats_digest() == digest  # and nothing was learned from it
+    assert got.json()["error"] == (
+        f"results.{second}: idempotency key 'k1' already recorded confirm 1 for result 'r_a'; a different "
+        "rating needs a new key; nothing in this request was recorded")
+
+
 def test_expand_impact_and_health(service):
     client = TestClient(create_app(service))
     eid = str(service.graph.entities["id"].iloc[0])

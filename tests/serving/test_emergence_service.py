@@ -93,11 +93,14 @@ def test_principle_verbs_are_logged_replayed_and_bad_ones_write_nothing(served, 
     assert hashlib.sha256(store.read_bytes()).hexdigest() == before  # the store is never written
 
 
-def test_rating_a_result_through_a_pruned_entity_names_both_and_records_nothing(served, store, tmp_path):
+@pytest.mark.parametrize("emergence", [None, ON], ids=["emergence-off", "emergence-on"])
+def test_rating_a_result_through_a_pruned_entity_names_both_and_records_nothing(served, store, tmp_path,
+                                                                                emergence):
+    """The cold check does not depend on emergence being on: off is the default (audit of issue 29)."""
     from signet_rl.emergence.cold import move_to_cold
 
     state = tmp_path / "state.sqlite"
-    svc = Service(store, served["artifact"], state, emergence=ON)
+    svc = Service(store, served["artifact"], state, emergence=emergence)
     client = TestClient(create_app(svc))
     results = client.post("/api/memory/recall",
                           json={"query": "what about billing", "sessionKey": "s"}).json()
@@ -105,7 +108,7 @@ def test_rating_a_result_through_a_pruned_entity_names_both_and_records_nothing(
     entity = hit["path"]["entities"][0]
     svc.state.close()
     move_to_cold(store, [entity], copy=True, reason="unused")  # offline, between two runs of the service
-    svc = Service(store, served["artifact"], state, emergence=ON)
+    svc = Service(store, served["artifact"], state, emergence=emergence)
     try:
         client = TestClient(create_app(svc))
         got = client.post("/api/memory/feedback", json={
@@ -116,7 +119,16 @@ def test_rating_a_result_through_a_pruned_entity_names_both_and_records_nothing(
             "nothing was recorded. Rate it through an explorer path that rediscovers it "
             "(signet_rl.emergence.cold.rate_cold on an offline copy), or restore it first")
         assert svc.state.feedback() == []
-        assert client.get("/api/emergence/health").json()["cold"] == [entity]
+        # Signet's own shape (by memory id) reaches the same result and is refused the same way
+        mid = hit["path"]["memory_ids"][0] if hit["path"]["memory_ids"] else None
+        if mid is not None:
+            got = client.post("/api/memory/feedback", json={"sessionKey": "s", "feedback": {mid: 1},
+                                                            "idempotencyKey": "k2"})
+            assert got.status_code == 422 and got.json()["error"].startswith(
+                f"result {hit['id']!r} runs through entity {entity!r}")
+        assert svc.state.feedback() == [] and svc.cold == {entity}
+        if emergence is not None:
+            assert client.get("/api/emergence/health").json()["cold"] == [entity]
     finally:
         svc.state.close()
 
@@ -146,8 +158,41 @@ def test_bridges_move_on_ratings_of_results_that_crossed_them_and_are_replayed(s
     again = Service(store, served["artifact"], state, emergence=config)
     try:
         dep = again.graph.dependencies.set_index("id").loc[f"dep-{bid}"]
-        assert dep["reason"] == "inferred" and {dep["source_entity_id"], dep["target_entity_id"]} == {
+        assert dep["reason"] == "pattern-matched" and {dep["source_entity_id"], dep["target_entity_id"]} == {
             "billing", "garden"}
-        assert f"dep-{bid}" in set(str(e) for e in again.arrays.edge_ids)  # walkable
+        assert f"dep-{bid}" in set(str(e) for e in again.arrays.edge_ids)
+        # and walked: the desire retriever's own traverser crosses it from billing at its min_confidence
+        walker = again.desire._state("main").traverser
+        walked = [p for p in walker.walk(["billing"], "relate").paths if f"dep-{bid}" in p.dependencies]
+        assert walked and all("garden" in p.entities for p in walked)
     finally:
         again.state.close()
+
+
+@pytest.mark.parametrize("switch, message", [
+    ("staleness", "emergence.staleness is not a switch: self-regulating exploration is "
+                  "task.explorer_regulation=true in the trainer (settings: task.regulator); the service has "
+                  "no explorer slot"),
+    ("cold_tier", "emergence.cold_tier is not a switch: rows move to the cold tier only offline, on a store "
+                  "copy (signet_rl.emergence.cold.move_to_cold, e.g. with the pruning plan that "
+                  "emergence.health=true writes to artifacts/emergence/pruning.json); nothing moves while "
+                  "training or serving"),
+    ("prewarm", "emergence.prewarm is the trainer's switch; the service's temporal pre-warm is --prewarm "
+                "(Service(prewarm=PrewarmConfig()))"),
+])
+def test_a_switch_the_service_has_no_mechanism_for_is_refused(served, store, tmp_path, capsys, switch,
+                                                              message):
+    """Audit of issue 29: ``--emergence staleness`` (or cold_tier, prewarm) used to start a service with
+    emergence silently off; now the start is refused, naming the switch and where its mechanism is, and no
+    state file is left behind."""
+    from signet_rl.serve import main
+
+    state = tmp_path / "state.sqlite"
+    with pytest.raises(ValueError) as err:
+        Service(store, served["artifact"], state, emergence={switch: True})
+    assert str(err.value) == message
+    assert not state.exists()
+    code = main(["--db", str(store), "--policy", str(served["artifact"]), "--state", str(state),
+                 "--emergence", f"health,{switch}"])
+    assert (code, capsys.readouterr().err) == (2, f"error: {message}\n")
+    assert not state.exists()
