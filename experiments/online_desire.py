@@ -17,7 +17,8 @@ learning ones learn from the simulated rater's ratings of what they injected bef
 Settings come from ``conf/online/<dataset>.yaml`` (chosen on the validation fold with ``--grid``; committed
 before the test fold was run). The policy of seed ``s`` is ``--policy`` with ``{seed}`` replaced.
 
-    python experiments/online_desire.py --split validation --grid --seeds 0 1       # the choice
+    python experiments/online_desire.py --split validation --grid first --seeds 0 1   # the choice
+    python experiments/online_desire.py --split validation --grid refine --seeds 0 1
     python experiments/online_desire.py --split test --seeds 0 1 2                  # the test read, once
 
 Per-question rows go to ``runs/online_desire/<dataset>-<split>[-grid].parquet`` (ignored); the tables are
@@ -47,9 +48,19 @@ ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf" / "online"
 MULTI = "multi-hop"
 
-#: The validation grid (small on purpose: two cores shared).
-GRID_FLAT = {"variant": ["memory", "knn"], "beta": [0.5, 1.0, 2.0], "keep": [0.0, 0.5]}
-GRID_DESIRE = {"beta": [0.5, 1.0, 2.0], "lr": [0.2, 0.5], "idf": ["none", "df"]}
+#: The validation grids (small on purpose: two cores shared): ``first``, then ``refine`` around the first's
+#: best desire setting, which sat at the smallest beta and lr of the first (and separates the shortcuts
+#: joining the pool, ``max_paths``, from the boost alone).
+GRIDS: dict[str, tuple[dict[str, list], dict[str, list]]] = {
+    "first": (
+        {"variant": ["memory", "knn"], "beta": [0.5, 1.0, 2.0], "keep": [0.0, 0.5]},
+        {"beta": [0.5, 1.0, 2.0], "lr": [0.2, 0.5], "idf": ["none", "df"], "max_paths": [10]},
+    ),
+    "refine": (
+        {"variant": ["knn"], "beta": [1.0], "keep": [0.5]},
+        {"beta": [0.25, 0.5], "lr": [0.1, 0.2], "idf": ["none"], "max_paths": [0, 10]},
+    ),
+}
 
 
 def recipe(dataset: str) -> dict[str, Any]:
@@ -83,22 +94,24 @@ def online(policy: str, name: str, flat: Any, **desire: Any) -> OnlineSystem:
     return OnlineSystem(ret, od.learn)
 
 
-def systems_for(dataset: str, conf: dict, policy: str, grid: bool) -> dict[str, OnlineSystem]:
+def systems_for(dataset: str, conf: dict, policy: str, grid: str | None) -> dict[str, OnlineSystem]:
     flat = flat_variant(BEST_FLAT)
     d = depth(dataset)
     out: dict[str, OnlineSystem] = {"best_flat": OnlineSystem(flat)}
     if grid:
-        for v, b, k in itertools.product(*GRID_FLAT.values()):
+        grid_flat, grid_desire = GRIDS[grid]
+        for v, b, k in itertools.product(*grid_flat.values()):
             ff = FlatFeedback(beta=b, variant=v, keep=k, flat=flat, **d)
             out[f"flat_feedback[{v},b={b},keep={k}]"] = OnlineSystem(ff, ff.feedback)
         frozen = policy_retriever(policy, name="learned_frozen")
         frozen.flat_spec = flat
         out["learned_frozen"] = OnlineSystem(frozen)
-        for b, lr, idf in itertools.product(*GRID_DESIRE.values()):
-            common = {"beta": b, "lr": lr, "idf": idf, "max_paths": conf["desire"]["max_paths"]}
-            out[f"learned_online[b={b},lr={lr},idf={idf}]"] = online(policy, "learned_online", flat, **common)
-            if idf == "none":
-                out[f"online_memory[b={b},lr={lr}]"] = online(
+        for b, lr, idf, mp in itertools.product(*grid_desire.values()):
+            common = {"beta": b, "lr": lr, "idf": idf, "max_paths": mp}
+            tag = f"b={b},lr={lr},idf={idf},paths={mp}"
+            out[f"learned_online[{tag}]"] = online(policy, "learned_online", flat, **common)
+            if idf == "none" and mp > 0:
+                out[f"online_memory[{tag}]"] = online(
                     policy, "online_memory", flat, conditioned=False, **common
                 )
         return out
@@ -120,12 +133,14 @@ def per_question(rows: pd.DataFrame, metric: str = "needed_recall") -> pd.DataFr
 
 
 def summary(rows: pd.DataFrame) -> str:
+    if "recall_rated" not in rows:  # rows written before the column existed
+        rows = rows.assign(recall_rated=float("nan"))
     rows = rows[rows["n_needed"] > 0]
     cat = rows.drop_duplicates("query_id").set_index("query_id")["category"]
     lines = [
         "| system | recall | multi-hop | precision | recall, first time needed | needed before | "
-        "walk share | desire share | helpful ratings / question |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "rated helpful before | walk share | desire share | helpful ratings / question |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, g in rows.groupby("system", sort=False):
         q = g.groupby("query_id")[
@@ -134,6 +149,7 @@ def summary(rows: pd.DataFrame) -> str:
                 "precision",
                 "recall_new",
                 "recall_seen",
+                "recall_rated",
                 "walk_share",
                 "desire_share",
                 "rated_helpful",
@@ -143,11 +159,12 @@ def summary(rows: pd.DataFrame) -> str:
         lines.append(
             f"| {name} | {q['needed_recall'].mean():.3f} | {q['needed_recall'][m].mean():.3f} | "
             f"{q['precision'].mean():.3f} | {q['recall_new'].mean():.3f} | {q['recall_seen'].mean():.3f} | "
-            f"{q['walk_share'].mean():.3f} | {q['desire_share'].mean():.3f} | "
-            f"{q['rated_helpful'].mean():.2f} |"
+            f"{q['recall_rated'].mean():.3f} | {q['walk_share'].mean():.3f} | "
+            f"{q['desire_share'].mean():.3f} | {q['rated_helpful'].mean():.2f} |"
         )
     n_m = int((cat == MULTI).sum())
     lines.append(f"\n{len(cat)} questions ({n_m} {MULTI}), {rows['seed'].nunique()} seed(s).")
+
     return "\n".join(lines)
 
 
@@ -211,7 +228,7 @@ def main() -> None:
         help="on validation, every order seed uses this seed's policy",
     )
     ap.add_argument(
-        "--grid", action="store_true", help="every setting of the validation grid (validation only)"
+        "--grid", choices=sorted(GRIDS), default=None, help="every setting of a validation grid (validation)"
     )
     ap.add_argument("--max-queries", type=int, default=None)
     ap.add_argument("--budget", type=int, default=2000)
@@ -262,7 +279,7 @@ def main() -> None:
         else ROOT
         / "runs"
         / "online_desire"
-        / (f"{args.dataset}-{args.split}{'-grid' if args.grid else ''}.parquet")
+        / (f"{args.dataset}-{args.split}{'-grid-' + args.grid if args.grid else ''}.parquet")
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     rows.to_parquet(out)

@@ -73,12 +73,15 @@ def prequential(
     ``precision``, ``recall_new``, ``recall_seen`` (NaN where the question has no such items),
     ``n_new``, ``n_seen``, ``units``, ``chars``, ``walk_share`` and ``desire_share`` (the share of
     characters from walk or session units and from worn shortcuts; NaN for a flat system),
-    ``rated_helpful`` (how many of its units the rater called helpful).
+    ``rated_helpful`` (how many of its units the rater called helpful), and ``recall_rated`` /
+    ``n_rated``: recall over the needed items this system injected for an earlier question of the
+    conversation in a unit its rater called helpful (what learning from its own ratings could bring back).
     """
     resolver = ItemResolver(dataset)
     raters = {name: SimulatedRater(dataset.truth, rater_noise, rater_prob, seed=seed) for name in systems}
     order = question_order(queries, seed)
     seen: dict[str, set[str]] = {}
+    helped: dict[tuple[str, str], set[str]] = {}  # (system, graph) -> items in units rated helpful
     position: dict[str, int] = {}
     rows = []
     for n, query in enumerate(order):
@@ -98,6 +101,8 @@ def prequential(
             desire = sum(u.chars for u in units if u.meta.get("strategy") == "desire")
             is_desire = any("path_id" in u.meta for u in units)
             ratings = [None if r is None else int(r) for r in raters[name].rate_many(query.id, per_unit)]
+            good = helped.setdefault((name, query.graph_id), set())
+            rated = needed & good
             rows.append({
                 "system": name, "seed": seed, "position": pos, "graph_id": query.graph_id,
                 "query_id": query.id, "category": truth.category, "n_needed": len(needed),
@@ -108,7 +113,9 @@ def prequential(
                 "walk_share": walked / chars if chars and is_desire else math.nan,
                 "desire_share": desire / chars if chars and is_desire else math.nan,
                 "rated_helpful": sum(1 for r in ratings if r == 1),
+                "recall_rated": len(got & rated) / len(rated) if rated else math.nan, "n_rated": len(rated),
             })  # fmt: skip
+            good.update(i for items, r in zip(per_unit, ratings, strict=True) if r == 1 for i in items)
             if system.learn is not None:  # after the question was scored: it never gains from its own rating
                 system.learn(query, units, ratings)
         before |= needed

@@ -192,6 +192,13 @@ def test_a_question_never_gains_from_its_own_rating():
     assert rows["needed_recall"].tolist() == [0.0, 1.0]  # the repeat gains from the first one's
     assert rows["recall_new"].tolist()[0] == 0.0 and math.isnan(rows["recall_seen"].tolist()[0])
     assert rows["recall_seen"].tolist()[1] == 1.0 and rows["position"].tolist() == [0, 1]
+    # the learner injected nothing for the first, so nothing needed had been rated helpful before either
+    assert rows["n_rated"].tolist() == [0, 0]
+    learner3 = _LearnsTheAnswer()
+    learner3.index(ds)
+    system = {"l": OnlineSystem(learner3, learner3.learn)}
+    rows = prequential(ds, system, [ds.queries[0]] * 3, seed=0, rater_noise=0.0, rater_prob=1.0)
+    assert rows["n_rated"].tolist() == [0, 0, 1] and rows["recall_rated"].tolist()[2] == 1.0
 
 
 def test_question_order_is_per_graph_and_seeded():
