@@ -127,9 +127,9 @@ def systems_for(dataset: str, conf: dict, policy: str, grid: str | None) -> dict
 
 def per_question(rows: pd.DataFrame, metric: str = "needed_recall") -> pd.DataFrame:
     """system x question: the metric averaged over the seeds (each seed answers every question)."""
-    return rows[rows["n_needed"] > 0].pivot_table(
-        index="query_id", columns="system", values=metric, aggfunc="mean"
-    )
+    rows = rows[rows["n_needed"] > 0]
+    table = rows.groupby(["query_id", "system"])[metric].mean().unstack("system")
+    return table.reindex(columns=list(dict.fromkeys(rows["system"])))
 
 
 def summary(rows: pd.DataFrame) -> str:
@@ -182,6 +182,8 @@ def pairs(rows: pd.DataFrame, a: str, others: list[str]) -> str:
     def ci(x: pd.Series, y: pd.Series) -> str:
         ok = x.notna() & y.notna()
         xa, ya = x[ok].to_numpy(), y[ok].to_numpy()
+        if not len(xa):
+            return "– (0)"
         lo, hi = paired_bootstrap_ci(xa, ya, n_boot=10_000)
         return f"{(xa - ya).mean():+.3f} [{lo:+.3f}, {hi:+.3f}] ({int(ok.sum())})"
 
@@ -201,7 +203,7 @@ def curve(rows: pd.DataFrame, bins: tuple[int, ...] = (0, 25, 50, 100, 150, 10_0
     )
     n = rows[rows["system"] == rows["system"].iloc[0]].groupby("bin", observed=True).size()
     lines = [
-        "| question position | n | " + " | ".join(tab.columns) + " |",
+        "| question position | answers (question × seed) | " + " | ".join(tab.columns) + " |",
         "|---|---:|" + "---:|" * len(tab.columns),
     ]
     for b, r in tab.iterrows():
@@ -233,7 +235,11 @@ def main() -> None:
     ap.add_argument("--max-queries", type=int, default=None)
     ap.add_argument("--budget", type=int, default=2000)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--rows", default=None, help="print the tables of saved rows (a parquet) and exit")
     args = ap.parse_args()
+    if args.rows:
+        report(pd.read_parquet(args.rows), grid=False)
+        return
     if args.grid and args.split != "validation":
         sys.exit("--grid chooses settings: validation only")
     conf = recipe(args.dataset)
@@ -284,8 +290,13 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     rows.to_parquet(out)
     print(f"rows: {out}", file=sys.stderr)
+    report(rows, grid=bool(args.grid))
+
+
+def report(rows: pd.DataFrame, grid: bool) -> None:
+    """Print the tables of prequential rows (the summary; without ``grid`` also the pairs and the curve)."""
     print(summary(rows))
-    if not args.grid:
+    if not grid:
         print()
         print(
             pairs(rows, "learned_online", ["best_flat", "flat_feedback", "learned_frozen", "online_memory"])

@@ -207,3 +207,29 @@ def test_question_order_is_per_graph_and_seeded():
     assert [q.id for q in a] == [q.id for q in b]
     assert [q.graph_id for q in a] == ["a"] * 6 + ["b"] * 6
     assert [q.id for q in question_order(qs, 2)] != [q.id for q in a]
+
+
+def test_the_online_desire_report_prints_its_tables_from_prequential_rows():
+    """experiments/online_desire.py's tables from real prequential rows (the tiny conversation, two
+    seeds): every system row, the paired intervals, the learning curve by question position."""
+    from experiment_script import load_experiment
+
+    report = load_experiment("online_desire")
+    ds = conversation()
+    frames = []
+    for seed in (0, 1):
+        ff = FlatFeedback(beta=1.0, variant="memory", flat=flat(), depth=12, depth_budgets=10.0)
+        ff.index(ds)
+        base = flat()
+        base.index(ds)
+        systems = {"best_flat": OnlineSystem(base), "learned_online": OnlineSystem(ff, ff.feedback)}
+        frames.append(prequential(ds, systems, ds.queries, seed=seed, budget_chars=60))
+    import pandas as pd
+
+    rows = pd.concat(frames, ignore_index=True)
+    text = report.summary(rows)
+    assert "| best_flat |" in text and "| learned_online |" in text
+    assert "2 questions (0 multi-hop), 2 seed(s)" in text
+    paired = report.pairs(rows, "learned_online", ["best_flat"])
+    assert "| learned_online − best_flat |" in paired and "| – (0) |" in paired  # no multi-hop question
+    assert "| 0–24 | 4 |" in report.curve(rows)  # 2 questions x 2 seeds
