@@ -56,6 +56,12 @@ GRIDS: dict[str, tuple[dict[str, list], dict[str, list]]] = {
         {"variant": ["memory", "knn"], "beta": [0.5, 1.0, 2.0], "keep": [0.0, 0.5]},
         {"beta": [0.5, 1.0, 2.0], "lr": [0.2, 0.5], "idf": ["none", "df"], "max_paths": [10]},
     ),
+    # after the test read of the chosen recipe: the desire conditioned on the query itself (knn) rather
+    # than its entries, over the frozen policy (validation only; adopted only if it beat the choice there)
+    "knn": (
+        {"variant": ["knn"], "beta": [1.0], "keep": [0.5]},
+        {"beta": [0.5, 1.0], "lr": [0.2], "idf": ["none"], "max_paths": [10], "knn": [10]},
+    ),
     "refine": (
         {"variant": ["knn"], "beta": [1.0], "keep": [0.5]},
         {"beta": [0.25, 0.5], "lr": [0.1, 0.2], "idf": ["none"], "max_paths": [0, 10]},
@@ -106,11 +112,11 @@ def systems_for(dataset: str, conf: dict, policy: str, grid: str | None) -> dict
         frozen = policy_retriever(policy, name="learned_frozen")
         frozen.flat_spec = flat
         out["learned_frozen"] = OnlineSystem(frozen)
-        for b, lr, idf, mp in itertools.product(*grid_desire.values()):
-            common = {"beta": b, "lr": lr, "idf": idf, "max_paths": mp}
-            tag = f"b={b},lr={lr},idf={idf},paths={mp}"
+        for b, lr, idf, mp, *knn in itertools.product(*grid_desire.values()):
+            common = {"beta": b, "lr": lr, "idf": idf, "max_paths": mp, "knn": knn[0] if knn else 0}
+            tag = f"b={b},lr={lr},idf={idf},paths={mp}" + (f",knn={knn[0]}" if knn else "")
             out[f"learned_online[{tag}]"] = online(policy, "learned_online", flat, **common)
-            if idf == "none" and mp > 0:
+            if idf == "none" and mp > 0 and not knn:
                 out[f"online_memory[{tag}]"] = online(
                     policy, "online_memory", flat, conditioned=False, **common
                 )

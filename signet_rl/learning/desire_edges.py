@@ -278,6 +278,11 @@ class OnlineDesire:
         beta: weight of the desire in ``z(score) + beta · desire``.
         max_paths: most desire candidates per query (0: none join the pool; the boost still applies).
         conditioned, idf, lr, floor, ceiling, cool: :class:`DesireEdges`'s.
+        knn: ``> 0``: condition on the query itself instead of its entries — a memory's desire is the
+            similarity-weighted mean rating it got from the ``knn`` earlier queries of the graph most similar
+            to this one (cosine of ``encoder`` vectors, positive only), as ``FlatFeedback``'s ``knn``
+            variant; the shortcuts are the memories of positive desire. ``0``: the desire edges.
+        encoder: the ``knn`` mode's query encoder.
     """
 
     def __init__(
@@ -290,9 +295,16 @@ class OnlineDesire:
         floor: float = 0.2,
         ceiling: float = 3.0,
         cool: float = 0.0,
+        knn: int = 0,
+        encoder: str = "minilm",
     ) -> None:
         check_range("beta", beta, 0.0, None)
         check_integer("max_paths", max_paths, 0)
+        check_integer("knn", knn, 0)
+        self.knn = knn
+        self.encoder_name = encoder
+        self._encoder: Any = None
+        self._past: dict[str, tuple[list[np.ndarray], list[dict[int, float]]]] = {}
         self.beta = float(beta)
         self.max_paths = max_paths
         self.options = {"conditioned": conditioned, "idf": idf, "lr": lr, "floor": floor, "ceiling": ceiling,
@@ -365,10 +377,16 @@ class OnlineDesire:
             return []
         edges, g = self.graph(query.graph_id)
         rows = self.entry_rows(query.graph_id, entries)
-        if not rows and edges.conditioned:
+        if self.knn:
+            d = self._knn_desire(query)
+            pos = np.flatnonzero(d > 1e-12)
+            found = pos[np.lexsort((pos, -d[pos]))][: self.max_paths].tolist()
+        elif not rows and edges.conditioned:
             return []
+        else:
+            found = edges.shortcuts(rows, self.max_paths).tolist()
         out = []
-        for m in edges.shortcuts(rows, self.max_paths).tolist():
+        for m in found:
             best, start = -np.inf, None
             for e in rows:
                 i = edges._slot.get((e if edges.conditioned else 0, m))
@@ -384,9 +402,12 @@ class OnlineDesire:
     def boost(self, query: Query, entries: Sequence[str], paths: Sequence[Path]) -> FloatArray:
         """Each candidate's desire for this query (its memory's; 0 for a path that carries none)."""
         edges, g = self.graph(query.graph_id)
-        if not len(edges):
+        if self.knn:
+            d = self._knn_desire(query)
+        elif not len(edges):
             return np.zeros(len(paths))
-        d = edges.desire(self.entry_rows(query.graph_id, entries))
+        else:
+            d = edges.desire(self.entry_rows(query.graph_id, entries))
         rows = np.asarray([g.path_row(p) for p in paths], dtype=np.int64)
         return np.where(rows >= 0, d[np.maximum(rows, 0)], 0.0)
 
@@ -412,6 +433,36 @@ class OnlineDesire:
             if keys or not edges.conditioned:
                 touched.append(edges.reinforce(keys, mems, float(r)))
         edges.cool(np.concatenate(touched) if touched else None)
+        if self.knn:
+            rated: dict[int, float] = {}
+            for unit, r in zip(units, ratings, strict=True):
+                if r is not None:
+                    ids = [str(x) for x in unit.meta.get("memories", ())] or [str(x) for x in unit.items]
+                    rated.update(dict.fromkeys(g.rows(ids), float(r)))
+            if rated:
+                vecs, past = self._past.setdefault(query.graph_id, ([], []))
+                vecs.append(self._vector(query))
+                past.append(rated)
+
+    def _vector(self, query: Query) -> np.ndarray:
+        if self._encoder is None:
+            self._encoder = make_encoder(self.encoder_name)
+        return np.asarray(encode_query(self._encoder, query.text[:1000]), dtype=np.float64)
+
+    def _knn_desire(self, query: Query) -> FloatArray:
+        """The ``knn`` mode's desire of every memory of the query's graph (see the class docstring)."""
+        edges, _ = self.graph(query.graph_id)
+        out = np.zeros(edges.num_memories, dtype=np.float64)
+        vecs, past = self._past.get(query.graph_id, ([], []))
+        if not vecs:
+            return out
+        sims = np.asarray(vecs) @ self._vector(query)
+        near = [j for j in np.argsort(-sims, kind="stable")[: self.knn].tolist() if sims[j] > 0]
+        den = float(sum(sims[j] for j in near))
+        for j in near:
+            for m, r in past[j].items():
+                out[m] += float(sims[j]) * r / den
+        return out
 
 
 class DesireBoost:

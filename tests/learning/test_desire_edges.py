@@ -233,3 +233,19 @@ def test_the_online_desire_report_prints_its_tables_from_prequential_rows():
     paired = report.pairs(rows, "learned_online", ["best_flat"])
     assert "| learned_online − best_flat |" in paired and "| – (0) |" in paired  # no multi-hop question
     assert "| 0–24 | 4 |" in report.curve(rows)  # 2 questions x 2 seeds
+
+
+def test_the_knn_mode_conditions_on_the_query_itself():
+    """knn > 0: the memories rated helpful for earlier queries are this query's shortcuts, weighted by how
+    similar each earlier query is to it; with one neighbour, only the most similar query's count."""
+    ds, _, od = _retriever(beta=5.0, knn=3, encoder="hashing")
+    q1, q2 = ds.queries  # "Where did Ann go hiking with Rex?", "What did Ann do in Paris?"
+    od.feedback(q1, [], [_unit("c:D3:3")], [1])
+    od.feedback(q2, [], [_unit("c:D1:1")], [1])
+    rows = od.graph("c")[1].memory
+    again = Query(id="q2b", text=q2.text, graph_id="c", split="test", timestamp=q2.timestamp)
+    d = od._knn_desire(again)
+    assert d[rows["c:D1:1"]] > d[rows["c:D3:3"]] > 0 and d.sum() == pytest.approx(1.0)
+    assert [p.memories for p, _ in od.candidates(again, [])] == [("c:D1:1",), ("c:D3:3",)]
+    od.knn = 1
+    assert [p.memories for p, _ in od.candidates(again, [])] == [("c:D1:1",)]
