@@ -46,7 +46,7 @@ from signet_rl.traversal.construct import MemoryBuilder, build_slate
 from signet_rl.traversal.path import Path as PathType
 from signet_rl.traversal.walk import STRATEGIES, EdgeWeight, Traverser, Walk
 
-__all__ = ["Candidates", "DesirePathRetriever", "EdgeWeightFn"]
+__all__ = ["Candidates", "DesireFn", "DesirePathRetriever", "EdgeWeightFn"]
 
 
 def _entry_vector(state: _GraphState, text: str, qv: np.ndarray) -> np.ndarray | None:
@@ -101,6 +101,9 @@ class Candidates:
 
 #: ``edge_weight_fn(graph_id, intent, timestamp) -> EdgeWeight | None``: learned desire-path edge order.
 EdgeWeightFn = Callable[[str, str, Any], EdgeWeight | None]
+#: ``desire_fn(query, entries) -> [(path, memory row), ...]``: worn shortcuts (learned online from ratings)
+#: that join the hybrid entry's candidates (:meth:`~signet_rl.pipeline.hybrid.HybridEntry.pool`).
+DesireFn = Callable[[Query, list[str]], list[tuple[PathType, int]]]
 
 
 class DesirePathRetriever:
@@ -164,6 +167,8 @@ class DesirePathRetriever:
         self._states: dict[str, _GraphState] = {}
         #: Optional learned edge order (path reinforcement); None: confidence x strength.
         self.edge_weight_fn: EdgeWeightFn | None = None
+        #: Optional worn shortcuts from the query's entries to memories (hybrid entry only); None: none.
+        self.desire_fn: DesireFn | None = None
         self._dataset: Dataset | None = None
         self.flat_spec = flat
         self.flat: Retriever | None = None
@@ -302,9 +307,11 @@ class DesirePathRetriever:
             flat_units = floor()
         with stage(timer, "traversal"):
             ts = None if query.timestamp is None else float(query.timestamp.timestamp())
+            desire = self.desire_fn(query, entries) if self.desire_fn is not None else None
             pool = state.hybrid.pool(
-                query, self.config, budget, flat_units, entries, qv, ts, state.conf_ok, list(walk.paths)
-            )
+                query, self.config, budget, flat_units, entries, qv, ts, state.conf_ok, list(walk.paths),
+                desire,
+            )  # fmt: skip
         if not pool.paths:
             return None
         walk.paths = list(pool.paths)

@@ -341,8 +341,15 @@ class HybridEntry:
         t: float | None,
         conf_ok: npt.NDArray[np.bool_],
         graph_paths: list[Path],
+        desire: list[tuple[Path, int]] | None = None,
     ) -> Pool:
-        """The bounded candidate set of ``query`` (see the module docstring)."""
+        """The bounded candidate set of ``query`` (see the module docstring).
+
+        ``desire``: worn shortcuts to offer as candidates, ``(path, memory row)`` best first (learned online
+        from ratings: :class:`~signet_rl.learning.desire_edges.OnlineDesire`); they fill the slots right
+        after the floor (a memory already on the floor stays a floor unit) and take theirs from the last
+        session and walk units, within the same ``max_paths`` and character bounds. The caller caps their
+        number. ``None`` or empty: the pool is exactly the one without them."""
         a = self.arrays
         out = Pool()
         floor = self.floor(flat_units, cfg, budget) if cfg.floor else []
@@ -390,16 +397,21 @@ class HybridEntry:
             pieces["graph"] = [(p, -1, 0.0, -1) for p in graph_paths]
         caps = {"floor": cfg.max_floor_paths, "session": cfg.session_paths, "walk": cfg.walk_paths,
                 "graph": cfg.max_paths}  # fmt: skip
+        order: tuple[str, ...] = PIECES
+        if desire:
+            pieces["desire"] = [(p, m, 0.0, -1) for p, m in desire]
+            caps["desire"] = len(desire)
+            order = ("floor", "desire", *PIECES[1:])
         chosen: list[tuple[str, tuple[Path, int, float, int]]] = []
-        for name in PIECES:
+        for name in order:
             chosen += [(name, c) for c in pieces[name][: caps[name]]]
-        for name in PIECES:  # slots a piece left unused go to the others' overflow, in piece order
+        for name in order:  # slots a piece left unused go to the others' overflow, in piece order
             chosen += [(name, c) for c in pieces[name][caps[name] :]]
         char_cap = cfg.candidate_chars_factor * budget
         used = 0
         seen_paths: set[Path] = set()
         seen_rows: set[int] = set()
-        sizes = dict.fromkeys(PIECES, 0)
+        sizes = dict.fromkeys(order, 0)
         for name, (path, row, _score, rank) in chosen:
             if len(out.paths) >= cfg.max_paths:
                 break

@@ -329,10 +329,11 @@ class ServedPolicy:
         """:meth:`feedback` (the PathScorer name)."""
         self.feedback(feedback)
 
-    def feedback(self, feedback: Sequence[Feedback]) -> None:
+    def feedback(self, feedback: Sequence[Feedback], learn_scorer: bool = True) -> None:
         """Learn from rated paths: the edge statistics of each rated path (per intent and time bucket) and
         the scorer's own update (LinUCB's posterior; the ONNX GNN's network stays fixed, but its edge
-        features are recomputed from the updated statistics)."""
+        features are recomputed from the updated statistics). ``learn_scorer=False``: the edge statistics
+        only, the scorer's weights stay frozen (the prequential evaluation's learned desire, online)."""
         from signet_rl.learning.reinforcement import path_edges
 
         changed: list[str] = []
@@ -351,7 +352,8 @@ class ServedPolicy:
                 if len(edges):
                     stats.reinforce(edges, str(intent), bucket, float(r))
                     changed += [str(fb.context.arrays.edge_ids[e]) for e in edges]
-        self.scorer.update(feedback)
+        if learn_scorer:
+            self.scorer.update(feedback)
         forget = getattr(self.scorer, "forget_snapshot", None)
         if changed:
             self.online_edges.update(changed)
