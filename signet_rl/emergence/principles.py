@@ -290,6 +290,13 @@ def _null_tightness(vectors: np.ndarray, comm_codes: np.ndarray, size: int, min_
     return float(out.mean()), float(out.std(ddof=1))
 
 
+def _check_stem_prefix(stem_prefix: int | None) -> None:
+    """``stem_prefix`` is an integer >= 3 or None (naming the bad value)."""
+    if stem_prefix is not None and (isinstance(stem_prefix, bool) or not isinstance(stem_prefix, int)
+                                    or stem_prefix < 3):
+        raise ValueError(f"stem_prefix must be an integer >= 3 or None, got {stem_prefix!r}")
+
+
 def detect_value_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
                             min_communities: int = 3, stem_prefix: int | None = 5, max_df: int = 32,
                             min_z: float = 3.0, variant_overlap: float = 0.4, pattern: str = r".",
@@ -330,9 +337,7 @@ def detect_value_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = 
         null_draws: random sets drawn per group size.
         seed: the null's random seed.
     """
-    if stem_prefix is not None and (isinstance(stem_prefix, bool) or not isinstance(stem_prefix, int)
-                                    or stem_prefix < 3):
-        raise ValueError(f"stem_prefix must be an integer >= 3 or None, got {stem_prefix!r}")
+    _check_stem_prefix(stem_prefix)
     attrs = _candidate_attributes(graph, pattern, min_communities, community_source)
     if attrs is None:
         return []
@@ -430,9 +435,7 @@ def detect_embedding_principles(graph: KnowledgeGraph, *, encoder: Encoder | Non
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
-    if stem_prefix is not None and (isinstance(stem_prefix, bool) or not isinstance(stem_prefix, int)
-                                    or stem_prefix < 3):
-        raise ValueError(f"stem_prefix must be an integer >= 3 or None, got {stem_prefix!r}")
+    _check_stem_prefix(stem_prefix)
     attrs = _candidate_attributes(graph, pattern, min_communities, community_source)
     if attrs is None:
         return []
