@@ -15,7 +15,13 @@ learning ones learn from the simulated rater's ratings of what they injected bef
 * ``online_memory`` — ``learned_online`` with the desire statistic unconditioned (memory level).
 
 Settings come from ``conf/online/<dataset>.yaml`` (chosen on the validation fold with ``--grid``; committed
-before the test fold was run). The policy of seed ``s`` is ``--policy`` with ``{seed}`` replaced.
+before the test fold was run). On ``--split test`` the policy of order seed ``s`` is ``--policy`` with
+``{seed}`` replaced by ``s``; on ``--split validation`` every order seed uses the policy of
+``--validation-policy-seed`` (default 0: the choice was made with ``locomo-linucb-s0`` alone).
+
+The test read is guarded (:func:`guard_test_read`): the recipe must be tracked by git, unchanged since its
+last commit and free of a ``PROVISIONAL`` marker; its commit hash goes into every saved row
+(``recipe_commit``) and the output; an existing test parquet is overwritten only with ``--force``.
 
     python experiments/online_desire.py --split validation --grid first --seeds 0 1   # the choice
     python experiments/online_desire.py --split validation --grid refine --seeds 0 1
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -69,17 +76,67 @@ GRIDS: dict[str, tuple[dict[str, list], dict[str, list]]] = {
 }
 
 
-def recipe(dataset: str) -> dict[str, Any]:
-    """``conf/online/<dataset>.yaml``, with the bandit task's rater (``rater_noise``, ``rater_prob``)."""
-    file = CONF / f"{dataset}.yaml"
+#: The rater's settings: the bandit task's (``conf/task/bandit.yaml``), never a recipe's.
+RATER_KEYS = ("rater_noise", "rater_prob")
+
+
+def recipe(dataset: str, conf_dir: Path = CONF) -> dict[str, Any]:
+    """``<conf_dir>/<dataset>.yaml``, with the bandit task's rater (``rater_noise``, ``rater_prob``).
+
+    Raises:
+        FileNotFoundError: the recipe is missing.
+        ValueError: the recipe sets a rater key (the rater is shared with the bandit task, so a recipe
+            must not tune it), naming the file and the keys.
+    """
+    file = conf_dir / f"{dataset}.yaml"
     if not file.is_file():
         raise FileNotFoundError(f"{file} is missing: choose the settings on validation (--grid) and write it")
+    conf = yaml.safe_load(file.read_text()) or {}
+    bad = [k for k in RATER_KEYS if k in conf]
+    if bad:
+        raise ValueError(
+            f"{file} sets {', '.join(bad)}: the rater is the bandit task's (conf/task/bandit.yaml); "
+            "remove the key from the recipe"
+        )
     task = yaml.safe_load((ROOT / "conf" / "task" / "bandit.yaml").read_text())
-    return {
-        "rater_noise": task["rater_noise"],
-        "rater_prob": task["rater_prob"],
-        **yaml.safe_load(file.read_text()),
-    }
+    return {"rater_noise": task["rater_noise"], "rater_prob": task["rater_prob"], **conf}
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def recipe_commit(file: Path) -> str:
+    """The commit hash of the last change to the recipe ``file``, which the test read is bound to.
+
+    Raises:
+        ValueError: the file is not tracked by git, has uncommitted changes, or carries a ``PROVISIONAL``
+            marker, naming the file and the way out.
+    """
+    file = Path(file).resolve()
+    if "PROVISIONAL" in file.read_text():
+        raise ValueError(
+            f"{file} is marked PROVISIONAL: finish the choice on validation, remove the marker and commit "
+            "the recipe before the test read"
+        )
+    if _git(file.parent, "ls-files", "--error-unmatch", file.name).returncode != 0:
+        raise ValueError(f"{file} is not tracked by git: commit the recipe before the test read")
+    if _git(file.parent, "status", "--porcelain", "--", file.name).stdout.strip():
+        raise ValueError(f"{file} has uncommitted changes: commit the recipe before the test read")
+    return _git(file.parent, "log", "-1", "--format=%H", "--", file.name).stdout.strip()
+
+
+def guard_test_read(dataset: str, out: Path, force: bool, conf_dir: Path = CONF) -> str:
+    """Refuse a test read unless the recipe is committed (:func:`recipe_commit`) and ``out`` is new (or
+    ``force``); returns the recipe's commit hash.
+
+    Raises:
+        ValueError: naming the file and the way out.
+    """
+    commit = recipe_commit(conf_dir / f"{dataset}.yaml")
+    if Path(out).exists() and not force:
+        raise ValueError(f"{out} exists: the test fold is read once; pass --force to overwrite it")
+    return commit
 
 
 def depth(dataset: str) -> dict[str, Any]:
@@ -174,7 +231,12 @@ def summary(rows: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def pairs(rows: pd.DataFrame, a: str, others: list[str]) -> str:
+def pairs(
+    rows: pd.DataFrame, a: str, others: list[str], contrasts: list[tuple[str, str, str, str]] = ()
+) -> str:
+    """Paired differences per question (mean over seeds), with 95% bootstrap intervals: ``a − b`` for each
+    of ``others``, and for each ``(d, c, b, a)`` of ``contrasts`` the clean contrast ``(d − c) − (b − a)``
+    (what online learning adds to the learned system beyond what it adds to flat)."""
     per = per_question(rows)
     new = per_question(rows, "recall_new")
     seen = per_question(rows, "recall_seen")
@@ -198,6 +260,25 @@ def pairs(rows: pd.DataFrame, a: str, others: list[str]) -> str:
             f"| {a} − {b} | {ci(per[a], per[b])} | {ci(per[a][m], per[b][m])} | "
             f"{ci(new[a], new[b])} | {ci(seen[a], seen[b])} |"
         )
+    for d, c, b, a0 in contrasts:
+        cells = [
+            ci(t[d] - t[c], t[b] - t[a0]) for t in (per, per.loc[m] if m.any() else per.iloc[:0], new, seen)
+        ]
+        lines.append(f"| ({d} − {c}) − ({b} − {a0}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def spread(rows: pd.DataFrame, a: str, b: str) -> str:
+    """``a − b`` (mean needed recall) per conversation × seed: the spread the question-level interval does
+    not show (a seed moves the policy, the question order and the rater together)."""
+    rows = rows[rows["n_needed"] > 0]
+    cell = rows.groupby(["graph_id", "seed", "system"])["needed_recall"].mean().unstack("system")
+    diff = (cell[a] - cell[b]).dropna()
+    lines = [f"| conversation | seed | {a} − {b} |", "|---|---:|---:|"]
+    lines += [f"| {g} | {s} | {v:+.3f} |" for (g, s), v in diff.items()]
+    lines.append(
+        f"\n{a} − {b} by conversation × seed: {diff.min():+.3f} to {diff.max():+.3f} ({len(diff)} cells)."
+    )
     return "\n".join(lines)
 
 
@@ -242,13 +323,28 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=2000)
     ap.add_argument("--out", default=None)
     ap.add_argument("--rows", default=None, help="print the tables of saved rows (a parquet) and exit")
+    ap.add_argument("--force", action="store_true", help="overwrite an existing test parquet")
     args = ap.parse_args()
     if args.rows:
         report(pd.read_parquet(args.rows), grid=False)
         return
     if args.grid and args.split != "validation":
         sys.exit("--grid chooses settings: validation only")
-    conf = recipe(args.dataset)
+    out = (
+        Path(args.out)
+        if args.out
+        else ROOT
+        / "runs"
+        / "online_desire"
+        / (f"{args.dataset}-{args.split}{'-grid-' + args.grid if args.grid else ''}.parquet")
+    )
+    try:
+        conf = recipe(args.dataset)
+        commit = guard_test_read(args.dataset, out, args.force) if args.split == "test" else ""
+    except ValueError as e:
+        sys.exit(str(e))
+    if commit:
+        print(f"recipe {CONF / args.dataset}.yaml at commit {commit}", file=sys.stderr)
     ds = load_test_data(args.dataset)
     queries = ds.split(args.split)
     if args.max_queries:
@@ -285,14 +381,8 @@ def main() -> None:
         )
         del systems
     rows = pd.concat(frames, ignore_index=True)
-    out = (
-        Path(args.out)
-        if args.out
-        else ROOT
-        / "runs"
-        / "online_desire"
-        / (f"{args.dataset}-{args.split}{'-grid-' + args.grid if args.grid else ''}.parquet")
-    )
+    if commit:
+        rows["recipe_commit"] = commit
     out.parent.mkdir(parents=True, exist_ok=True)
     rows.to_parquet(out)
     print(f"rows: {out}", file=sys.stderr)
@@ -301,14 +391,23 @@ def main() -> None:
 
 def report(rows: pd.DataFrame, grid: bool) -> None:
     """Print the tables of prequential rows (the summary; without ``grid`` also the pairs and the curve)."""
+    if "recipe_commit" in rows:
+        print(f"recipe commit: {', '.join(sorted(set(rows['recipe_commit'])))}\n")
     print(summary(rows))
     if not grid:
         print()
         print(
-            pairs(rows, "learned_online", ["best_flat", "flat_feedback", "learned_frozen", "online_memory"])
+            pairs(
+                rows,
+                "learned_online",
+                ["best_flat", "flat_feedback", "learned_frozen", "online_memory"],
+                [("learned_online", "learned_frozen", "flat_feedback", "best_flat")],
+            )
         )
         print()
         print(pairs(rows, "flat_feedback", ["best_flat"]))
+        print()
+        print(spread(rows, "learned_online", "learned_frozen"))
         print()
         print(curve(rows))
 

@@ -76,6 +76,11 @@ def prequential(
     ``rated_helpful`` (how many of its units the rater called helpful), and ``recall_rated`` /
     ``n_rated``: recall over the needed items this system injected for an earlier question of the
     conversation in a unit its rater called helpful (what learning from its own ratings could bring back).
+
+    The systems are used as given and keep what they learned: a second call with the same objects starts
+    from the first call's learned state (the raters and the bookkeeping above are fresh per call). For
+    independent seeds, build fresh systems for every call, as ``experiments/online_desire.py`` does; then
+    a call is reproducible row for row.
     """
     resolver = ItemResolver(dataset)
     raters = {name: SimulatedRater(dataset.truth, rater_noise, rater_prob, seed=seed) for name in systems}

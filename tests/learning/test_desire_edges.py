@@ -6,15 +6,19 @@ never lets a question gain from its own rating."""
 from __future__ import annotations
 
 import math
+import subprocess
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from signet_rl.core.types import Query, Unit
+from signet_rl.core.types import Query, Unit, fit_budget
+from signet_rl.datasets.base import GroundTruth, Truth
 from signet_rl.evaluation.online import OnlineSystem, prequential, question_order
 from signet_rl.learning.desire_edges import DesireEdges, FlatFeedback, OnlineDesire, standardise
 from signet_rl.pipeline.desire import DesirePathRetriever
 from signet_rl.serving.policy import ServedPolicy
+from signet_rl.text.encoders import encode_query, make_encoder
 from tests.pipeline.test_hybrid import HYBRID, conversation, flat
 
 # -- the statistic -------------------------------------------------------------------------------------
@@ -224,8 +228,6 @@ def test_the_online_desire_report_prints_its_tables_from_prequential_rows():
         base.index(ds)
         systems = {"best_flat": OnlineSystem(base), "learned_online": OnlineSystem(ff, ff.feedback)}
         frames.append(prequential(ds, systems, ds.queries, seed=seed, budget_chars=60))
-    import pandas as pd
-
     rows = pd.concat(frames, ignore_index=True)
     text = report.summary(rows)
     assert "| best_flat |" in text and "| learned_online |" in text
@@ -249,3 +251,216 @@ def test_the_knn_mode_conditions_on_the_query_itself():
     assert [p.memories for p, _ in od.candidates(again, [])] == [("c:D1:1",), ("c:D3:3",)]
     od.knn = 1
     assert [p.memories for p, _ in od.candidates(again, [])] == [("c:D1:1",)]
+
+
+# -- review fixes: the knn flat feedback, keep, idf=reach, no ratings, state, the test-read guard ---------
+
+
+def test_idf_reach_discounts_an_entity_by_the_memories_its_positive_edges_reach():
+    """idf='reach': log(1 + M / (1 + n_e)), n_e the memories e's edges of weight above neutral reach; a
+    weakened edge does not count."""
+    e = DesireEdges(num_entities=2, num_memories=4, lr=0.5, idf="reach")
+    e.reinforce([0], [0, 1, 2], +1)  # entity 0 reaches 3 memories: log(1 + 4/4)
+    e.reinforce([1], [2], +1)  # entity 1 reaches 1: log(1 + 4/2)
+    e.reinforce([1], [3], -1)  # a weakened edge is not reach
+    assert e.desire([0])[2] == pytest.approx(0.5 * math.log(2.0))
+    assert e.desire([1])[2] == pytest.approx(0.5 * math.log(3.0))
+    assert e.desire([1])[3] == pytest.approx(-0.5 * math.log(3.0))
+
+
+def _knn_flat(**kw):
+    ds = conversation()
+    ff = FlatFeedback(variant="knn", encoder="hashing", flat=flat(), depth=12, depth_budgets=10.0, **kw)
+    ff.index(ds)
+    return ds, ff
+
+
+def test_knn_flat_feedback_boosts_a_rated_memory_for_a_similar_query_only():
+    """The knn variant's boost of a memory is the similarity-weighted mean rating the k most similar earlier
+    queries gave it (positive cosine only): 1.0 for the same question again, 0 for a dissimilar one; with a
+    second, partly similar query (cosine s) the weights are 1 / (1 + s) and s / (1 + s)."""
+    ds, ff = _knn_flat(beta=10.0, k=10)
+    q1, q2 = ds.queries  # "Where did Ann go hiking with Rex?", "What did Ann do in Paris?"
+    same = Query(id="q1b", text=q1.text, graph_id="c", split="test", timestamp=q1.timestamp)
+    other = Query(id="z", text="zebra quartz", graph_id="c", split="test", timestamp=q1.timestamp)
+    units = [_unit("c:D3:3"), _unit("c:D1:1"), _unit("c:D2:1")]
+    assert ff._boost(same, units).tolist() == [0.0, 0.0, 0.0]  # nothing rated yet
+    ff.feedback(q1, [_unit("c:D3:3")], [1])
+    assert ff._boost(same, units) == pytest.approx([1.0, 0.0, 0.0])
+    assert ff._boost(other, units).tolist() == [0.0, 0.0, 0.0]  # cosine with q1 below 0: no neighbour
+    # beta 10: the rated turn leads the similar query's slate; the dissimilar query keeps flat's order
+    assert ff.retrieve(same, 60)[0].items == ("c:D3:3",)
+    base = flat()
+    base.index(ds)
+    flat_order = [u.items for u in fit_budget(ff._depth(list(base.retrieve(other, None)), 60), 60)]
+    assert [u.items for u in ff.retrieve(other, 60)] == flat_order
+    ff.feedback(q2, [_unit("c:D1:1")], [1])
+    enc = make_encoder("hashing")
+    s = float(np.asarray(encode_query(enc, q1.text)) @ np.asarray(encode_query(enc, q2.text)))
+    assert 0 < s < 1
+    assert ff._boost(same, units) == pytest.approx([1 / (1 + s), s / (1 + s), 0.0])
+    ff.k = 1  # one neighbour: only the identical question counts
+    assert ff._boost(same, units) == pytest.approx([1.0, 0.0, 0.0])
+
+
+def test_keep_holds_flats_head_for_its_share_of_the_budget():
+    """keep=0.5: the units of flat's ranking that fit half the budget stay first, in flat's order; the
+    rated memory comes right after them (without keep it leads)."""
+    ds = conversation()
+    q = ds.queries[1]
+    got = {}
+    for keep in (0.0, 0.5):
+        ff = FlatFeedback(beta=10.0, variant="memory", keep=keep, flat=flat(), depth=12, depth_budgets=10.0,
+                          lr=1.0)  # fmt: skip
+        ff.index(ds)
+        before = ff.retrieve(q, 120)  # no rating yet: flat's own order
+        target = ff.flat.retrieve(q, None)[-1].items[0]  # flat's last-ranked turn
+        assert target not in {u.items[0] for u in before}
+        ff.feedback(q, [Unit(text="t", items=(target,))], [1])
+        got[keep] = (before, ff.retrieve(q, 120), target)
+    before, after, target = got[0.0]
+    assert after[0].items == (target,)
+    before, after, target = got[0.5]
+    head = fit_budget(before, 60)
+    assert 0 < len(head) < len(before)
+    assert [u.items for u in after[: len(head)]] == [u.items for u in head]
+    assert after[len(head)].items == (target,)
+
+
+def _served_online(ds, attach: bool):
+    small = {"max_paths": 4, "max_floor_paths": 2, "session_paths": 1, "walk_paths": 1}
+    policy = ServedPolicy.fixed("prior", traversal={**HYBRID, **small})
+    ret = policy.retriever(encoder="hashing")
+    ret.flat_spec = flat()
+    ret.floor_first = False
+    ret.index(ds)
+    if not attach:
+        return OnlineSystem(ret)
+    od = OnlineDesire(beta=1.0, max_paths=10)
+    od.attach(ret)
+    return OnlineSystem(ret, od.learn)
+
+
+def test_an_online_system_with_no_ratings_ranks_exactly_as_its_frozen_base():
+    """rating probability 0: every rating is None, so the online system (desire edges + the policy's edge
+    statistics) never changes and injects exactly what the frozen policy injects, question after question."""
+    ds = conversation()
+    queries = [
+        Query(id=f"{q.id}-{i}", text=q.text, graph_id="c", split="test", timestamp=q.timestamp)
+        for i in range(3) for q in ds.queries
+    ]  # fmt: skip
+    ds.truth = GroundTruth([Truth(q.id, ds.truth[q.id.split("-")[0]].needed, "memory") for q in queries])
+    systems = {"frozen": _served_online(ds, attach=False), "online": _served_online(ds, attach=True)}
+    shown: dict[str, list] = {"frozen": [], "online": []}
+    for name, system in systems.items():
+        real = system.retriever.retrieve
+
+        def spy(query, budget_chars=None, real=real, name=name):
+            units = real(query, budget_chars)
+            shown[name].append([(u.items, u.text) for u in units])
+            return units
+
+        system.retriever.retrieve = spy
+    rows = prequential(ds, systems, queries, seed=0, budget_chars=120, rater_prob=0.0)
+    assert shown["online"] == shown["frozen"] and len(shown["online"]) == 6
+    assert all(shown["online"])
+    cols = ["query_id", "needed_recall", "precision", "units", "chars"]
+    by = {name: g[cols].reset_index(drop=True) for name, g in rows.groupby("system")}
+    pd.testing.assert_frame_equal(by["online"], by["frozen"])
+    assert rows["rated_helpful"].sum() == 0
+
+
+def test_prequential_with_fresh_systems_reproduces_its_rows_and_reused_ones_carry_state():
+    """prequential() keeps the systems' learned state: fresh systems per call reproduce a run row for row,
+    the same objects again start from what the first call learned."""
+    ds = conversation()
+
+    def systems():
+        ff = FlatFeedback(beta=10.0, variant="memory", flat=flat(), depth=12, depth_budgets=10.0, lr=1.0)
+        ff.index(ds)
+        return {"ff": OnlineSystem(ff, ff.feedback)}
+
+    queries = ds.queries * 2
+    first = prequential(ds, systems(), queries, seed=3, budget_chars=60)
+    pd.testing.assert_frame_equal(prequential(ds, systems(), queries, seed=3, budget_chars=60), first)
+    learner = _LearnsTheAnswer()
+    learner.index(ds)
+    reused = {"l": OnlineSystem(learner, learner.learn)}
+    assert prequential(ds, reused, [ds.queries[0]], seed=0)["needed_recall"].tolist() == [0.0]
+    assert prequential(ds, reused, [ds.queries[0]], seed=0)["needed_recall"].tolist() == [1.0]
+
+
+def _git(cwd, *args):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                   capture_output=True)  # fmt: skip
+
+
+def test_the_test_read_refuses_an_uncommitted_or_provisional_recipe_and_an_existing_parquet(tmp_path):
+    """experiments/online_desire.py's guard of --split test, on a real git repository: an untracked, a
+    modified and a PROVISIONAL recipe are refused, naming the file; a committed one gives its commit hash;
+    an existing output is overwritten only with --force; a recipe may not set the rater."""
+    from experiment_script import load_experiment
+
+    script = load_experiment("online_desire")
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    file = conf / "hand.yaml"
+    file.write_text("desire: {beta: 0.5}\n")
+    _git(tmp_path, "init", "-q")
+    out = tmp_path / "hand-test.parquet"
+    with pytest.raises(ValueError) as err:
+        script.guard_test_read("hand", out, False, conf_dir=conf)
+    assert str(err.value) == f"{file} is not tracked by git: commit the recipe before the test read"
+    _git(tmp_path, "add", "conf/hand.yaml")
+    _git(tmp_path, "commit", "-q", "-m", "recipe")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+    assert script.guard_test_read("hand", out, False, conf_dir=conf) == head and len(head) == 40
+    out.write_bytes(b"rows")
+    with pytest.raises(ValueError) as err:
+        script.guard_test_read("hand", out, False, conf_dir=conf)
+    assert str(err.value) == f"{out} exists: the test fold is read once; pass --force to overwrite it"
+    assert script.guard_test_read("hand", out, True, conf_dir=conf) == head
+    file.write_text("desire: {beta: 1.0}\n")
+    with pytest.raises(ValueError) as err:
+        script.guard_test_read("hand", out, True, conf_dir=conf)
+    assert str(err.value) == f"{file} has uncommitted changes: commit the recipe before the test read"
+    file.write_text("# PROVISIONAL\ndesire: {beta: 0.5}\n")
+    _git(tmp_path, "commit", "-q", "-am", "provisional")
+    with pytest.raises(ValueError) as err:
+        script.guard_test_read("hand", out, True, conf_dir=conf)
+    assert str(err.value) == (
+        f"{file} is marked PROVISIONAL: finish the choice on validation, remove the marker and commit the "
+        "recipe before the test read"
+    )
+    file.write_text("desire: {beta: 0.5}\nrater_prob: 1.0\nrater_noise: 0.0\n")
+    with pytest.raises(ValueError) as err:
+        script.recipe("hand", conf_dir=conf)
+    assert str(err.value) == (
+        f"{file} sets rater_noise, rater_prob: the rater is the bandit task's (conf/task/bandit.yaml); "
+        "remove the key from the recipe"
+    )
+    file.write_text("desire: {beta: 0.5}\n")
+    assert script.recipe("hand", conf_dir=conf) == {"rater_noise": 0.05, "rater_prob": 0.8,
+                                                     "desire": {"beta": 0.5}}  # fmt: skip
+
+
+def test_the_report_prints_the_clean_contrast_and_the_spread_by_conversation_and_seed():
+    """pairs() with a contrast (d, c, b, a) prints (d − c) − (b − a) per question; spread() prints d − c per
+    conversation × seed (hand-made rows: the numbers are exact)."""
+    from experiment_script import load_experiment
+
+    script = load_experiment("online_desire")
+    recall = {"a": [0.5, 0.5], "b": [0.5, 1.0], "c": [0.5, 0.5], "d": [1.0, 0.5]}
+    rows = pd.DataFrame([
+        {"system": s, "seed": seed, "graph_id": g, "query_id": f"{g}q", "category": "single-hop",
+         "n_needed": 1, "needed_recall": recall[s][i], "recall_new": recall[s][i], "recall_seen": math.nan}
+        for s in "abcd" for seed in (0,) for i, g in enumerate(("g1", "g2"))
+    ])  # fmt: skip
+    text = script.pairs(rows, "d", ["c"], [("d", "c", "b", "a")])
+    # per question: d − c = (+0.5, 0), b − a = (0, +0.5): the contrast is (+0.5, −0.5), mean 0
+    assert "| d − c | +0.250 [" in text
+    assert "| (d − c) − (b − a) | +0.000 [-0.500, +0.500] (2) |" in text
+    spread = script.spread(rows, "d", "c")
+    assert "| g1 | 0 | +0.500 |" in spread and "| g2 | 0 | +0.000 |" in spread
+    assert "d − c by conversation × seed: +0.000 to +0.500 (2 cells)." in spread
