@@ -4,7 +4,8 @@ The README test (``tests/test_readme.py``) runs each README command with this va
 then keep their code path and shrink only the work: ``python -m signet_rl.train`` and
 ``python -m signet_rl.evaluate`` take the ``tiny`` preset of a synthetic dataset, the first sessions of
 each LoCoMo conversation (:data:`LOCOMO_SESSIONS`: a flat retriever with MiniLM would embed every turn and
-observation, two minutes of a smoke run), a few interactions and test queries, a few bootstrap draws, no KGE
+observation, two minutes of a smoke run; ``python -m signet_rl.datasets describe locomo`` keeps them too), a
+few interactions and test queries, a few bootstrap draws, no KGE
 anchors and a one-second KG budget; the report scripts under
 ``experiments/`` shrink their runs the same way (their figures are not the committed ones, so they land in
 ``runs/scratch/``, never in ``docs/results.md``). Figures of a smoke run mean nothing.

@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 
+from signet_rl import smoke
 from signet_rl.datasets.registry import REPORT_SYNTHETIC_VERSION, load_dataset, parse_spec
 from signet_rl.evaluation.describe import describe, format_description
 
@@ -47,8 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         options = dict(_option(o) for o in args.option)
-        if parse_spec(args.name).kind == "synthetic":  # the reports' version, not load_dataset's v1
+        kind = parse_spec(args.name).kind
+        if kind == "synthetic":  # the reports' version, not load_dataset's v1
             options.setdefault("version", REPORT_SYNTHETIC_VERSION)
+        if kind == "locomo" and smoke.enabled():  # a smoke run (the README test): LoCoMo's first sessions
+            options.setdefault("max_sessions", smoke.LOCOMO_SESSIONS)
         dataset = load_dataset(args.name, root=args.data_root, options=options or None)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
