@@ -172,14 +172,7 @@ def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
     owner = attrs["entity_id"].to_numpy(dtype=object)
     linked = linked_pairs(graph)
     words = [terms(t) for t in texts]
-    parent = list(range(len(attrs)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    edges: list[tuple[int, int]] = []
     for i, j, _ in zip(*similar_pairs(vectors, np.arange(len(attrs)), min_similarity), strict=True):
         if i > j or owner[i] == owner[j] or frozenset((owner[i], owner[j])) in linked:
             continue
@@ -189,15 +182,13 @@ def detect_principles(graph: KnowledgeGraph, *, encoder: Encoder | None = None,
                 texts[i].strip().lower() == texts[j].strip().lower()
                 or slot_variant(content_tokens(texts[i]), content_tokens(texts[j]), variant_overlap)):
             continue
-        parent[find(int(i))] = find(int(j))
-    groups: dict[int, list[int]] = {}
-    for i in range(len(attrs)):
-        groups.setdefault(find(i), []).append(i)
+        edges.append((int(i), int(j)))
+    groups = _components(len(attrs), edges)
     comm = _communities(graph, community_source)
     comm_of = [comm.get(e, f"entity:{e}") for e in owner]
     existing = set(graph.meta.get(META_KEY, {}))
     out = []
-    for rows in groups.values():
+    for rows in groups:
         if len(rows) < 2:
             continue
         ents = tuple(dict.fromkeys(owner[r] for r in rows))
@@ -288,6 +279,25 @@ def _null_tightness(vectors: np.ndarray, comm_codes: np.ndarray, size: int, min_
         block = vectors[pick] @ vectors[pick].T
         out[d] = (block.sum() - np.trace(block)) / (size * (size - 1))
     return float(out.mean()), float(out.std(ddof=1))
+
+
+def _components(n: int, edges: list[tuple[int, int]]) -> list[list[int]]:
+    """The connected components of ``n`` rows joined by ``edges`` (union-find), each in row order, listed
+    by their first row."""
+    parent = list(range(n))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, j in edges:
+        parent[find(i)] = find(j)
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(find(i), []).append(i)
+    return list(groups.values())
 
 
 def _check_stem_prefix(stem_prefix: int | None) -> None:
@@ -469,26 +479,13 @@ def detect_embedding_principles(graph: KnowledgeGraph, *, encoder: Encoder | Non
                     break
                 if allowed(int(pool[lo + r]), int(pool[j])):
                     near[lo + r].add(j)
-    parent = list(range(len(pool)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i, js in enumerate(near):
-        for j in js:
-            if not mutual or i in near[j]:
-                parent[find(i)] = find(j)
-    groups: dict[int, list[int]] = {}
-    for i in range(len(pool)):
-        groups.setdefault(find(i), []).append(i)
+    edges = [(i, j) for i, js in enumerate(near) for j in js if not mutual or i in near[j]]
+    groups = _components(len(pool), edges)
     comm = _communities(graph, community_source)
     comm_of = [comm.get(e, f"entity:{e}") for e in owner]
     existing = set(graph.meta.get(META_KEY, {}))
     out = []
-    for members in groups.values():
+    for members in groups:
         if not min_communities <= len(members) <= max_size:
             continue
         rows: list[int] = []
