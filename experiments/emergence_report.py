@@ -453,6 +453,24 @@ def _value_kwargs(prefix: Any, max_df: int, min_z: float) -> dict[str, Any]:
             "community_source": "auto", "min_communities": 3}
 
 
+def _grid_point(
+    detect: Any, vals: list, encoder: Any, kw: dict, table: list
+) -> tuple[list[float], list[int]]:
+    """One validation grid point of a principle detector: per validation seed, its F1 (precision pooled with
+    what it proposes on the seed's control graph) and how many it proposed (planted + control); each seed's
+    row is appended to ``table``."""
+    f1s, found_n = [], []
+    for seed, val, ctl in vals:
+        sc = principle_scores(val, detect(val.graph, encoder=encoder, **kw))
+        n_ctl = len(detect(ctl.graph, encoder=encoder, **kw))
+        precision = _div(sc["matching"], sc["detected"] + n_ctl)
+        f1s.append(_f1(precision, sc["recall"]))
+        found_n.append(sc["detected"] + n_ctl)
+        table.append({"seed": seed, **kw, "control_detected": n_ctl,
+                      "pooled_precision": precision, "f1": f1s[-1], **sc})
+    return f1s, found_n
+
+
 def run_principles_value(args: argparse.Namespace, encoder: Any) -> dict[str, Any]:
     """The value detector: the grid on the validation seeds (planted and control graphs), then the reporting
     seed and its control once."""
@@ -463,15 +481,7 @@ def run_principles_value(args: argparse.Namespace, encoder: Any) -> dict[str, An
         for max_df in VALUE_GRID["max_df"]:
             for min_z in VALUE_GRID["min_z"]:
                 kw = _value_kwargs(prefix, max_df, min_z)
-                f1s, found_n = [], []
-                for seed, val, ctl in vals:
-                    sc = principle_scores(val, detect_value_principles(val.graph, encoder=encoder, **kw))
-                    n_ctl = len(detect_value_principles(ctl.graph, encoder=encoder, **kw))
-                    precision = _div(sc["matching"], sc["detected"] + n_ctl)
-                    f1s.append(_f1(precision, sc["recall"]))
-                    found_n.append(sc["detected"] + n_ctl)
-                    table.append({"seed": seed, **kw, "control_detected": n_ctl,
-                                  "pooled_precision": precision, "f1": f1s[-1], **sc})
+                f1s, found_n = _grid_point(detect_value_principles, vals, encoder, kw, table)
                 _log(f"validation prefix {prefix} max_df {max_df} z {min_z}: F1 {np.mean(f1s):.3f}, "
                      f"detected (planted + control) {found_n}")
                 # ties (a plateau of equal F1) go to the strictest test, then the fewest words dismissed as
@@ -535,16 +545,7 @@ def run_principles_embed(args: argparse.Namespace, encoder: Any) -> dict[str, An
                 for k in EMBED_GRID["k"]:
                     for sim in EMBED_GRID["min_similarity"]:
                         kw = _embed_kwargs(so, veto, k, sim)
-                        f1s, found_n = [], []
-                        for seed, val, ctl in vals:
-                            sc = principle_scores(val, detect_embedding_principles(val.graph, encoder=encoder,
-                                                                                   **kw))
-                            n_ctl = len(detect_embedding_principles(ctl.graph, encoder=encoder, **kw))
-                            precision = _div(sc["matching"], sc["detected"] + n_ctl)
-                            f1s.append(_f1(precision, sc["recall"]))
-                            found_n.append(sc["detected"] + n_ctl)
-                            table.append({"seed": seed, **kw, "control_detected": n_ctl,
-                                          "pooled_precision": precision, "f1": f1s[-1], **sc})
+                        f1s, found_n = _grid_point(detect_embedding_principles, vals, encoder, kw, table)
                         _log(f"validation second_order {so} veto {veto} k {k} sim {sim}: "
                              f"F1 {np.mean(f1s):.3f}, "
                              f"detected (planted + control) {found_n}")
