@@ -29,8 +29,11 @@ then moves. Off by default: nothing calls it unless configured to.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path as PathLib
 
 import numpy as np
 import pandas as pd
@@ -39,10 +42,13 @@ from signet_rl.graph.model import EntityType, KnowledgeGraph
 from signet_rl.learning.feedback_log import FeedbackRecord
 from signet_rl.traversal.path import HopKind, Path, PathError
 
-__all__ = ["HEALTHY", "SICK", "UNDER_MAPPED", "UNSEEN", "UNUSED", "HealthThresholds", "PruningPlan",
-           "community_health", "entity_health", "health_from_touches", "plan_pruning", "touched_entities"]
+__all__ = ["HEALTHY", "PLAN_FORMAT", "SICK", "UNDER_MAPPED", "UNSEEN", "UNUSED", "HealthThresholds",
+           "PruningPlan", "community_health", "entity_health", "health_from_touches", "plan_pruning",
+           "touched_entities"]
 
 HEALTHY, SICK, UNUSED, UNDER_MAPPED, UNSEEN = "healthy", "sick", "unused", "under-mapped", "unseen"
+#: ``format`` of a saved :class:`PruningPlan` (:meth:`PruningPlan.save`).
+PLAN_FORMAT = "signet_rl.pruning_plan/1"
 
 
 @dataclass(frozen=True)
@@ -304,6 +310,61 @@ class PruningPlan:
     @property
     def entity_ids(self) -> tuple[str, ...]:
         return self.unused + self.sick
+
+    def to_dict(self) -> dict[str, object]:
+        """The plan as JSON-ready values (``format`` names the layout; ``until`` in ISO 8601 or null)."""
+        return {"format": PLAN_FORMAT, "until": None if self.until is None else self.until.isoformat(),
+                "unused": list(self.unused), "sick": list(self.sick), "kept": dict(sorted(self.kept.items()))}
+
+    @classmethod
+    def from_dict(cls, values: object, *, where: str = "pruning plan") -> PruningPlan:
+        """The plan :meth:`to_dict` wrote. A wrong layout, a non-string id or an id both unused and sick
+        raises :class:`ValueError` naming ``where`` and the key."""
+        if not isinstance(values, dict) or values.get("format") != PLAN_FORMAT:
+            got = values.get("format") if isinstance(values, dict) else type(values).__name__
+            raise ValueError(f"{where}: not a pruning plan (expected format {PLAN_FORMAT!r}, got {got!r})")
+        lists: dict[str, tuple[str, ...]] = {}
+        for key in ("unused", "sick"):
+            ids = values.get(key)
+            if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
+                raise ValueError(f"{where}: {key!r} must be a list of entity ids (non-empty strings), "
+                                 f"got {ids!r}")
+            lists[key] = tuple(ids)
+        both = sorted(set(lists["unused"]) & set(lists["sick"]))
+        if both:
+            raise ValueError(f"{where}: entity {both[0]!r} is listed both unused and sick")
+        kept = values.get("kept", {})
+        if not isinstance(kept, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                 for k, v in kept.items()):
+            raise ValueError(f"{where}: 'kept' must map entity ids to reasons, got {kept!r}")
+        until = values.get("until")
+        try:
+            stamp = None if until is None else pd.Timestamp(until)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{where}: 'until' is not a timestamp: {until!r}") from e
+        return cls(until=stamp, unused=lists["unused"], sick=lists["sick"], kept=dict(kept))
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the plan as JSON to ``path`` (through a temporary file: a crash leaves the old file)."""
+        out = PathLib(path)
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, out)
+        return out
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> PruningPlan:
+        """The plan :meth:`save` wrote; a missing file, bad JSON or a wrong layout names ``path``."""
+        where = str(path)
+        try:
+            text = PathLib(path).read_text(encoding="utf-8")
+        except OSError as e:
+            raise ValueError(f"{where}: cannot read the pruning plan ({e.strerror})") from e
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{where}: not JSON (line {e.lineno}: {e.msg})") from e
+        return cls.from_dict(values, where=where)
 
 
 def _mentioned_again(graph: KnowledgeGraph, entity_ids: set[str], cutoff: pd.Timestamp | None,

@@ -7,6 +7,7 @@ import pytest
 
 from signet_rl.emergence.health import (
     HealthThresholds,
+    PruningPlan,
     community_health,
     entity_health,
     plan_pruning,
@@ -122,6 +123,29 @@ def test_pruning_uses_training_feedback_only_and_keeps_pinned_and_principles() -
     assert plan.entity_ids == ("e4", "e0", "e1")
     later = plan_pruning(graph(), recs, until=None)
     assert later.unused == ()
+
+
+def test_a_saved_plan_loads_back_equal_and_a_bad_file_is_named(tmp_path) -> None:
+    plan = plan_pruning(graph(), log(), until=T0 + pd.Timedelta(days=5))
+    path = plan.save(tmp_path / "plan.json")
+    assert PruningPlan.load(path) == plan and PruningPlan.load(path).entity_ids == ("e4", "e0", "e1")
+    assert PruningPlan.from_dict(PruningPlan(None, (), ()).to_dict()).until is None
+    (tmp_path / "bad.json").write_text("{", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.json: not JSON \(line 1: "):
+        PruningPlan.load(tmp_path / "bad.json")
+    with pytest.raises(ValueError, match=r"missing.json: cannot read the pruning plan \(No such file"):
+        PruningPlan.load(tmp_path / "missing.json")
+    with pytest.raises(ValueError, match=r"^p: not a pruning plan \(expected format "
+                                         r"'signet_rl.pruning_plan/1', got None\)$"):
+        PruningPlan.from_dict({"unused": []}, where="p")
+    good = plan.to_dict()
+    with pytest.raises(ValueError, match=r"^p: 'sick' must be a list of entity ids \(non-empty strings\), "
+                                         r"got \['e0', 3\]$"):
+        PruningPlan.from_dict({**good, "sick": ["e0", 3]}, where="p")
+    with pytest.raises(ValueError, match=r"^p: entity 'e0' is listed both unused and sick$"):
+        PruningPlan.from_dict({**good, "unused": ["e0"]}, where="p")
+    with pytest.raises(ValueError, match=r"^p: 'until' is not a timestamp: 'soon'$"):
+        PruningPlan.from_dict({**good, "until": "soon"}, where="p")
 
 
 def test_bad_logs_are_named() -> None:
