@@ -319,7 +319,7 @@ def test_ppr_run_exports_its_config_and_reproduces_its_row(tmp_path):
     run = train_run(tmp_path / "ppr", "scorer=ppr")
     art = export_run(run, tmp_path / "art")
     m = json.loads((art / "manifest.json").read_text())
-    assert m["scorer"] == {"name": "ppr", "config": {"damping": 0.5}, "kind": "fixed"}
+    assert m["scorer"] == {"name": "ppr", "config": {"damping": 0.5, "tol": 1e-6}, "kind": "fixed"}
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("evaluate", overrides=[
             f"policy={run}", "dataset.spec=synthetic:tiny:0",
