@@ -198,6 +198,9 @@ class Service:
         self.memory_ids = frozenset(str(m) for m in self.graph.memories["id"])
         self.prewarm = TemporalPrewarm(prewarm) if prewarm is not None else None
         self.replayed = self.state.replay(self._learn)
+        #: how often the live graph was re-indexed (a principle verb or a bridge move, :meth:`_reindex`)
+        self.reindexed = 0
+        self._entity_vectors: np.ndarray | None = None
         self.started = time.time()
         self.load_seconds = time.perf_counter() - t0
         log.info("serving %s on %s: %d entities, %d memories; %d ratings replayed in %.1f s",
@@ -233,6 +236,56 @@ class Service:
                               cold=self.cold)
         self.graph = em.prepare(self.graph)
         return em
+
+    # -- live graph changes (issue 29 §6) ----------------------------------------------------------------
+
+    def _reindex(self, graph: Any) -> float:
+        """Walk ``graph`` from the next recall on: the desire retriever re-indexes it (arrays, traverser,
+        entry search) under the service's lock, and the online-learned edge statistics move across by edge
+        id (an edge the graph gained starts from the policy's mapped statistics, neutral when it never saw
+        it, as it does after a restart). Called after a principle verb or a bridge rating changed the
+        emergence graph; the flat side is untouched (principles and bridges add no memories). Returns the
+        seconds it took."""
+        t0 = time.perf_counter()
+        with self._lock:
+            old_arrays, old_stats, old_index = self.arrays, self.stats, self.edge_index
+            dataset = dataclasses.replace(self.dataset, graphs={"main": graph})
+            self.flat._floor_indexed = dataset  # memories unchanged: the flat side keeps its index
+            self.desire.index(dataset)
+            arrays = self.desire._state("main").arrays
+            self.policy._stats.pop(id(old_arrays), None)  # the old view's statistics: replaced below
+            stats = self.policy.edge_stats(arrays)
+            index = {str(e): i for i, e in enumerate(arrays.edge_ids)}
+            pairs = np.asarray([(i, index[e]) for e, i in old_index.items() if e in index], dtype=np.int64)
+            if len(pairs):
+                old_rows, new_rows = pairs[:, 0], pairs[:, 1]
+                stats.weights[new_rows] = old_stats.weights[old_rows]
+                stats.walks[new_rows] = old_stats.walks[old_rows]
+                stats.last_update[new_rows] = old_stats.last_update[old_rows]
+            stats.step = old_stats.step
+            forget = getattr(self.policy.scorer, "forget_snapshot", None)
+            if forget is not None:
+                forget()
+            self.graph, self.dataset, self.arrays, self.edge_index, self.stats = (
+                graph, dataset, arrays, index, stats)
+            self._entity_vectors = None
+            self.reindexed += 1
+        return time.perf_counter() - t0
+
+    def _follow_emergence(self) -> None:
+        """Re-index when the emergence graph moved away from the indexed one (a principle verb, a bridge
+        promoted, climbed or faded)."""
+        if self.emergence is not None and self.emergence.graph is not None \
+                and self.emergence.graph is not self.graph:
+            self._reindex(self.emergence.graph)
+
+    def principle_verb(self, pid: str, verb: str, text: str | None = None) -> dict[str, Any]:
+        """Confirm, reject or correct principle ``pid`` (:meth:`ServiceEmergence.principle_verb`: checked,
+        logged, kept), then walk the changed graph from the next recall on (:meth:`_reindex`)."""
+        with self._lock:
+            record = self.emergence.principle_verb(pid, verb, text)
+            self._follow_emergence()
+        return record
 
     # -- learning -----------------------------------------------------------------------------------------
 
@@ -433,6 +486,7 @@ class Service:
                     self._learn(result, row)
                     if self.emergence is not None:
                         self.emergence.on_feedback(result, row)
+                        self._follow_emergence()  # a bridge promoted (or moved) is walked from now on
         return {"ok": True, "recorded": recorded, "acknowledged": len(items)}
 
     # -- pull path, impact, status ------------------------------------------------------------------------
@@ -663,7 +717,8 @@ def _emergence_routes(app: FastAPI, service: Service) -> None:
 
     @app.post("/api/emergence/principles/{pid}")
     def principle_verb(pid: str, body: PrincipleVerbBody) -> dict[str, Any]:
-        return {"ok": True, "principle": em().principle_verb(pid, body.verb, body.text)}
+        em()
+        return {"ok": True, "principle": service.principle_verb(pid, body.verb, body.text)}
 
     @app.get("/api/emergence/bridges")
     def bridges() -> dict[str, Any]:

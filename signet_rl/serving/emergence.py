@@ -6,14 +6,19 @@ feedback log itself); the Signet store stays read-only. Like the learned statist
 
 - at start, principles are detected on the imported graph (deterministic for a graph and a config), added
   to it, and the verb log is replayed over them **before the desire retriever indexes the graph**, so a
-  confirmed principle's raised edges (and a rejected one's, below ``min_confidence``) shape the walks from
-  the next start on; a verb answered now changes the principle's record at once and the walks at the next
-  start (the retriever indexes the graph once);
+  confirmed principle's raised edges (and a rejected one's, below ``min_confidence``) shape the walks;
 - bridges are found at start (the store's contents are the ingest) and the tracker replays the feedback
   log's ratings of results that crossed them. A promoted bridge's edge enters at ``pattern-matched`` (0.5,
   ``emergence.bridge.promote_reason``), the lowest rung walked at the default ``min_confidence``, so a
   promotion changes the walks (earlier it entered at ``inferred`` 0.4 and was walked only after two more
-  positives); it is in the indexed graph from the next start on (the retriever indexes the graph once).
+  positives).
+
+Live: a verb answered now, or a rating that promotes, climbs or fades a bridge, changes :attr:`graph`, and
+the service (:meth:`signet_rl.serving.app.Service._reindex`) re-indexes the desire retriever over it under
+its lock before it answers, so the very next recall walks a confirmed principle's or a promoted bridge's
+edge and no longer walks a rejected one; the online-learned edge statistics move across by edge id. A restart
+replays the same logs (verbs, then ratings: they move disjoint edges) and reaches the same graph and the same
+statistics (tested through a real server).
 
 Users set no weights. Principles answer to ``confirm``, ``reject`` and ``correct`` only
 (``POST /api/emergence/principles/{id}``); bridges move only on the ratings of results that crossed them;

@@ -153,7 +153,7 @@ def test_bridges_move_on_ratings_of_results_that_crossed_them_and_are_replayed(s
         assert got.status_code == 200, got.text
     (b,) = [b for b in client.get("/api/emergence/bridges").json()["bridges"] if b["id"] == bid]
     assert (b["status"], b["positive"], b["dependency_id"]) == ("promoted", 2, f"dep-{bid}")
-    assert f"dep-{bid}" not in set(svc.graph.dependencies["id"])  # indexed at the next start
+    assert f"dep-{bid}" in set(str(e) for e in svc.arrays.edge_ids)  # indexed at once (issue 29 §6)
     svc.state.close()
     again = Service(store, served["artifact"], state, emergence=config)
     try:
