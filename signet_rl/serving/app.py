@@ -703,6 +703,11 @@ class PrincipleVerbBody(BaseModel):
     text: StrictStr | None = Field(default=None, max_length=8192)
 
 
+class PruningBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    until: StrictStr | None = Field(default=None, max_length=64)  # ISO 8601; default: now
+
+
 def _emergence_routes(app: FastAPI, service: Service) -> None:
     """Issue 29's read-outs and the principle verbs (404 for all of them when emergence is off)."""
 
@@ -724,11 +729,27 @@ def _emergence_routes(app: FastAPI, service: Service) -> None:
     def bridges() -> dict[str, Any]:
         return em().bridges()
 
+    def rated() -> list[tuple[IssuedResult, FeedbackRow]]:
+        state = service.state
+        return [(state.result(fb.result_id), fb) for fb in state.feedback()]
+
     @app.get("/api/emergence/health")
     def health() -> dict[str, Any]:
-        state = service.state
-        rated = [(state.result(fb.result_id), fb) for fb in state.feedback()]
-        return em().health(rated)
+        return em().health(rated())
+
+    @app.post("/api/emergence/pruning")
+    def prune(body: PruningBody) -> dict[str, Any]:
+        """Plan the pruning from the feedback up to ``until`` and keep it (with a health snapshot) in the
+        service's file; the store is not touched (the answer's ``apply`` says how it is applied)."""
+        return em().prune(rated(), body.until)
+
+    @app.get("/api/emergence/pruning")
+    def pruning() -> dict[str, Any]:
+        got = em().pruning()
+        if got is None:
+            raise HTTPException(404, "no pruning plan yet: POST /api/emergence/pruning {\"until\": ISO time} "
+                                     "plans one from the feedback up to then")
+        return got
 
 
 def report(state_path: str | Path, seed: int = 0) -> dict[str, Any]:

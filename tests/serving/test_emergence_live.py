@@ -86,3 +86,62 @@ def test_principle_verbs_and_bridge_promotions_change_the_next_recall_and_replay
         assert again.emergence.principles()[0]["status"] == "confirmed"
     finally:
         again.state.close()
+
+
+def test_pruning_plan_is_kept_in_the_service_file_and_never_applied_to_the_store(store, served, tmp_path):
+    import hashlib
+    import sqlite3
+
+    from signet_rl.emergence.health import PruningPlan
+
+    state = tmp_path / "state.sqlite"
+    before = hashlib.sha256(store.read_bytes()).hexdigest()
+    svc = Service(store, served["artifact"], state, emergence={"principles": True, "health": True})
+    pid = svc.emergence.principles()[0]["id"]
+
+    def rows() -> int:
+        with sqlite3.connect(state) as db:
+            return int(db.execute("SELECT COUNT(*) FROM emergence_pruning").fetchone()[0])
+
+    with live_server(create_app(svc)) as url, httpx.Client(base_url=url, timeout=30) as c:
+        got = c.get("/api/emergence/pruning")
+        assert got.status_code == 404 and got.json()["detail"].startswith("no pruning plan yet")
+        hit = next(p for p in c.post("/api/memory/recall", json={
+            "query": "what about billing", "sessionKey": "s", "limit": 50}).json()["results"]
+            if p["path"]["entities"] == ["billing", "billing-db"])
+        for i in range(3):  # three rated walks through billing and billing-db
+            assert c.post("/api/memory/feedback", json={"sessionKey": "s", "results": {
+                hit["id"]: {"rating": 1 if i else 0.5, "idempotencyKey": f"k{i}"}}}).status_code == 200
+
+        got = c.post("/api/emergence/pruning", json={"until": "yesterday-ish"})
+        assert (got.status_code, got.json()["error"]) == (
+            422, "until: 'yesterday-ish' is not an ISO 8601 time; no pruning plan was computed or stored")
+        assert c.post("/api/emergence/pruning", json={"until": None, "entity": "billing"}).status_code == 422
+        assert rows() == 0  # nothing written
+
+        early = c.post("/api/emergence/pruning", json={"until": "2000-01-01T00:00:00Z"}).json()
+        assert (early["until"], early["rated_paths"], early["feedback_seq"]) == (
+            "2000-01-01T00:00:00+00:00", 0, 0)
+        assert early["plan"]["kept"] == {pid: "principle"}  # principles are never pruned
+        assert set(early["plan"]["unused"]) == set(svc.graph.entities["id"]) - {pid}
+
+        now = c.post("/api/emergence/pruning", json={}).json()
+        assert now["rated_paths"] == 3 and now["feedback_seq"] == 3 and not now["store_written"]
+        assert {"billing", "billing-db"}.isdisjoint(now["plan"]["unused"] + now["plan"]["sick"])
+        assert now["health"]["entities"]["healthy"] == 2
+        assert now["apply"].startswith("applied only offline, on a copy of the store") and \
+            "python -m signet_rl.emergence prune STORE --plan PLAN.json --copy-to OUT.db" in now["apply"]
+        assert c.get("/api/emergence/pruning").json() == now
+        assert c.get("/api/emergence/health").json()["last_snapshot"] == {
+            k: now[k] for k in ("seq", "computed_at", "until")}
+        plan = PruningPlan.from_dict(now["plan"])
+        assert PruningPlan.load(plan.save(tmp_path / "plan.json")) == plan  # what the offline command reads
+    svc.state.close()
+    assert rows() == 2
+    assert hashlib.sha256(store.read_bytes()).hexdigest() == before  # the store is never written
+
+    again = Service(store, served["artifact"], state, emergence={"principles": True, "health": True})
+    try:
+        assert again.emergence.pruning() == now  # kept across a restart
+    finally:
+        again.state.close()
