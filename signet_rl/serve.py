@@ -54,8 +54,9 @@ def _http(argv: list[str]) -> int:
                         help="temporal pre-warm at POST /api/session/start (off by default; issue 29)")
     parser.add_argument("--emergence", default="",
                         help="issue 29's mechanisms to switch on, comma-separated: bridges, principles, "
-                             "health (all off by default; their state lives in the --state file). The "
-                             "trainer's staleness regulation, the offline cold tier and pre-warm (use "
+                             "health, explorer (a speculative result per session), regulation (explorer "
+                             "slots set per session by the staleness signal) (all off by default; their "
+                             "state lives in the --state file). The offline cold tier and pre-warm (use "
                              "--prewarm) are refused here")
     parser.add_argument("--hybrid", action="store_true",
                         help="the hybrid entry on top of the policy's traversal: flat's hits as the floor, "

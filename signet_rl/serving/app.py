@@ -175,6 +175,7 @@ class Service:
         #: emergence is on or off (pruning happens offline, between two runs of the service)
         self.cold = frozenset(cold_entities(self.store))
         self.emergence = self._emergence(emergence_config)
+        self.exploration = self._exploration(emergence_config, k)
         self.dataset = Dataset(name=f"signet:{self.store}", graphs={"main": self.graph}, queries=[],
                                truth=GroundTruth(), report=LoadReport(files=[str(self.store)]))  # fmt: skip
         # sparse query vectors by their non-zero columns (the same scores as faiss's scan, ties by row)
@@ -236,6 +237,15 @@ class Service:
                               cold=self.cold)
         self.graph = em.prepare(self.graph)
         return em
+
+    def _exploration(self, config: Any, k: int) -> Any:
+        """Explorer slots per session (:mod:`signet_rl.serving.exploration`) when ``emergence.explorer`` or
+        ``emergence.regulation`` is on; None otherwise."""
+        if not (config.explorer or config.regulation):
+            return None
+        from signet_rl.serving.exploration import ServiceExploration
+
+        return ServiceExploration(config.exploration, config.regulation, self.state.path, k)
 
     # -- live graph changes (issue 29 §6) ----------------------------------------------------------------
 
@@ -327,13 +337,13 @@ class Service:
 
     def _desire(
         self, query: Query, budget: int
-    ) -> tuple[list[Any], dict[str, list[float]], list[Any] | None]:
+    ) -> tuple[list[Any], dict[str, list[float]], list[Any] | None, Any]:
         """The desire retriever's constructed memories for ``query``; when the policy has an
-        online-learnable head (LinUCB), each scored path's context-path vector by path id; and flat's units
-        when the hybrid entry already ran flat for this query (``None``: run it)."""
+        online-learnable head (LinUCB), each scored path's context-path vector by path id; flat's units
+        when the hybrid entry already ran flat for this query (``None``: run it); and the candidates."""
         cands = self.desire.candidates(query)
         if cands is None:
-            return [], {}, None
+            return [], {}, None, None
         paths = cands.walk.paths
         with stage(self.desire.timer, "scoring"):
             scores = self.policy.score(query, paths, cands.context) if paths else np.zeros(0)
@@ -347,14 +357,54 @@ class Service:
             if chosen:
                 x = self.policy.scorer.design(query, chosen, cands.context)
                 designs = {p.id: row.tolist() for p, row in zip(chosen, x, strict=True)}
-        return units, designs, cands.flat_units
+        return units, designs, cands.flat_units, cands
+
+    def _explorers(self, query: Query, cands: Any, taken: set[str], n: int) -> list[tuple[Any, int]]:
+        """Up to ``n`` speculative paths for ``query``'s explorer slots, as constructed memories with their
+        rank among the speculative candidates (0: the most speculative). Candidates: the walk's paths and
+        the far paths (entities close in meaning, two or more hops from every entry), ranked by
+        :func:`~signet_rl.learning.exploration.speculative_candidates` (uncertain edges, close but far);
+        the paths the desire side already constructed are left out."""
+        from signet_rl.learning.exploration import speculative_candidates
+
+        if n <= 0 or cands is None:
+            return []
+        state = self.desire._state("main")
+        paths = list(cands.walk.paths) + self.desire.far_paths(query, cands)
+        if not paths:
+            return []
+        if self._entity_vectors is None:
+            names = state.graph.entities.set_index("id")["name"].reindex(state.arrays.entity_ids)
+            self._entity_vectors = state.encoder.encode(names.fillna("").astype(str).tolist())
+        qv = state.encoder.encode([query.text[:1000]])[0]
+        ranked = speculative_candidates(paths, state.arrays, self.stats, qv, self._entity_vectors,
+                                        cands.entries, k=len(paths))
+        out: list[tuple[Any, int]] = []
+        seen = set(taken)
+        for rank, i in enumerate(ranked.tolist()):
+            p = paths[i]
+            if p.id in seen:
+                continue
+            seen.add(p.id)
+            unit = state.builder.construct(p)
+            if unit.text:
+                out.append((unit, rank))
+            if len(out) == n:
+                break
+        return out
 
     def recall(self, body: RecallBody) -> dict[str, Any]:
         limit = body.limit or self.k
         query = Query(id=f"serve:{uuid.uuid4().hex}", text=body.query, graph_id="main", split="test",
                       meta={"session": body.sessionKey} if body.sessionKey else {})  # fmt: skip
         with self._lock:
-            desire_units, designs, floor_units = self._desire(query, body.budgetChars or self.budget_chars)
+            budget = body.budgetChars or self.budget_chars
+            desire_units, designs, floor_units, cands = self._desire(query, budget)
+            explorers = []
+            if self.exploration is not None:  # explorer slots (issue 29 §1): filled before the mixed slate
+                n = self.exploration.available(body.sessionKey, limit)
+                taken = {str(u.meta.get("path_id")) for u in desire_units}
+                explorers = self._explorers(query, cands, taken, n)
             # the hybrid entry's floor is this same flat retriever: its units for this query are reused
             flat_units = floor_units if floor_units is not None else self.flat.retrieve(query, None)
             d_keys = _unique([f"p:{u.meta.get('path_id', u.text[:40])}" for u in desire_units])
@@ -362,7 +412,7 @@ class Service:
             units = {**dict(zip(d_keys, desire_units, strict=False)),
                      **dict(zip(f_keys, flat_units, strict=False))}  # fmt: skip
             slate = mix(list(dict.fromkeys(d_keys)), [k for k in dict.fromkeys(f_keys) if k not in d_keys],
-                        limit, self._rng, alpha=self.alpha, temperature=self.temperature)  # fmt: skip
+                        limit - len(explorers), self._rng, alpha=self.alpha, temperature=self.temperature)
         recall_id = uuid.uuid4().hex
         bucket = self.stats.time_bucket(time.time())
         issued, out = [], []
@@ -383,8 +433,18 @@ class Service:
                 str(unit.meta.get("strategy") or "what"), bucket, tuple(path["memory_ids"]), logged,
                 tuple(path["dependencies"]), float(slate.fused[j]), recall_id, slot))  # fmt: skip
             out.append(self._result_json(rid, unit, system, p, slate.fused[j], path))
+        for unit, rank in explorers:  # after the mixed slate, outside it (slot None): not in the comparison
+            rid = f"r_{uuid.uuid4().hex}"
+            path = _provenance(unit, self.memory_ids)
+            logged = {**path, "walk": str(unit.meta["path"]), "explorer": True, "speculative_rank": rank}
+            issued.append(IssuedResult(
+                rid, body.sessionKey, body.query, "main", "desire", len(issued), 1.0,
+                str(unit.meta.get("strategy") or "what"), bucket, tuple(path["memory_ids"]), logged,
+                tuple(path["dependencies"]), 0.0, recall_id, None))  # fmt: skip
+            out.append({**self._result_json(rid, unit, "explorer", 1.0, 0.0, path), "explorer": True,
+                        "speculative_rank": rank})
         self.state.issue(issued, {"recall_id": recall_id, "session_key": body.sessionKey, "query": body.query,
-                                  "k": limit, "slate": slate.to_json()})  # fmt: skip
+                                  "k": limit - len(explorers), "slate": slate.to_json()})  # fmt: skip
         return {"results": out, "query": body.query, "method": "desire-paths", "recall_id": recall_id}
 
     def _result_json(
@@ -715,6 +775,17 @@ def _emergence_routes(app: FastAPI, service: Service) -> None:
         if service.emergence is None:
             raise HTTPException(404, "emergence is off in this service; start it with --emergence")
         return service.emergence
+
+    @app.get("/api/emergence/exploration")
+    def exploration(session: str | None = None, last: int = 20) -> dict[str, Any]:
+        """The explorer regulator's state: its settings and each session's slots (the newest ``last``,
+        1 to 1000, or the one ``session`` names, 404 when it has none yet)."""
+        if service.exploration is None:
+            raise HTTPException(404, "explorer slots are off in this service; start it with --emergence "
+                                     "explorer (base quota) or --emergence regulation (regulated)")
+        if not 1 <= last <= 1000:
+            raise HTTPException(422, f"last: must be in [1, 1000], got {last!r}; nothing was read")
+        return service.exploration.status(session, last)
 
     @app.get("/api/emergence/principles")
     def principles() -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 
 from signet_rl.serving.app import Service, create_app
 from signet_rl.serving.state import IssuedResult
@@ -145,3 +146,80 @@ def test_pruning_plan_is_kept_in_the_service_file_and_never_applied_to_the_store
         assert again.emergence.pruning() == now  # kept across a restart
     finally:
         again.state.close()
+
+
+def test_explorer_slots_are_regulated_per_session_by_staleness_and_kept_across_a_restart(served, tmp_path):
+    """A hand-made timeline: the same query every session. Session 3 sees a stale timeline (the same paths,
+    no new entities or edges) and gets more explorer slots, within the quota bounds; its explorers all rated
+    negative, exploration stops paying and session 4 is back at the base quota. A restart continues it."""
+    import math
+
+    from signet_rl.serving.app import report
+
+    state, q = tmp_path / "state.sqlite", "what is behind buhowi-db?"
+    on = {"regulation": True}
+    svc = Service(served["store"], served["artifact"], state, emergence=on)
+
+    def recall(c: httpx.Client, session: str) -> list[dict]:
+        got = c.post("/api/memory/recall", json={"query": q, "sessionKey": session, "limit": 50})
+        assert got.status_code == 200, got.text
+        return got.json()["results"]
+
+    with live_server(create_app(svc)) as url, httpx.Client(base_url=url, timeout=30) as c:
+        ex = [r for r in recall(c, "s1") if r["system"] == "explorer"]
+        shown = list(ex)
+        assert len(ex) == 1 and ex[0]["explorer"] and ex[0]["propensity"] == 1.0 and ex[0]["path"]["entities"]
+        s1 = c.get("/api/emergence/exploration", params={"session": "s1"}).json()["sessions"][0]
+        assert (s1["slots"], s1["used"], s1["regulated"], s1["signals"]) == (1, 1, True, {})
+        assert not [r for r in recall(c, "s1") if r["system"] == "explorer"]  # the session's slot is spent
+
+        shown += [r for r in recall(c, "s2") if r["system"] == "explorer"]
+        assert len(shown) == 2  # s1 was a first session: never stale
+        stale = [r for r in recall(c, "s3") if r["system"] == "explorer"]
+        shown += stale
+        s3 = c.get("/api/emergence/exploration", params={"session": "s3"}).json()["sessions"][0]
+        signals = s3["signals"]
+        assert (signals["session"], signals["repeat_share"], signals["new_items"]) == ("s2", 1.0, 0)
+        assert s3["staleness"] == pytest.approx(2 / 3)
+        # stale: the seed's bounds, at least 2 and up to 30% of the slate slots the last session showed
+        assert s3["slots"] == max(2, math.floor(0.3 * signals["slots"])) == len(stale) >= 2
+
+        for i, r in enumerate(shown):  # every explorer of the window rated negative: exploration stops paying
+            assert c.post("/api/memory/feedback", json={"sessionKey": "s", "results": {
+                r["id"]: {"verb": "reject", "idempotencyKey": f"x{i}"}}}).status_code == 200
+        assert len([r for r in recall(c, "s4") if r["system"] == "explorer"]) == 1
+        now = c.get("/api/emergence/exploration").json()
+        assert now["current"]["session_key"] == "s4" and now["current"]["slots"] == 1
+        assert (now["current"]["signals"]["explorer_rated"], now["current"]["signals"]["explorer_hits"]) == (
+            len(shown), 0)
+
+        # bad requests: named, nothing written
+        got = c.get("/api/emergence/exploration", params={"session": "nope"})
+        assert (got.status_code, got.json()["error"]) == (
+            404, "unknown session 'nope': no recall of it has been given explorer slots yet")
+        assert c.get("/api/emergence/exploration", params={"last": 0}).status_code == 422
+        assert c.get("/api/emergence/exploration").json()["sessions_decided"] == 4
+    r = report(state)  # explorer results are outside the mixed slates: the comparison still reads them
+    assert r["recalls"] == 5
+    svc.state.close()
+
+    again = Service(served["store"], served["artifact"], state, emergence=on)
+    try:
+        client = TestClient(create_app(again))
+        assert client.get("/api/emergence/exploration").json() == now  # the regulator's state is kept
+        assert not [x for x in client.post("/api/memory/recall", json={
+            "query": q, "sessionKey": "s4", "limit": 50}).json()["results"] if x["system"] == "explorer"]
+    finally:
+        again.state.close()
+
+    fixed = Service(served["store"], served["artifact"], tmp_path / "fixed.sqlite",
+                    emergence={"explorer": True})
+    try:
+        client = TestClient(create_app(fixed))
+        for s in ("s1", "s2", "s3"):  # a fixed quota: one slot every session, stale or not
+            got = client.post("/api/memory/recall", json={"query": q, "sessionKey": s, "limit": 50}).json()
+            assert len([x for x in got["results"] if x["system"] == "explorer"]) == 1
+        assert {x["slots"] for x in client.get("/api/emergence/exploration").json()["sessions"]} == {1}
+        assert fixed.emergence is None  # explorer slots alone switch no other mechanism on
+    finally:
+        fixed.state.close()
