@@ -25,6 +25,16 @@ own API (facts: the project's design notes on Signet's HTTP API):
   acknowledged ratings predict (:mod:`signet_rl.emergence.prewarm`), as constructed memories within 600
   characters, shown like recall results (``system`` ``prewarm``, a ``propensity`` each) and rated the same
   way; each rating of a walked path also feeds those statistics.
+* Issue 29 (``--emergence``, each switch off by default; state in the service's own file, the store stays
+  read-only): ``GET /api/emergence/principles`` and ``POST /api/emergence/principles/{id}`` (``confirm``,
+  ``reject``, ``correct``: the only verbs; users set no weights), ``GET /api/emergence/bridges``, ``GET
+  /api/emergence/health``, ``POST``/``GET /api/emergence/pruning`` (a pruning plan from the feedback up to
+  ``until``, kept with its health snapshot and applied only offline, on a copy) and ``GET
+  /api/emergence/exploration`` (each session's explorer slots, set by the staleness signal with
+  ``regulation``; :mod:`signet_rl.serving.exploration`). A verb, or a rating that promotes, climbs or fades a
+  bridge, re-indexes the desire retriever at once (:meth:`Service._reindex`): the next recall walks the
+  changed graph. With explorer slots on, a recall of a session with slots left ends with speculative results
+  (``system`` ``explorer``, propensity 1, outside the mixed slate).
 
 Online learning: each newly recorded rating reinforces the rated path's edges in the policy's desire-path
 statistics with the training rule (:meth:`~signet_rl.learning.reinforcement.EdgeStats.reinforce`: floor,
