@@ -190,6 +190,7 @@ class Service:
                                truth=GroundTruth(), report=LoadReport(files=[str(self.store)]))  # fmt: skip
         # sparse query vectors by their non-zero columns (the same scores as faiss's scan, ties by row)
         self.flat = flat_variant(flat, encoder=self.policy.encoder, sparse_queries=True)
+        self._traversal = traversal
         self.desire = self.policy.retriever(name="desire", config=traversal)
         self.desire.flat_spec = self.flat  # a hybrid traversal's floor: indexed once, by whoever is first
         self.desire.parallel_floor = True  # the floor's flat retrieval overlaps entry search and the walk
@@ -260,52 +261,67 @@ class Service:
     # -- live graph changes (issue 29 §6) ----------------------------------------------------------------
 
     def _reindex(self, graph: Any) -> float:
-        """Walk ``graph`` from the next recall on: the desire retriever re-indexes it (arrays, traverser,
-        entry search) under the service's lock, and the online-learned edge statistics move across by edge
-        id (an edge the graph gained starts from the policy's mapped statistics, neutral when it never saw
-        it, as it does after a restart). Called after a principle verb or a bridge rating changed the
-        emergence graph; the flat side is untouched (principles and bridges add no memories). Returns the
+        """Walk ``graph`` from the next recall on (:meth:`_prepare_index`, then its swap); returns the
         seconds it took."""
         t0 = time.perf_counter()
         with self._lock:
-            old_arrays, old_stats, old_index = self.arrays, self.stats, self.edge_index
-            dataset = dataclasses.replace(self.dataset, graphs={"main": graph})
-            self.flat._floor_indexed = dataset  # memories unchanged: the flat side keeps its index
-            self.desire.index(dataset)
-            arrays = self.desire._state("main").arrays
-            self.policy._stats.pop(id(old_arrays), None)  # the old view's statistics: replaced below
-            stats = self.policy.edge_stats(arrays)
-            index = {str(e): i for i, e in enumerate(arrays.edge_ids)}
-            pairs = np.asarray([(i, index[e]) for e, i in old_index.items() if e in index], dtype=np.int64)
-            if len(pairs):
-                old_rows, new_rows = pairs[:, 0], pairs[:, 1]
-                stats.weights[new_rows] = old_stats.weights[old_rows]
-                stats.walks[new_rows] = old_stats.walks[old_rows]
-                stats.last_update[new_rows] = old_stats.last_update[old_rows]
-            stats.step = old_stats.step
+            self._prepare_index(graph)()
+        return time.perf_counter() - t0
+
+    def _prepare_index(self, graph: Any) -> Any:
+        """A desire retriever indexed over ``graph`` (arrays, traverser, entry search), built beside the
+        serving one, and the call that swaps it in (under the service's lock); the online-learned edge
+        statistics move across by edge id (an edge the graph gained starts from the policy's mapped
+        statistics, neutral when it never saw it, as after a restart). Nothing changes until the swap, so a
+        failure leaves the service walking the old graph. The flat side is untouched: principles and bridges
+        add no memories."""
+        dataset = dataclasses.replace(self.dataset, graphs={"main": graph})
+        desire = self.policy.retriever(name="desire", config=self._traversal)
+        desire.flat_spec = self.flat
+        desire.parallel_floor = self.desire.parallel_floor
+        desire.timer = self.desire.timer
+        self.flat._floor_indexed = dataset  # memories unchanged: the flat side keeps its index
+        desire.index(dataset)
+        arrays = desire._state("main").arrays
+        stats = self.policy.edge_stats(arrays)
+        index = {str(e): i for i, e in enumerate(arrays.edge_ids)}
+        old_stats, old_index = self.stats, self.edge_index
+        pairs = np.asarray([(i, index[e]) for e, i in old_index.items() if e in index], dtype=np.int64)
+        if len(pairs):
+            stats.weights[pairs[:, 1]] = old_stats.weights[pairs[:, 0]]
+            stats.walks[pairs[:, 1]] = old_stats.walks[pairs[:, 0]]
+            stats.last_update[pairs[:, 1]] = old_stats.last_update[pairs[:, 0]]
+        stats.step = old_stats.step
+
+        def swap() -> None:
+            old = self.desire
+            self.policy._stats.pop(id(self.arrays), None)  # the old view's statistics: replaced
+            self.graph, self.dataset, self.desire, self.arrays, self.edge_index, self.stats = (
+                graph, dataset, desire, arrays, index, stats)
+            if getattr(old, "_floor_thread", None) is not None:
+                old._floor_thread.shutdown(wait=False)
             forget = getattr(self.policy.scorer, "forget_snapshot", None)
             if forget is not None:
                 forget()
-            self.graph, self.dataset, self.arrays, self.edge_index, self.stats = (
-                graph, dataset, arrays, index, stats)
             self._entity_vectors = None
             self.reindexed += 1
-        return time.perf_counter() - t0
+
+        return swap
 
     def _follow_emergence(self) -> None:
-        """Re-index when the emergence graph moved away from the indexed one (a principle verb, a bridge
-        promoted, climbed or faded)."""
+        """Re-index when the emergence graph moved away from the indexed one (a bridge promoted, climbed
+        or faded by a rating)."""
         if self.emergence is not None and self.emergence.graph is not None \
                 and self.emergence.graph is not self.graph:
             self._reindex(self.emergence.graph)
 
     def principle_verb(self, pid: str, verb: str, text: str | None = None) -> dict[str, Any]:
-        """Confirm, reject or correct principle ``pid`` (:meth:`ServiceEmergence.principle_verb`: checked,
-        logged, kept), then walk the changed graph from the next recall on (:meth:`_reindex`)."""
+        """Confirm, reject or correct principle ``pid``: the changed graph is applied and indexed first,
+        then the verb is logged (:meth:`ServiceEmergence.principle_verb`), then the new index is swapped in,
+        so the next recall walks it; a verb refused, or an index that fails to build, logs and changes
+        nothing."""
         with self._lock:
-            record = self.emergence.principle_verb(pid, verb, text)
-            self._follow_emergence()
-        return record
+            return self.emergence.principle_verb(pid, verb, text, before_commit=self._prepare_index)
 
     # -- learning -----------------------------------------------------------------------------------------
 

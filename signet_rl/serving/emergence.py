@@ -34,7 +34,7 @@ import math
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -197,9 +197,13 @@ class ServiceEmergence:
             return []
         return [notification(self.graph, pid) for pid in sorted(self.graph.meta.get(META_KEY, {}))]
 
-    def principle_verb(self, pid: str, verb: str, text: str | None = None) -> dict[str, Any]:
+    def principle_verb(self, pid: str, verb: str, text: str | None = None,
+                       before_commit: Callable[[KnowledgeGraph], Callable[[], None]] | None = None,
+                       ) -> dict[str, Any]:
         """Confirm, reject or correct principle ``pid``: applied to a copy first, then logged (one
-        transaction), then kept; returns the principle's record.
+        transaction), then kept; returns the principle's record. ``before_commit`` (the service's index
+        builder) gets the changed graph before the verb is logged and returns the call that puts it into
+        service once it is: if it raises, nothing is logged or kept.
 
         Raises:
             StateError: principles switched off, an unknown verb, or an empty correction (naming them).
@@ -217,6 +221,7 @@ class ServiceEmergence:
             except PrincipleError as exc:
                 kind = UnknownIdError if "does not exist" in str(exc) else StateError
                 raise kind(f"{exc}; nothing was recorded") from None
+            swap = before_commit(graph) if before_commit is not None else None
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 self._db.execute("INSERT INTO emergence_verbs (principle_id, verb, text, created_at) "
@@ -226,6 +231,8 @@ class ServiceEmergence:
                 self._db.execute("ROLLBACK")
                 raise
             self.graph = graph
+            if swap is not None:
+                swap()
         return notification(graph, pid)
 
     def verbs(self) -> list[tuple[str, str, str | None]]:

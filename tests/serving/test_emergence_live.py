@@ -46,6 +46,12 @@ def test_principle_verbs_and_bridge_promotions_change_the_next_recall_and_replay
         pid = p["id"]
         assert any(pid in path["entities"] for path in _walked(c))  # proposed: pattern-matched, 0.5: walked
 
+        got = c.post("/api/emergence/principles/principle-nope", json={"verb": "reject"})
+        assert (got.status_code, got.json()["error"]) == (404, (
+            f"cannot reject principle 'principle-nope': it does not exist; known principles: {pid}; nothing "
+            "was recorded"))
+        assert svc.reindexed == 0 and svc.emergence.verbs() == []
+
         got = c.post(f"/api/emergence/principles/{pid}", json={"verb": "reject"})
         assert got.status_code == 200 and got.json()["principle"]["status"] == "rejected"
         assert not any(pid in path["entities"] for path in _walked(c))  # gone from the next recall's walks
@@ -223,3 +229,26 @@ def test_explorer_slots_are_regulated_per_session_by_staleness_and_kept_across_a
         assert fixed.emergence is None  # explorer slots alone switch no other mechanism on
     finally:
         fixed.state.close()
+
+
+def test_a_verb_whose_index_fails_to_build_logs_and_changes_nothing(store, served, tmp_path, monkeypatch):
+    from signet_rl.pipeline.desire import DesirePathRetriever
+
+    svc = Service(store, served["artifact"], tmp_path / "state.sqlite", emergence=ON)
+    try:
+        client = TestClient(create_app(svc))
+        pid = svc.emergence.principles()[0]["id"]
+        desire, graph = svc.desire, svc.graph
+
+        def broken(self, dataset):
+            raise RuntimeError("out of memory while indexing")
+
+        monkeypatch.setattr(DesirePathRetriever, "index", broken)
+        with pytest.raises(RuntimeError, match="out of memory while indexing"):
+            client.post(f"/api/emergence/principles/{pid}", json={"verb": "reject"})
+        monkeypatch.undo()
+        assert svc.emergence.verbs() == [] and svc.emergence.principles()[0]["status"] == "proposed"
+        assert (svc.desire, svc.graph, svc.reindexed) == (desire, graph, 0)  # still walking the old graph
+        assert any(pid in path["entities"] for path in _walked(client))
+    finally:
+        svc.state.close()
