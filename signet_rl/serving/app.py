@@ -184,6 +184,7 @@ class Service:
         #: entities the store keeps in its cold tier: a rating of a result through one is refused, whether
         #: emergence is on or off (pruning happens offline, between two runs of the service)
         self.cold = frozenset(cold_entities(self.store))
+        self.emergence_config = emergence_config
         self.emergence = self._emergence(emergence_config)
         self.exploration = self._exploration(emergence_config, k)
         self.dataset = Dataset(name=f"signet:{self.store}", graphs={"main": self.graph}, queries=[],
@@ -314,6 +315,32 @@ class Service:
         if self.emergence is not None and self.emergence.graph is not None \
                 and self.emergence.graph is not self.graph:
             self._reindex(self.emergence.graph)
+
+    def emergence_overview(self) -> dict[str, Any]:
+        """Issue 29's state in this service at a glance, in the keys ``describe``'s emergence block uses
+        (:func:`signet_rl.evaluation.describe.emergence_lines`): the switches, principles by status with
+        each one's text, bridges by status, the last health snapshot and pruning plan, the explorer
+        regulator's latest decision, and how often the walks were re-indexed live."""
+        out: dict[str, Any] = {"switches": list(self.emergence_config.enabled), "reindexed": self.reindexed}
+        em = self.emergence
+        if em is not None and em.config.principles:
+            records = em.principles()
+            out["principles_by_status"] = dict(sorted(
+                (s, sum(r["status"] == s for r in records)) for s in {r["status"] for r in records}))
+            out["principles"] = [{"id": r["id"], "status": r["status"], "text": r["text"],
+                                  "entities": len(r["entity_ids"]), "evidence": len(r["evidence"])}
+                                 for r in records]
+        if em is not None and em.tracker is not None:
+            out["bridges"] = {"by_status": em.bridges()["by_status"]}
+        last = em.pruning() if em is not None and em.config.health else None
+        if last is not None:
+            out["health"] = last["health"]["entities"]
+            out["communities"] = last["health"]["communities"]
+            out["pruning"] = {**last["plan"], "computed_at": last["computed_at"], "apply": last["apply"]}
+        if self.exploration is not None:
+            status = self.exploration.status(last=1)
+            out["exploration"] = {k: status[k] for k in ("regulated", "sessions_decided", "current")}
+        return out
 
     def principle_verb(self, pid: str, verb: str, text: str | None = None) -> dict[str, Any]:
         """Confirm, reject or correct principle ``pid``: the changed graph is applied and indexed first,
@@ -801,6 +828,13 @@ def _emergence_routes(app: FastAPI, service: Service) -> None:
         if service.emergence is None:
             raise HTTPException(404, "emergence is off in this service; start it with --emergence")
         return service.emergence
+
+    @app.get("/api/emergence")
+    def overview() -> dict[str, Any]:
+        """Issue 29's state at a glance (``describe``'s emergence block for this service)."""
+        if service.emergence is None and service.exploration is None:
+            raise HTTPException(404, "emergence is off in this service; start it with --emergence")
+        return service.emergence_overview()
 
     @app.get("/api/emergence/exploration")
     def exploration(session: str | None = None, last: int = 20) -> dict[str, Any]:

@@ -150,8 +150,33 @@ def test_pruning_plan_is_kept_in_the_service_file_and_never_applied_to_the_store
     again = Service(store, served["artifact"], state, emergence={"principles": True, "health": True})
     try:
         assert again.emergence.pruning() == now  # kept across a restart
+        overview = TestClient(create_app(again)).get("/api/emergence").json()
+        assert overview["health"] == now["health"]["entities"] and overview["principles_by_status"] == {
+            "proposed": 1}
+        assert {k: overview["pruning"][k] for k in ("unused", "sick", "kept")} == {
+            k: now["plan"][k] for k in ("unused", "sick", "kept")}
     finally:
         again.state.close()
+
+
+def test_serve_describe_prints_the_service_emergence_block(store, served, tmp_path, capsys):
+    from signet_rl.serve import main
+
+    state = tmp_path / "state.sqlite"
+    svc = Service(store, served["artifact"], state, emergence={"principles": True, "health": True})
+    pid = svc.emergence.principles()[0]["id"]
+    svc.principle_verb(pid, "confirm")
+    svc.emergence.prune([], "2026-01-01T00:00:00Z")
+    svc.state.close()
+    args = ["describe", "--db", str(store), "--policy", str(served["artifact"]), "--state", str(state)]
+    assert main([*args, "--emergence", "principles,health"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "emergence (issue 29):"
+    assert "  entity health:    unused 7" in out
+    assert "  pruning plan (feedback until 2026-01-01T00:00:00+00:00): 6 unused, 0 sick, 1 kept (pinned or " \
+           "principle)" in out
+    assert "  principles: confirmed 1" in out
+    assert main(args) == 2 and "give the --emergence switches" in capsys.readouterr().err
 
 
 def test_explorer_slots_are_regulated_per_session_by_staleness_and_kept_across_a_restart(served, tmp_path):
@@ -213,6 +238,11 @@ def test_explorer_slots_are_regulated_per_session_by_staleness_and_kept_across_a
     try:
         client = TestClient(create_app(again))
         assert client.get("/api/emergence/exploration").json() == now  # the regulator's state is kept
+        from signet_rl.evaluation.describe import emergence_lines
+
+        lines = emergence_lines(client.get("/api/emergence").json())
+        assert ("  explorer slots: regulated by staleness, 4 sessions decided; latest 's4': 1 slots, 1 used, "
+                f"staleness {now['current']['staleness']:.2f}") in lines
         assert not [x for x in client.post("/api/memory/recall", json={
             "query": q, "sessionKey": "s4", "limit": 50}).json()["results"] if x["system"] == "explorer"]
     finally:
