@@ -281,7 +281,7 @@ class Service:
         desire.flat_spec = self.flat
         desire.parallel_floor = self.desire.parallel_floor
         desire.timer = self.desire.timer
-        self.flat._floor_indexed = dataset  # memories unchanged: the flat side keeps its index
+        self.flat._floor_indexed = dataset  # type: ignore[attr-defined]  # memories unchanged: flat kept
         desire.index(dataset)
         arrays = desire._state("main").arrays
         stats = self.policy.edge_stats(arrays)
