@@ -440,7 +440,7 @@ class Service:
                 continue
             seen.add(p.id)
             unit = state.builder.construct(p)
-            if unit.text:
+            if unit.text and unit.meta.get("path"):  # a walk to log (and to walk again)
                 out.append((unit, rank))
             if len(out) == n:
                 break

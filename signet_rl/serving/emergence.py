@@ -1,8 +1,9 @@
 """Bridges, principles and entity health in the service, each off unless switched on (issue 29 §6).
 
-:class:`ServiceEmergence` keeps its state in the **service's own SQLite file** (one table beside the
-feedback log: ``emergence_verbs``, the append-only log of principle verbs; bridge ratings are read off the
-feedback log itself); the Signet store stays read-only. Like the learned statistics, everything is a replay:
+:class:`ServiceEmergence` keeps its state in the **service's own SQLite file** (two tables beside the
+feedback log: ``emergence_verbs``, the append-only log of principle verbs, and ``emergence_pruning``, the
+pruning plans with the health snapshot each was made with; bridge ratings are read off the feedback log
+itself); the Signet store stays read-only. Like the learned statistics, everything is a replay:
 
 - at start, principles are detected on the imported graph (deterministic for a graph and a config), added
   to it, and the verb log is replayed over them **before the desire retriever indexes the graph**, so a
@@ -22,7 +23,9 @@ statistics (tested through a real server).
 
 Users set no weights. Principles answer to ``confirm``, ``reject`` and ``correct`` only
 (``POST /api/emergence/principles/{id}``); bridges move only on the ratings of results that crossed them;
-health is read from the feedback log (``GET /api/emergence/health``). An unknown principle, an empty
+health is read from the feedback log (``GET /api/emergence/health``); a pruning plan is made from the
+feedback up to a cutoff and kept (``POST``/``GET /api/emergence/pruning``), never applied here: the cold
+tier moves rows only offline, on a copy of the store (:data:`APPLY_OFFLINE`). An unknown principle, an empty
 correction, a rating of an entity the store has moved to the cold tier: a clear error naming the id, and
 nothing written.
 """
