@@ -11,9 +11,10 @@
   and ``--checkpoint`` flags.
 * ``python -m signet_rl.serve store DATASET --out FILE``: write a dataset's graph as a Signet v30 store, to
   serve a policy on.
-* ``python -m signet_rl.serve describe --db PATH --policy DIR --emergence LIST [--state FILE] [--json]``: the
-  service's issue 29 state (principles, bridges, the last health snapshot and pruning plan, explorer slots)
-  as ``describe`` prints an emergence block (``GET /api/emergence`` while it runs).
+* ``python -m signet_rl.serve describe --db PATH --policy DIR --emergence LIST [--state FILE] [--json]
+  [--picture OUT.png OUT.html]``: the service's issue 29 state (principles, bridges, the last health snapshot
+  and pruning plan, explorer slots) as ``describe`` prints an emergence block (``GET /api/emergence`` while
+  it runs), and with ``--picture`` the constellation of the served graph with them overlaid.
 
 Nothing here imports torch.
 
@@ -126,6 +127,10 @@ def _describe(argv: list[str]) -> int:
     parser.add_argument("--state", help="the service's state file (default: beside the store)")
     parser.add_argument("--emergence", default="", help="the switches the service runs with (as serve's)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument("--picture", nargs="+", metavar="OUT",
+                        help="also draw the constellation of the served graph (.png and/or .html): the "
+                             "service's learned desire paths, principles as stars, promoted bridges, each "
+                             "entity's health")
     args = parser.parse_args(argv)
     from pathlib import Path
 
@@ -148,6 +153,21 @@ def _describe(argv: list[str]) -> int:
         return 2
     try:
         overview = service.emergence_overview()
+        if args.picture:
+            from signet_rl.viz.constellation import build_constellation, overlay_emergence, render
+
+            con = build_constellation(service.graph, service.stats, title=(
+                f"signet_rl serve over {args.db}: {service.graph.num_entities:,} entities, "
+                f"{service.replayed:,} ratings"))
+            em = service.emergence
+            if em is not None:
+                rated = [(service.state.result(fb.result_id), fb) for fb in service.state.feedback()]
+                con = overlay_emergence(con, em.outcome(rated))
+            for out in render(con, args.picture):
+                print(f"wrote {out}", file=sys.stderr)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     finally:
         service.state.close()
     print(json.dumps(overview, indent=2, default=str) if args.json else "\n".join(emergence_lines(overview)))

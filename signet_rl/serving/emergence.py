@@ -274,6 +274,35 @@ class ServiceEmergence:
         snapshot = None if last is None else {k: last[k] for k in ("seq", "computed_at", "until")}
         return {"enabled": True, **self._summary(frame), "last_snapshot": snapshot}
 
+    def outcome(self, rated: Iterable[tuple[IssuedResult, FeedbackRow]]) -> dict[str, Any]:
+        """The service's emergence outcome in the shape a run folder's has
+        (:func:`signet_rl.emergence.components.read_outcome` plus ``statuses``), for the constellation's
+        overlay: health counts and each entity's status (from the feedback log now), community health, the
+        last pruning plan, bridges by status with the promoted ones, the principles' records."""
+        out: dict[str, Any] = {"enabled": list(self.config.enabled)}
+        if self.config.health and self.graph is not None:
+            g = self.graph
+            touches = [(touched_entities(g, entities=r.path.get("entities", []),
+                                         aspects=r.path.get("aspects", []),
+                                         attributes=r.path.get("attributes", []),
+                                         dependencies=r.path.get("dependencies", [])), fb.rating)
+                       for r, fb in rated]
+            frame = health_from_touches(g, touches, thresholds=self.config.health_thresholds)
+            summary = self._summary(frame)
+            out["health"], out["communities"] = summary["entities"], summary["communities"]
+            out["statuses"] = dict(zip(frame["entity_id"].astype(str), frame["status"].astype(str),
+                                       strict=True))
+            last = self.pruning()
+            if last is not None:
+                out["pruning"] = last["plan"]
+        if self.tracker is not None:
+            b = self.bridges()
+            out["bridges"] = {"by_status": b["by_status"],
+                              "promoted": [x for x in b["bridges"] if x["status"] == "promoted"]}
+        if self.config.principles:
+            out["principles"] = self.principles()
+        return out
+
     def _summary(self, frame: pd.DataFrame) -> dict[str, Any]:
         assert self.graph is not None
         comm = community_health(self.graph, frame, self.config.health_thresholds)

@@ -177,6 +177,11 @@ def test_serve_describe_prints_the_service_emergence_block(store, served, tmp_pa
            "principle)" in out
     assert "  principles: confirmed 1" in out
     assert main(args) == 2 and "give the --emergence switches" in capsys.readouterr().err
+    # the constellation of the served graph: the principle drawn, each entity's health on it
+    png, html = tmp_path / "service.png", tmp_path / "service.html"
+    assert main([*args, "--emergence", "principles,health", "--picture", str(png), str(html)]) == 0
+    text = html.read_text()
+    assert png.stat().st_size > 1000 and pid in text and "health: unused" in text
 
 
 def test_explorer_slots_are_regulated_per_session_by_staleness_and_kept_across_a_restart(served, tmp_path):
