@@ -11,6 +11,10 @@
   and ``--checkpoint`` flags.
 * ``python -m signet_rl.serve store DATASET --out FILE``: write a dataset's graph as a Signet v30 store, to
   serve a policy on.
+* ``python -m signet_rl.serve describe --db PATH --policy DIR --emergence LIST [--state FILE] [--json]
+  [--picture OUT.png OUT.html]``: the service's issue 29 state (principles, bridges, the last health snapshot
+  and pruning plan, explorer slots) as ``describe`` prints an emergence block (``GET /api/emergence`` while
+  it runs), and with ``--picture`` the constellation of the served graph with them overlaid.
 
 Nothing here imports torch.
 
@@ -54,8 +58,9 @@ def _http(argv: list[str]) -> int:
                         help="temporal pre-warm at POST /api/session/start (off by default; issue 29)")
     parser.add_argument("--emergence", default="",
                         help="issue 29's mechanisms to switch on, comma-separated: bridges, principles, "
-                             "health (all off by default; their state lives in the --state file). The "
-                             "trainer's staleness regulation, the offline cold tier and pre-warm (use "
+                             "health, explorer (a speculative result per session), regulation (explorer "
+                             "slots set per session by the staleness signal) (all off by default; their "
+                             "state lives in the --state file). The offline cold tier and pre-warm (use "
                              "--prewarm) are refused here")
     parser.add_argument("--hybrid", action="store_true",
                         help="the hybrid entry on top of the policy's traversal: flat's hits as the floor, "
@@ -111,10 +116,70 @@ def _report(argv: list[str]) -> int:
     return 0
 
 
+def _describe(argv: list[str]) -> int:
+    """``serve describe``: the service's issue 29 state (principles, bridges, health and the last pruning
+    plan, explorer slots), as the running service would have it, in ``describe``'s emergence block."""
+    import json
+
+    parser = argparse.ArgumentParser(prog="python -m signet_rl.serve describe")
+    parser.add_argument("--db", required=True, help="the Signet store the service serves (read-only)")
+    parser.add_argument("--policy", required=True, help="the policy artifact it serves")
+    parser.add_argument("--state", help="the service's state file (default: beside the store)")
+    parser.add_argument("--emergence", default="", help="the switches the service runs with (as serve's)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument("--picture", nargs="+", metavar="OUT",
+                        help="also draw the constellation of the served graph (.png and/or .html): the "
+                             "service's learned desire paths, principles as stars, promoted bridges, each "
+                             "entity's health")
+    args = parser.parse_args(argv)
+    from pathlib import Path
+
+    from signet_rl.evaluation.describe import emergence_lines
+    from signet_rl.serving.app import Service, default_state_path
+
+    state = Path(args.state) if args.state else default_state_path(args.db)
+    if not state.exists():
+        print(f"error: no service state at {state}", file=sys.stderr)
+        return 2
+    switches = [s.strip() for s in args.emergence.split(",") if s.strip()]
+    if not switches:
+        print("error: give the --emergence switches the service runs with (e.g. principles,health)",
+              file=sys.stderr)
+        return 2
+    try:
+        service = Service(args.db, args.policy, state, emergence={s: True for s in switches})
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        overview = service.emergence_overview()
+        if args.picture:
+            from signet_rl.viz.constellation import build_constellation, overlay_emergence, render
+
+            con = build_constellation(service.graph, service.stats, title=(
+                f"signet_rl serve over {args.db}: {service.graph.num_entities:,} entities, "
+                f"{service.replayed:,} ratings"))
+            em = service.emergence
+            if em is not None:
+                rated = [(service.state.result(fb.result_id), fb) for fb in service.state.feedback()]
+                con = overlay_emergence(con, em.outcome(rated))
+            for out in render(con, args.picture):
+                print(f"wrote {out}", file=sys.stderr)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    finally:
+        service.state.close()
+    print(json.dumps(overview, indent=2, default=str) if args.json else "\n".join(emergence_lines(overview)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["report"]:
         return _report(argv[1:])
+    if argv[:1] == ["describe"]:
+        return _describe(argv[1:])
     if argv[:1] == ["store"]:
         p = argparse.ArgumentParser(prog="python -m signet_rl.serve store")
         p.add_argument("dataset", help="a dataset spec, e.g. synthetic:small:0 (its first graph)")

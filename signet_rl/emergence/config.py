@@ -9,6 +9,11 @@ measured on the synthetic benchmark, all of them stay off. What each switch does
   in the service (``--emergence``), live, with their state in the service's own file.
   ``bridge.target_explorers`` also aims the trainer's explorer slot at bridge candidates inside the loop.
 - ``prewarm``: the trainer's temporal pre-warm at each session start; the service's is ``--prewarm``.
+- ``explorer``, ``regulation``: the **service's** explorer slots (issue 29 §1): with ``explorer`` each
+  session (``sessionKey``) gets the base quota of speculative results (``exploration.min_slots``); with
+  ``regulation`` the staleness signal of the service's own feedback log sets each new session's slots
+  within the quota bounds (:class:`ExplorationParams`; :mod:`signet_rl.serving.exploration`). The trainer's
+  are ``task.explorer_per_session`` and ``task.explorer_regulation`` (settings ``task.regulator``).
 
 Two mechanisms of issue 29 are **not** switches here, and naming them is an error that says where they
 are (:data:`NOT_HERE`): self-regulating exploration is ``task.explorer_regulation`` (settings
@@ -31,17 +36,19 @@ from typing import Any
 from signet_rl.emergence.health import HealthThresholds
 from signet_rl.emergence.prewarm import PrewarmConfig
 
-__all__ = ["BRIDGES_V3", "NOT_HERE", "BridgeParams", "EmergenceConfig", "PrincipleParams"]
+__all__ = ["BRIDGES_V3", "NOT_HERE", "BridgeParams", "EmergenceConfig", "ExplorationParams",
+           "PrincipleParams"]
 
-SWITCHES = ("health", "bridges", "principles", "prewarm")
+SWITCHES = ("health", "bridges", "principles", "prewarm", "explorer", "regulation")
 
 #: Keys an earlier EmergenceConfig accepted and no code read: each is refused with where the mechanism is.
 NOT_HERE = {
     "staleness": "emergence.staleness is not a switch: self-regulating exploration is "
-                 "task.explorer_regulation=true in the trainer (settings: task.regulator); the service has "
-                 "no explorer slot",
+                 "task.explorer_regulation=true in the trainer (settings: task.regulator), and "
+                 "emergence.regulation=true in the service (settings: emergence.exploration)",
     "regulator": "emergence.regulator is not read: the explorer regulator's settings are task.regulator "
-                 "(with task.explorer_regulation=true in the trainer); the service has no explorer slot",
+                 "(with task.explorer_regulation=true in the trainer), and emergence.exploration in the "
+                 "service (with emergence.regulation=true)",
     "cold_tier": "emergence.cold_tier is not a switch: rows move to the cold tier only offline, on a store "
                  "copy (signet_rl.emergence.cold.move_to_cold, e.g. with the pruning plan that "
                  "emergence.health=true writes to artifacts/emergence/pruning.json); nothing moves while "
@@ -111,6 +118,45 @@ class PrincipleParams:
 
 
 @dataclass(frozen=True)
+class ExplorationParams:
+    """The service's explorer slots (``emergence.explorer`` / ``emergence.regulation``): the staleness
+    signal's settings (:func:`~signet_rl.emergence.staleness.session_signals`: ``window``,
+    ``repeat_threshold``; ``history``: sessions read, at least ``2 * window``) and the regulator's
+    (:class:`~signet_rl.emergence.staleness.ExplorerRegulator`: the rest, the seed's quota bounds by
+    default: 1 slot per session, 2 when stale on a small slate, up to 30% of the slate slots)."""
+
+    window: int = 3
+    repeat_threshold: float = 0.7
+    history: int = 12
+    min_slots: int = 1
+    max_slots: int = 2
+    stale_share: float = 0.3
+    stale_at: float = 2 / 3
+    hit_floor: float = 0.2
+    min_explorer_rated: int = 3
+    drop_at: float | None = None
+
+    def __post_init__(self) -> None:
+        from signet_rl.emergence.staleness import session_signals
+
+        self.regulator()  # validates the regulator's settings
+        session_signals([], window=self.window, repeat_threshold=self.repeat_threshold)
+        history = self.history
+        if isinstance(history, bool) or not isinstance(history, int) or history < 2 * self.window:
+            raise ValueError(f"emergence.exploration.history must be an integer >= 2 * window = "
+                             f"{2 * self.window}, got {self.history!r}")
+
+    def regulator(self) -> Any:
+        """The :class:`~signet_rl.emergence.staleness.ExplorerRegulator` these settings describe."""
+        from signet_rl.emergence.staleness import ExplorerRegulator
+
+        return ExplorerRegulator(min_slots=self.min_slots, max_slots=self.max_slots,
+                                 stale_share=self.stale_share, stale_at=self.stale_at,
+                                 hit_floor=self.hit_floor,
+                                 min_explorer_rated=self.min_explorer_rated, drop_at=self.drop_at)
+
+
+@dataclass(frozen=True)
 class EmergenceConfig:
     """The switches (all False) and each mechanism's parameters (module docstring: what each runs)."""
 
@@ -119,10 +165,15 @@ class EmergenceConfig:
     principles: bool = False
     #: temporal pre-warm at each training session's start, logged and rated like any slate (issue 29 §5)
     prewarm: bool = False
+    #: the service's explorer slots at the base quota (issue 29 §1; the trainer's: task.explorer_per_session)
+    explorer: bool = False
+    #: the service's explorer slots set per session by the staleness signal (implies ``explorer``)
+    regulation: bool = False
     health_thresholds: HealthThresholds = field(default_factory=HealthThresholds)
     bridge: BridgeParams = field(default_factory=BridgeParams)
     principle: PrincipleParams = field(default_factory=PrincipleParams)
     prewarm_config: PrewarmConfig = field(default_factory=PrewarmConfig)
+    exploration: ExplorationParams = field(default_factory=ExplorationParams)
 
     @property
     def enabled(self) -> tuple[str, ...]:
@@ -139,7 +190,8 @@ class EmergenceConfig:
         """
         values = dict(values or {})
         nested: dict[str, type[Any]] = {"health_thresholds": HealthThresholds, "bridge": BridgeParams,
-                                        "principle": PrincipleParams, "prewarm_config": PrewarmConfig}
+                                        "principle": PrincipleParams, "prewarm_config": PrewarmConfig,
+                                        "exploration": ExplorationParams}
         known = [*SWITCHES, *nested]
         kwargs: dict[str, Any] = {}
         for key, value in values.items():

@@ -134,6 +134,17 @@ def emergence_lines(em: dict[str, Any], limit: int = 10) -> list[str]:
     if "promoted_bridges_by_reason" in em:
         lines.append("  promoted bridge edges by reason: " + "  ".join(
             f"{k} {v:,}" for k, v in em["promoted_bridges_by_reason"].items()))
+    if "exploration" in em:  # a service's explorer slots (signet_rl.serving.exploration)
+        x = em["exploration"]
+        line = (f"  explorer slots: {'regulated by staleness' if x['regulated'] else 'base quota'}, "
+                f"{x['sessions_decided']:,} sessions decided")
+        cur = x.get("current")
+        if cur:
+            stale = "" if cur.get("staleness") is None else f", staleness {cur['staleness']:.2f}"
+            line += f"; latest {cur['session_key']!r}: {cur['slots']} slots, {cur['used']} used{stale}"
+        lines.append(line)
+    if em.get("reindexed"):
+        lines.append(f"  live re-indexes (principle verbs, bridge moves): {em['reindexed']:,}")
     principles = em.get("principles") or []
     if principles:
         by = Counter(p["status"] for p in principles)

@@ -25,6 +25,16 @@ own API (facts: the project's design notes on Signet's HTTP API):
   acknowledged ratings predict (:mod:`signet_rl.emergence.prewarm`), as constructed memories within 600
   characters, shown like recall results (``system`` ``prewarm``, a ``propensity`` each) and rated the same
   way; each rating of a walked path also feeds those statistics.
+* Issue 29 (``--emergence``, each switch off by default; state in the service's own file, the store stays
+  read-only): ``GET /api/emergence/principles`` and ``POST /api/emergence/principles/{id}`` (``confirm``,
+  ``reject``, ``correct``: the only verbs; users set no weights), ``GET /api/emergence/bridges``, ``GET
+  /api/emergence/health``, ``POST``/``GET /api/emergence/pruning`` (a pruning plan from the feedback up to
+  ``until``, kept with its health snapshot and applied only offline, on a copy) and ``GET
+  /api/emergence/exploration`` (each session's explorer slots, set by the staleness signal with
+  ``regulation``; :mod:`signet_rl.serving.exploration`). A verb, or a rating that promotes, climbs or fades a
+  bridge, re-indexes the desire retriever at once (:meth:`Service._reindex`): the next recall walks the
+  changed graph. With explorer slots on, a recall of a session with slots left ends with speculative results
+  (``system`` ``explorer``, propensity 1, outside the mixed slate).
 
 Online learning: each newly recorded rating reinforces the rated path's edges in the policy's desire-path
 statistics with the training rule (:meth:`~signet_rl.learning.reinforcement.EdgeStats.reinforce`: floor,
@@ -174,11 +184,14 @@ class Service:
         #: entities the store keeps in its cold tier: a rating of a result through one is refused, whether
         #: emergence is on or off (pruning happens offline, between two runs of the service)
         self.cold = frozenset(cold_entities(self.store))
+        self.emergence_config = emergence_config
         self.emergence = self._emergence(emergence_config)
+        self.exploration = self._exploration(emergence_config, k)
         self.dataset = Dataset(name=f"signet:{self.store}", graphs={"main": self.graph}, queries=[],
                                truth=GroundTruth(), report=LoadReport(files=[str(self.store)]))  # fmt: skip
         # sparse query vectors by their non-zero columns (the same scores as faiss's scan, ties by row)
         self.flat = flat_variant(flat, encoder=self.policy.encoder, sparse_queries=True)
+        self._traversal = traversal
         self.desire = self.policy.retriever(name="desire", config=traversal)
         self.desire.flat_spec = self.flat  # a hybrid traversal's floor: indexed once, by whoever is first
         self.desire.parallel_floor = True  # the floor's flat retrieval overlaps entry search and the walk
@@ -198,6 +211,9 @@ class Service:
         self.memory_ids = frozenset(str(m) for m in self.graph.memories["id"])
         self.prewarm = TemporalPrewarm(prewarm) if prewarm is not None else None
         self.replayed = self.state.replay(self._learn)
+        #: how often the live graph was re-indexed (a principle verb or a bridge move, :meth:`_reindex`)
+        self.reindexed = 0
+        self._entity_vectors: np.ndarray | None = None
         self.started = time.time()
         self.load_seconds = time.perf_counter() - t0
         log.info("serving %s on %s: %d entities, %d memories; %d ratings replayed in %.1f s",
@@ -233,6 +249,106 @@ class Service:
                               cold=self.cold)
         self.graph = em.prepare(self.graph)
         return em
+
+    def _exploration(self, config: Any, k: int) -> Any:
+        """Explorer slots per session (:mod:`signet_rl.serving.exploration`) when ``emergence.explorer`` or
+        ``emergence.regulation`` is on; None otherwise."""
+        if not (config.explorer or config.regulation):
+            return None
+        from signet_rl.serving.exploration import ServiceExploration
+
+        return ServiceExploration(config.exploration, config.regulation, self.state.path, k)
+
+    # -- live graph changes (issue 29 §6) ----------------------------------------------------------------
+
+    def _reindex(self, graph: Any) -> float:
+        """Walk ``graph`` from the next recall on (:meth:`_prepare_index`, then its swap); returns the
+        seconds it took."""
+        t0 = time.perf_counter()
+        with self._lock:
+            self._prepare_index(graph)()
+        return time.perf_counter() - t0
+
+    def _prepare_index(self, graph: Any) -> Any:
+        """A desire retriever indexed over ``graph`` (arrays, traverser, entry search), built beside the
+        serving one, and the call that swaps it in (under the service's lock); the online-learned edge
+        statistics move across by edge id (an edge the graph gained starts from the policy's mapped
+        statistics, neutral when it never saw it, as after a restart). Nothing changes until the swap, so a
+        failure leaves the service walking the old graph. The flat side is untouched: principles and bridges
+        add no memories."""
+        dataset = dataclasses.replace(self.dataset, graphs={"main": graph})
+        desire = self.policy.retriever(name="desire", config=self._traversal)
+        desire.flat_spec = self.flat
+        desire.parallel_floor = self.desire.parallel_floor
+        desire.timer = self.desire.timer
+        self.flat._floor_indexed = dataset  # type: ignore[attr-defined]  # memories unchanged: flat kept
+        desire.index(dataset)
+        arrays = desire._state("main").arrays
+        stats = self.policy.edge_stats(arrays)
+        index = {str(e): i for i, e in enumerate(arrays.edge_ids)}
+        old_stats, old_index = self.stats, self.edge_index
+        pairs = np.asarray([(i, index[e]) for e, i in old_index.items() if e in index], dtype=np.int64)
+        if len(pairs):
+            stats.weights[pairs[:, 1]] = old_stats.weights[pairs[:, 0]]
+            stats.walks[pairs[:, 1]] = old_stats.walks[pairs[:, 0]]
+            stats.last_update[pairs[:, 1]] = old_stats.last_update[pairs[:, 0]]
+        stats.step = old_stats.step
+
+        def swap() -> None:
+            old = self.desire
+            self.policy._stats.pop(id(self.arrays), None)  # the old view's statistics: replaced
+            self.graph, self.dataset, self.desire, self.arrays, self.edge_index, self.stats = (
+                graph, dataset, desire, arrays, index, stats)
+            if getattr(old, "_floor_thread", None) is not None:
+                old._floor_thread.shutdown(wait=False)
+            forget = getattr(self.policy.scorer, "forget_snapshot", None)
+            if forget is not None:
+                forget()
+            self._entity_vectors = None
+            self.reindexed += 1
+
+        return swap
+
+    def _follow_emergence(self) -> None:
+        """Re-index when the emergence graph moved away from the indexed one (a bridge promoted, climbed
+        or faded by a rating)."""
+        if self.emergence is not None and self.emergence.graph is not None \
+                and self.emergence.graph is not self.graph:
+            self._reindex(self.emergence.graph)
+
+    def emergence_overview(self) -> dict[str, Any]:
+        """Issue 29's state in this service at a glance, in the keys ``describe``'s emergence block uses
+        (:func:`signet_rl.evaluation.describe.emergence_lines`): the switches, principles by status with
+        each one's text, bridges by status, the last health snapshot and pruning plan, the explorer
+        regulator's latest decision, and how often the walks were re-indexed live."""
+        out: dict[str, Any] = {"switches": list(self.emergence_config.enabled), "reindexed": self.reindexed}
+        em = self.emergence
+        if em is not None and em.config.principles:
+            records = em.principles()
+            out["principles_by_status"] = dict(sorted(
+                (s, sum(r["status"] == s for r in records)) for s in {r["status"] for r in records}))
+            out["principles"] = [{"id": r["id"], "status": r["status"], "text": r["text"],
+                                  "entities": len(r["entity_ids"]), "evidence": len(r["evidence"])}
+                                 for r in records]
+        if em is not None and em.tracker is not None:
+            out["bridges"] = {"by_status": em.bridges()["by_status"]}
+        last = em.pruning() if em is not None and em.config.health else None
+        if last is not None:
+            out["health"] = last["health"]["entities"]
+            out["communities"] = last["health"]["communities"]
+            out["pruning"] = {**last["plan"], "computed_at": last["computed_at"], "apply": last["apply"]}
+        if self.exploration is not None:
+            status = self.exploration.status(last=1)
+            out["exploration"] = {k: status[k] for k in ("regulated", "sessions_decided", "current")}
+        return out
+
+    def principle_verb(self, pid: str, verb: str, text: str | None = None) -> dict[str, Any]:
+        """Confirm, reject or correct principle ``pid``: the changed graph is applied and indexed first,
+        then the verb is logged (:meth:`ServiceEmergence.principle_verb`), then the new index is swapped in,
+        so the next recall walks it; a verb refused, or an index that fails to build, logs and changes
+        nothing."""
+        with self._lock:
+            return self.emergence.principle_verb(pid, verb, text, before_commit=self._prepare_index)
 
     # -- learning -----------------------------------------------------------------------------------------
 
@@ -274,13 +390,13 @@ class Service:
 
     def _desire(
         self, query: Query, budget: int
-    ) -> tuple[list[Any], dict[str, list[float]], list[Any] | None]:
+    ) -> tuple[list[Any], dict[str, list[float]], list[Any] | None, Any]:
         """The desire retriever's constructed memories for ``query``; when the policy has an
-        online-learnable head (LinUCB), each scored path's context-path vector by path id; and flat's units
-        when the hybrid entry already ran flat for this query (``None``: run it)."""
+        online-learnable head (LinUCB), each scored path's context-path vector by path id; flat's units
+        when the hybrid entry already ran flat for this query (``None``: run it); and the candidates."""
         cands = self.desire.candidates(query)
         if cands is None:
-            return [], {}, None
+            return [], {}, None, None
         paths = cands.walk.paths
         with stage(self.desire.timer, "scoring"):
             scores = self.policy.score(query, paths, cands.context) if paths else np.zeros(0)
@@ -294,14 +410,54 @@ class Service:
             if chosen:
                 x = self.policy.scorer.design(query, chosen, cands.context)
                 designs = {p.id: row.tolist() for p, row in zip(chosen, x, strict=True)}
-        return units, designs, cands.flat_units
+        return units, designs, cands.flat_units, cands
+
+    def _explorers(self, query: Query, cands: Any, taken: set[str], n: int) -> list[tuple[Any, int]]:
+        """Up to ``n`` speculative paths for ``query``'s explorer slots, as constructed memories with their
+        rank among the speculative candidates (0: the most speculative). Candidates: the walk's paths and
+        the far paths (entities close in meaning, two or more hops from every entry), ranked by
+        :func:`~signet_rl.learning.exploration.speculative_candidates` (uncertain edges, close but far);
+        the paths the desire side already constructed are left out."""
+        from signet_rl.learning.exploration import speculative_candidates
+
+        if n <= 0 or cands is None:
+            return []
+        state = self.desire._state("main")
+        paths = list(cands.walk.paths) + self.desire.far_paths(query, cands)
+        if not paths:
+            return []
+        if self._entity_vectors is None:
+            names = state.graph.entities.set_index("id")["name"].reindex(state.arrays.entity_ids)
+            self._entity_vectors = state.encoder.encode(names.fillna("").astype(str).tolist())
+        qv = state.encoder.encode([query.text[:1000]])[0]
+        ranked = speculative_candidates(paths, state.arrays, self.stats, qv, self._entity_vectors,
+                                        cands.entries, k=len(paths))
+        out: list[tuple[Any, int]] = []
+        seen = set(taken)
+        for rank, i in enumerate(ranked.tolist()):
+            p = paths[i]
+            if p.id in seen:
+                continue
+            seen.add(p.id)
+            unit = state.builder.construct(p)
+            if unit.text and unit.meta.get("path"):  # a walk to log (and to walk again)
+                out.append((unit, rank))
+            if len(out) == n:
+                break
+        return out
 
     def recall(self, body: RecallBody) -> dict[str, Any]:
         limit = body.limit or self.k
         query = Query(id=f"serve:{uuid.uuid4().hex}", text=body.query, graph_id="main", split="test",
                       meta={"session": body.sessionKey} if body.sessionKey else {})  # fmt: skip
         with self._lock:
-            desire_units, designs, floor_units = self._desire(query, body.budgetChars or self.budget_chars)
+            budget = body.budgetChars or self.budget_chars
+            desire_units, designs, floor_units, cands = self._desire(query, budget)
+            explorers = []
+            if self.exploration is not None:  # explorer slots (issue 29 §1): filled before the mixed slate
+                n = self.exploration.available(body.sessionKey, limit)
+                taken = {str(u.meta.get("path_id")) for u in desire_units}
+                explorers = self._explorers(query, cands, taken, n)
             # the hybrid entry's floor is this same flat retriever: its units for this query are reused
             flat_units = floor_units if floor_units is not None else self.flat.retrieve(query, None)
             d_keys = _unique([f"p:{u.meta.get('path_id', u.text[:40])}" for u in desire_units])
@@ -309,7 +465,7 @@ class Service:
             units = {**dict(zip(d_keys, desire_units, strict=False)),
                      **dict(zip(f_keys, flat_units, strict=False))}  # fmt: skip
             slate = mix(list(dict.fromkeys(d_keys)), [k for k in dict.fromkeys(f_keys) if k not in d_keys],
-                        limit, self._rng, alpha=self.alpha, temperature=self.temperature)  # fmt: skip
+                        limit - len(explorers), self._rng, alpha=self.alpha, temperature=self.temperature)
         recall_id = uuid.uuid4().hex
         bucket = self.stats.time_bucket(time.time())
         issued, out = [], []
@@ -330,8 +486,18 @@ class Service:
                 str(unit.meta.get("strategy") or "what"), bucket, tuple(path["memory_ids"]), logged,
                 tuple(path["dependencies"]), float(slate.fused[j]), recall_id, slot))  # fmt: skip
             out.append(self._result_json(rid, unit, system, p, slate.fused[j], path))
+        for unit, rank in explorers:  # after the mixed slate, outside it (slot None): not in the comparison
+            rid = f"r_{uuid.uuid4().hex}"
+            path = _provenance(unit, self.memory_ids)
+            logged = {**path, "walk": str(unit.meta["path"]), "explorer": True, "speculative_rank": rank}
+            issued.append(IssuedResult(
+                rid, body.sessionKey, body.query, "main", "desire", len(issued), 1.0,
+                str(unit.meta.get("strategy") or "what"), bucket, tuple(path["memory_ids"]), logged,
+                tuple(path["dependencies"]), 0.0, recall_id, None))  # fmt: skip
+            out.append({**self._result_json(rid, unit, "explorer", 1.0, 0.0, path), "explorer": True,
+                        "speculative_rank": rank})
         self.state.issue(issued, {"recall_id": recall_id, "session_key": body.sessionKey, "query": body.query,
-                                  "k": limit, "slate": slate.to_json()})  # fmt: skip
+                                  "k": limit - len(explorers), "slate": slate.to_json()})  # fmt: skip
         return {"results": out, "query": body.query, "method": "desire-paths", "recall_id": recall_id}
 
     def _result_json(
@@ -433,6 +599,7 @@ class Service:
                     self._learn(result, row)
                     if self.emergence is not None:
                         self.emergence.on_feedback(result, row)
+                        self._follow_emergence()  # a bridge promoted (or moved) is walked from now on
         return {"ok": True, "recorded": recorded, "acknowledged": len(items)}
 
     # -- pull path, impact, status ------------------------------------------------------------------------
@@ -649,6 +816,11 @@ class PrincipleVerbBody(BaseModel):
     text: StrictStr | None = Field(default=None, max_length=8192)
 
 
+class PruningBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    until: StrictStr | None = Field(default=None, max_length=64)  # ISO 8601; default: now
+
+
 def _emergence_routes(app: FastAPI, service: Service) -> None:
     """Issue 29's read-outs and the principle verbs (404 for all of them when emergence is off)."""
 
@@ -657,23 +829,58 @@ def _emergence_routes(app: FastAPI, service: Service) -> None:
             raise HTTPException(404, "emergence is off in this service; start it with --emergence")
         return service.emergence
 
+    @app.get("/api/emergence")
+    def overview() -> dict[str, Any]:
+        """Issue 29's state at a glance (``describe``'s emergence block for this service)."""
+        if service.emergence is None and service.exploration is None:
+            raise HTTPException(404, "emergence is off in this service; start it with --emergence")
+        return service.emergence_overview()
+
+    @app.get("/api/emergence/exploration")
+    def exploration(session: str | None = None, last: int = 20) -> dict[str, Any]:
+        """The explorer regulator's state: its settings and each session's slots (the newest ``last``,
+        1 to 1000, or the one ``session`` names, 404 when it has none yet)."""
+        if service.exploration is None:
+            raise HTTPException(404, "explorer slots are off in this service; start it with --emergence "
+                                     "explorer (base quota) or --emergence regulation (regulated)")
+        if not 1 <= last <= 1000:
+            raise HTTPException(422, f"last: must be in [1, 1000], got {last!r}; nothing was read")
+        return service.exploration.status(session, last)
+
     @app.get("/api/emergence/principles")
     def principles() -> dict[str, Any]:
         return {"principles": em().principles()}
 
     @app.post("/api/emergence/principles/{pid}")
     def principle_verb(pid: str, body: PrincipleVerbBody) -> dict[str, Any]:
-        return {"ok": True, "principle": em().principle_verb(pid, body.verb, body.text)}
+        em()
+        return {"ok": True, "principle": service.principle_verb(pid, body.verb, body.text)}
 
     @app.get("/api/emergence/bridges")
     def bridges() -> dict[str, Any]:
         return em().bridges()
 
+    def rated() -> list[tuple[IssuedResult, FeedbackRow]]:
+        state = service.state
+        return [(state.result(fb.result_id), fb) for fb in state.feedback()]
+
     @app.get("/api/emergence/health")
     def health() -> dict[str, Any]:
-        state = service.state
-        rated = [(state.result(fb.result_id), fb) for fb in state.feedback()]
-        return em().health(rated)
+        return em().health(rated())
+
+    @app.post("/api/emergence/pruning")
+    def prune(body: PruningBody) -> dict[str, Any]:
+        """Plan the pruning from the feedback up to ``until`` and keep it (with a health snapshot) in the
+        service's file; the store is not touched (the answer's ``apply`` says how it is applied)."""
+        return em().prune(rated(), body.until)
+
+    @app.get("/api/emergence/pruning")
+    def pruning() -> dict[str, Any]:
+        got = em().pruning()
+        if got is None:
+            raise HTTPException(404, "no pruning plan yet: POST /api/emergence/pruning {\"until\": ISO time} "
+                                     "plans one from the feedback up to then")
+        return got
 
 
 def report(state_path: str | Path, seed: int = 0) -> dict[str, Any]:

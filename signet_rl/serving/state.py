@@ -356,7 +356,7 @@ class ServiceState:
             rated = self._db.execute(
                 "SELECT r.recall_id, r.slot, f.rating FROM feedback f "
                 "JOIN results r ON r.result_id = f.result_id "
-                "WHERE r.recall_id IS NOT NULL ORDER BY f.seq"
+                "WHERE r.recall_id IS NOT NULL AND r.slot IS NOT NULL ORDER BY f.seq"
             ).fetchall()
         latest: dict[tuple[str, int], float] = {(rid, int(slot)): float(x) for rid, slot, x in rated}
         out = []

@@ -20,8 +20,8 @@ def test_all_off_by_default_and_switchable() -> None:
 
 def test_bad_config_is_named() -> None:
     with pytest.raises(ValueError, match=r"emergence: unknown key 'bridge_promote'; known: health, bridges, "
-                                         r"principles, prewarm, health_thresholds, bridge, principle, "
-                                         r"prewarm_config$"):
+                                         r"principles, prewarm, explorer, regulation, health_thresholds, "
+                                         r"bridge, principle, prewarm_config, exploration$"):
         EmergenceConfig.from_mapping({"bridge_promote": 3})
     with pytest.raises(ValueError, match=r"emergence.bridges must be true or false, got 'yes'"):
         EmergenceConfig.from_mapping({"bridges": "yes"})
@@ -29,15 +29,22 @@ def test_bad_config_is_named() -> None:
         EmergenceConfig.from_mapping({"bridge": {"promote": 3}})
     with pytest.raises(ValueError, match=r"HealthThresholds.min_ratings must be an integer >= 1, got 0"):
         EmergenceConfig.from_mapping({"health_thresholds": {"min_ratings": 0}})
+    with pytest.raises(ValueError, match=r"^emergence.exploration.history must be an integer >= "
+                                         r"2 \* window = 8, got 5$"):
+        EmergenceConfig.from_mapping({"regulation": True, "exploration": {"window": 4, "history": 5}})
+    with pytest.raises(ValueError, match=r"^ExplorerRegulator.stale_share must be in \[0, 1\], got 1.5$"):
+        EmergenceConfig.from_mapping({"exploration": {"stale_share": 1.5}})
 
 
 @pytest.mark.parametrize("key, value, message", [
     ("staleness", True,
      "emergence.staleness is not a switch: self-regulating exploration is task.explorer_regulation=true in "
-     "the trainer (settings: task.regulator); the service has no explorer slot"),
+     "the trainer (settings: task.regulator), and emergence.regulation=true in the service (settings: "
+     "emergence.exploration)"),
     ("regulator", {"window": 3},
      "emergence.regulator is not read: the explorer regulator's settings are task.regulator (with "
-     "task.explorer_regulation=true in the trainer); the service has no explorer slot"),
+     "task.explorer_regulation=true in the trainer), and emergence.exploration in the service (with "
+     "emergence.regulation=true)"),
     ("cold_tier", True,
      "emergence.cold_tier is not a switch: rows move to the cold tier only offline, on a store copy "
      "(signet_rl.emergence.cold.move_to_cold, e.g. with the pruning plan that emergence.health=true writes "

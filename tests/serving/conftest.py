@@ -3,7 +3,10 @@ Signet store written from a synthetic graph."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -65,3 +68,32 @@ def served(linucb_run, tmp_path_factory) -> dict[str, Path]:
     ds = load_dataset("synthetic:tiny:0")
     store = write_graph(next(iter(ds.graphs.values())), base / "memories.db")
     return {"artifact": artifact, "store": store, "base": base}
+
+
+@contextmanager
+def live_server(app: Any) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on a free loopback port, on a thread of this process, for the length of
+    the ``with`` block; yields its base URL. Real HTTP over loopback, without a subprocess's start-up."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                           lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 20
+    while not server.started:
+        if time.time() > deadline or not thread.is_alive():
+            raise AssertionError(f"uvicorn did not start on 127.0.0.1:{port}")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -153,7 +153,7 @@ def test_bridges_move_on_ratings_of_results_that_crossed_them_and_are_replayed(s
         assert got.status_code == 200, got.text
     (b,) = [b for b in client.get("/api/emergence/bridges").json()["bridges"] if b["id"] == bid]
     assert (b["status"], b["positive"], b["dependency_id"]) == ("promoted", 2, f"dep-{bid}")
-    assert f"dep-{bid}" not in set(svc.graph.dependencies["id"])  # indexed at the next start
+    assert f"dep-{bid}" in set(str(e) for e in svc.arrays.edge_ids)  # indexed at once (issue 29 §6)
     svc.state.close()
     again = Service(store, served["artifact"], state, emergence=config)
     try:
@@ -171,8 +171,8 @@ def test_bridges_move_on_ratings_of_results_that_crossed_them_and_are_replayed(s
 
 @pytest.mark.parametrize("switch, message", [
     ("staleness", "emergence.staleness is not a switch: self-regulating exploration is "
-                  "task.explorer_regulation=true in the trainer (settings: task.regulator); the service has "
-                  "no explorer slot"),
+                  "task.explorer_regulation=true in the trainer (settings: task.regulator), and "
+                  "emergence.regulation=true in the service (settings: emergence.exploration)"),
     ("cold_tier", "emergence.cold_tier is not a switch: rows move to the cold tier only offline, on a store "
                   "copy (signet_rl.emergence.cold.move_to_cold, e.g. with the pruning plan that "
                   "emergence.health=true writes to artifacts/emergence/pruning.json); nothing moves while "
