@@ -501,13 +501,24 @@ def _train_bandit(
 
 
 def _emergence_config(cfg: DictConfig) -> Any:
-    """``cfg.emergence`` as an :class:`~signet_rl.emergence.config.EmergenceConfig` (None when absent)."""
+    """``cfg.emergence`` as an :class:`~signet_rl.emergence.config.EmergenceConfig` (None when absent).
+
+    Raises:
+        ValueError: ``emergence.explorer`` or ``emergence.regulation`` on: the service's switches, which the
+            trainer would silently ignore (its own are ``task.explorer_per_session`` and
+            ``task.explorer_regulation``).
+    """
     values = cfg.get("emergence")
     if values is None:
         return None
     from signet_rl.emergence.config import EmergenceConfig
 
-    return EmergenceConfig.from_mapping(OmegaConf.to_container(values, resolve=True))  # type: ignore[arg-type]
+    config = EmergenceConfig.from_mapping(OmegaConf.to_container(values, resolve=True))  # type: ignore[arg-type]
+    for key, mine in (("explorer", "task.explorer_per_session"), ("regulation", "task.explorer_regulation")):
+        if getattr(config, key):
+            raise ValueError(f"emergence.{key} is the service's switch (python -m signet_rl.serve "
+                             f"--emergence {key}); the trainer's is {mine}")
+    return config
 
 
 def _emergence_prewarm(cfg: DictConfig, trainer: BanditTrainer) -> None:

@@ -743,6 +743,12 @@ class PerGraphFeaturizers(Generic[S]):
         else:
             self._graphs.pop(id(arrays), None)
 
+    def forget_graph(self, arrays: GraphArrays) -> None:
+        """Drop everything kept for the graph ``arrays`` views (its state and attached statistics): a
+        service that re-indexes a changed graph no longer scores the old view."""
+        self._graphs.pop(id(arrays), None)
+        self._edge_stats_of.pop(id(arrays), None)
+
     def _graph_state(self, graph: KnowledgeGraph, arrays: GraphArrays) -> S:
         state = self._graphs.get(id(arrays))
         if state is None or state.arrays is not arrays:

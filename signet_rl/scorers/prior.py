@@ -73,6 +73,10 @@ class PriorScorer:
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         self._graphs[id(arrays)] = (arrays, _Lookups(arrays))
 
+    def forget_graph(self, arrays: GraphArrays) -> None:
+        """Drop what is kept for the graph ``arrays`` views (a re-indexed service's old view)."""
+        self._graphs.pop(id(arrays), None)
+
     def _lookups(self, arrays: GraphArrays) -> _Lookups:
         if id(arrays) not in self._graphs:
             self._graphs[id(arrays)] = (arrays, _Lookups(arrays))
@@ -203,6 +207,11 @@ class PPRScorer:
         g = ig.Graph(n=n, edges=np.stack([src, dst], axis=1).tolist(), directed=False)
         g.es["weight"] = weight.astype(float).tolist()
         return g
+
+    def forget_graph(self, arrays: GraphArrays) -> None:
+        """Drop what is kept for the graph ``arrays`` views (a re-indexed service's old view)."""
+        for kept in (self._slices, self._graphs, self._csrs, self._mem_index):
+            kept.pop(id(arrays), None)
 
     def _graph(self, arrays: GraphArrays, timestamp: float | None) -> tuple[ig.Graph, list[float]]:
         """The igraph graph (every edge, built once per graph) and the edge weights at ``timestamp``:

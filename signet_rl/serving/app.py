@@ -270,8 +270,9 @@ class Service:
         return time.perf_counter() - t0
 
     def _prepare_index(self, graph: Any) -> Any:
-        """A desire retriever indexed over ``graph`` (arrays, traverser, entry search), built beside the
-        serving one, and the call that swaps it in (under the service's lock); the online-learned edge
+        """A desire retriever indexed over ``graph`` (arrays, traverser, entry search), built while the
+        serving one stays in place (callers hold the service's lock, so recalls wait for the build), and
+        the call that swaps it in; the online-learned edge
         statistics move across by edge id (an edge the graph gained starts from the policy's mapped
         statistics, neutral when it never saw it, as after a restart). Nothing changes until the swap, so a
         failure leaves the service walking the old graph. The flat side is untouched: principles and bridges
@@ -296,7 +297,8 @@ class Service:
 
         def swap() -> None:
             old = self.desire
-            self.policy._stats.pop(id(self.arrays), None)  # the old view's statistics: replaced
+            # the old view's statistics and the scorer's state for it (featurizer, tensors, snapshot): gone
+            self.policy.forget_graph(self.arrays)
             self.graph, self.dataset, self.desire, self.arrays, self.edge_index, self.stats = (
                 graph, dataset, desire, arrays, index, stats)
             if getattr(old, "_floor_thread", None) is not None:
@@ -309,12 +311,20 @@ class Service:
 
         return swap
 
-    def _follow_emergence(self) -> None:
+    def _follow_emergence(self) -> bool:
         """Re-index when the emergence graph moved away from the indexed one (a bridge promoted, climbed
-        or faded by a rating)."""
-        if self.emergence is not None and self.emergence.graph is not None \
-                and self.emergence.graph is not self.graph:
+        or faded by a rating); returns whether the served graph is the emergence graph now. A build that
+        fails is logged and leaves the old graph served; the next recall or rating tries again (the rating
+        that moved the bridge is committed and learned either way)."""
+        if self.emergence is None or self.emergence.graph is None or self.emergence.graph is self.graph:
+            return True
+        try:
             self._reindex(self.emergence.graph)
+        except Exception:
+            log.exception("re-indexing the changed emergence graph failed; still walking the old graph, "
+                          "retried at the next recall or rating")
+            return False
+        return True
 
     def emergence_overview(self) -> dict[str, Any]:
         """Issue 29's state in this service at a glance, in the keys ``describe``'s emergence block uses
@@ -450,10 +460,11 @@ class Service:
         limit = body.limit or self.k
         query = Query(id=f"serve:{uuid.uuid4().hex}", text=body.query, graph_id="main", split="test",
                       meta={"session": body.sessionKey} if body.sessionKey else {})  # fmt: skip
+        explorers: list[tuple[Any, int]] = []
         with self._lock:
+            self._follow_emergence()  # a re-index an earlier rating's failed build left pending
             budget = body.budgetChars or self.budget_chars
             desire_units, designs, floor_units, cands = self._desire(query, budget)
-            explorers = []
             if self.exploration is not None:  # explorer slots (issue 29 §1): filled before the mixed slate
                 n = self.exploration.available(body.sessionKey, limit)
                 taken = {str(u.meta.get("path_id")) for u in desire_units}
@@ -466,6 +477,18 @@ class Service:
                      **dict(zip(f_keys, flat_units, strict=False))}  # fmt: skip
             slate = mix(list(dict.fromkeys(d_keys)), [k for k in dict.fromkeys(f_keys) if k not in d_keys],
                         limit - len(explorers), self._rng, alpha=self.alpha, temperature=self.temperature)
+            if self.exploration is not None:  # held until the results are logged (or fail to be), so a
+                # concurrent recall of the same session counts them as used
+                self.exploration.reserve(body.sessionKey, len(explorers))
+        try:
+            return self._issue_recall(body, limit, slate, units, designs, explorers)
+        finally:
+            if self.exploration is not None:
+                self.exploration.release(body.sessionKey, len(explorers))
+
+    def _issue_recall(self, body: RecallBody, limit: int, slate: MixedSlate, units: dict[str, Any],
+                      designs: dict[str, list[float]], explorers: list[tuple[Any, int]]) -> dict[str, Any]:
+        """Log a recall's shown results (the mixed slate, then the explorers) and answer with them."""
         recall_id = uuid.uuid4().hex
         bucket = self.stats.time_bucket(time.time())
         issued, out = [], []
@@ -587,15 +610,17 @@ class Service:
         for _, _, rid, _, _, _ in items:  # every id checked before anything is written
             check_not_cold(self.state.result(rid), self.cold)
         # one request, one transaction: a later item that conflicts (a key reused for another rating) rolls
-        # back the earlier ones, and nothing is learned until the whole request is committed
-        rows = self.state.record_many([item[1:] for item in items], body.sessionKey,
-                                      labels=[item[0] for item in items])
+        # back the earlier ones, and nothing is learned until the whole request is committed. The service's
+        # lock is held from the commit through the learning, so ratings are learned in the log's order:
+        # what a restart's replay (in seq order) rebuilds (lock order: service, then state)
         recorded = 0
-        for row, new in rows:
-            if new:
-                recorded += 1
-                result = self.state.result(row.result_id)
-                with self._lock:
+        with self._lock:
+            rows = self.state.record_many([item[1:] for item in items], body.sessionKey,
+                                          labels=[item[0] for item in items])
+            for row, new in rows:
+                if new:
+                    recorded += 1
+                    result = self.state.result(row.result_id)
                     self._learn(result, row)
                     if self.emergence is not None:
                         self.emergence.on_feedback(result, row)

@@ -391,17 +391,23 @@ def check_not_cold(result: IssuedResult, cold: Iterable[str]) -> None:
 
 
 def _cutoff(until: str | None, now: float) -> pd.Timestamp:
-    """``until`` as a UTC time (naive: UTC; None: ``now``), or a :class:`StateError` naming it."""
-    if until is None:
+    """``until`` as a UTC time (naive: UTC; None, ``"now"`` or ``"today"``: ``now``), or a
+    :class:`StateError` naming it: not an ISO 8601 time, or later than ``now`` (a plan reads the feedback
+    up to a moment that has passed; a later one would be read as including ratings not given yet)."""
+    if until is None or until.strip().lower() in ("now", "today"):
         return pd.Timestamp(now, unit="s", tz="UTC")
     try:
-        at = pd.Timestamp(until)
+        at = pd.Timestamp(until, tz="UTC")  # naive: UTC, never the host's local time
         if pd.isna(at):
             raise ValueError(until)
     except (TypeError, ValueError):
         raise StateError(f"until: {until!r} is not an ISO 8601 time; no pruning plan was computed or "
                          "stored") from None
-    return at.tz_localize("UTC") if at.tzinfo is None else at.tz_convert("UTC")
+    if at.timestamp() > now:
+        stamp = pd.Timestamp(now, unit="s", tz="UTC").isoformat()
+        raise StateError(f"until: {until!r} is later than now ({stamp}); no pruning plan was computed or "
+                         "stored")
+    return at
 
 
 def walk_records(rated: Iterable[tuple[IssuedResult, FeedbackRow]]) -> list[FeedbackRecord]:

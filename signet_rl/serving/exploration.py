@@ -19,8 +19,11 @@ carries ``"explorer": true``, so its rating teaches like any other and feeds the
 
 State: the decision per session (slots, whether regulated, the signals it was read from) is a row of
 ``emergence_exploration`` in the service's own file, written once per session; the slots a session has
-used are counted from the results it was shown. A restart continues both. Recalls without a
-``sessionKey`` have no place on the timeline and get no explorer slot.
+used are counted from the results it was shown, plus the slots its recalls in flight have reserved
+(:meth:`ServiceExploration.reserve`, taken under the service's lock with the decision and released once the
+recall's results are logged), so concurrent recalls of one session never show more explorers than its
+slots. A restart continues both. Recalls without a ``sessionKey`` (or with an empty one) have no place on
+the timeline and get no explorer slot.
 """
 
 from __future__ import annotations
@@ -75,6 +78,8 @@ class ServiceExploration:
         self.regulator = params.regulator()
         self.slate_size = int(slate_size)
         self._lock = threading.Lock()
+        #: explorer results reserved by recalls of each session not yet logged (:meth:`reserve`)
+        self._pending: dict[str, int] = {}
         self._db = sqlite3.connect(Path(state_path), check_same_thread=False, isolation_level=None,
                                    timeout=30.0)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -123,11 +128,32 @@ class ServiceExploration:
     def available(self, session: str | None, limit: int) -> int:
         """Explorer results the next recall of ``session`` (with ``limit`` results) may show: what is left
         of the session's slots, at most ``floor(stale_share * limit)`` (at least 1) and fewer than
-        ``limit``. 0 without a session."""
-        if session is None:
+        ``limit``. 0 without a session (None or empty). Slots reserved by the session's recalls in flight
+        count as used."""
+        if not session:
             return 0
         per_recall = max(1, math.floor(self.params.stale_share * limit))
-        return max(0, min(self.slots(session) - self.used(session), per_recall, limit - 1))
+        with self._lock:
+            pending = self._pending.get(session, 0)
+        left = self.slots(session) - self.used(session) - pending
+        return max(0, min(left, per_recall, limit - 1))
+
+    def reserve(self, session: str | None, n: int) -> None:
+        """Hold ``n`` of ``session``'s slots for a recall whose results are not logged yet (the caller
+        decides and reserves under one lock; :meth:`release` once the results are logged, or failed)."""
+        if session and n > 0:
+            with self._lock:
+                self._pending[session] = self._pending.get(session, 0) + int(n)
+
+    def release(self, session: str | None, n: int) -> None:
+        """Give back what :meth:`reserve` held (the results are in the log now, or were never written)."""
+        if session and n > 0:
+            with self._lock:
+                left = self._pending.get(session, 0) - int(n)
+                if left > 0:
+                    self._pending[session] = left
+                else:
+                    self._pending.pop(session, None)
 
     # -- read-out -----------------------------------------------------------------------------------------
 
@@ -175,21 +201,24 @@ def timeline_records(db: sqlite3.Connection, *, before: str | None = None,
         start = got[0] if got is not None else None
     sessions = db.execute(
         "SELECT session_key, MIN(created_at) AS t FROM recalls WHERE session_key IS NOT NULL "
-        "AND session_key != ? GROUP BY session_key HAVING ? IS NULL OR t < ? ORDER BY t DESC LIMIT ?",
-        (before or "", start, start, int(history))).fetchall()
-    keep = {s for s, _ in sessions}
+        "AND session_key != '' AND session_key != ? GROUP BY session_key HAVING ? IS NULL OR t < ? "
+        "ORDER BY t DESC LIMIT ?", (before or "", start, start, int(history))).fetchall()
+    keep = sorted(s for s, _ in sessions)
     if not keep:
         return []
+    # only the kept sessions' results and their ratings are read (the log may hold many more sessions)
+    marks = ", ".join("?" * len(keep))
     latest: dict[str, float] = dict(db.execute(
-        "SELECT f.result_id, f.rating FROM feedback f ORDER BY f.seq").fetchall())
+        "SELECT f.result_id, f.rating FROM results r JOIN feedback f ON f.result_id = r.result_id "
+        f"WHERE r.session_key IN ({marks}) ORDER BY f.seq", keep).fetchall())
     rows = db.execute(
         "SELECT rc.recall_id, rc.session_key, rc.created_at, r.result_id, r.path, r.memory_ids, r.score, "
-        "r.propensity, r.intent FROM recalls rc JOIN results r ON r.recall_id = rc.recall_id "
-        "WHERE rc.session_key IS NOT NULL ORDER BY rc.created_at, rc.rowid, r.position, r.rowid").fetchall()
+        "r.propensity, r.intent FROM results r JOIN recalls rc ON rc.recall_id = r.recall_id "
+        f"WHERE r.session_key IN ({marks}) AND rc.session_key IN ({marks}) "
+        "ORDER BY rc.created_at, rc.rowid, r.position, r.rowid", keep + keep).fetchall()
     by_recall: dict[str, list[tuple[Any, ...]]] = {}
     for row in rows:
-        if row[1] in keep:
-            by_recall.setdefault(row[0], []).append(row)
+        by_recall.setdefault(row[0], []).append(row)
     out = []
     for step, (rid, items) in enumerate(by_recall.items()):
         cands, ratings, explorer = [], [], []

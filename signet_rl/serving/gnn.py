@@ -164,6 +164,11 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
         self._snapshot_of[id(arrays)] = dict(self.snapshots.get(graph_id, {})) if graph_id is not None else {}
         self.invalidate(arrays)
 
+    def forget_graph(self, arrays: GraphArrays) -> None:
+        """Drop the graph ``arrays`` views: its tensors, node states, statistics and snapshot."""
+        super().forget_graph(arrays)
+        self._snapshot_of.pop(id(arrays), None)
+
     def forget_snapshot(self, edge_ids: Sequence[str] | None = None) -> None:
         """Read these edges' features (all when None) from the live statistics from now on: online feedback
         changed them. The others keep the trained snapshot.

@@ -222,6 +222,7 @@ class ServedPolicy:
         self._table = stats
         self._stats: dict[int, tuple[GraphArrays, EdgeStats]] = {}
         self._fingerprints = {v["sha256"]: k for k, v in manifest["training"]["graphs"].items()}
+        self._warned_foreign = False  # "serving on a graph other than its training graphs": said once
         #: Dependency ids whose statistics online feedback changed (a GNN reads them live from then on).
         self.online_edges: set[str] = set()
 
@@ -258,12 +259,13 @@ class ServedPolicy:
             raise RuntimeError(f"{self.name}: graph not prepared; call prepare(graph, arrays) first")
         fp = graph_fingerprint(arrays)
         gid = self._fingerprints.get(fp["sha256"])
-        if gid is None:
-            log.warning(
+        if gid is None:  # said once: a live re-index (issue 29) maps a changed graph again
+            (log.debug if self._warned_foreign else log.warning)(
                 "serving %s on a graph (%d entities, %d dependencies, sha256 %s…) other than its training "
                 "graphs; edges it never saw start neutral", self.name, fp["entities"], fp["dependencies"],
                 fp["sha256"][:12],
             )  # fmt: skip
+            self._warned_foreign = True
         stats, _ = self._table.for_graph(graph, arrays, gid)
         self._stats[id(arrays)] = (arrays, stats)
         use_snapshot = getattr(self.scorer, "use_snapshot", None)
@@ -273,6 +275,14 @@ class ServedPolicy:
         if attach is not None:
             attach(arrays, stats)
         return stats
+
+    def forget_graph(self, arrays: GraphArrays) -> None:
+        """Drop the statistics mapped onto the graph ``arrays`` views and everything the scorer keeps for
+        it (a service that re-indexed a changed graph no longer scores the old view)."""
+        self._stats.pop(id(arrays), None)
+        forget = getattr(self.scorer, "forget_graph", None)
+        if forget is not None:
+            forget(arrays)
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         """Map the statistics onto the graph and let the scorer build its per-graph state."""

@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS recalls (
     k           INTEGER NOT NULL,
     slate       TEXT NOT NULL
 );
+CREATE INDEX IF NOT EXISTS recalls_session ON recalls (session_key, created_at);
 CREATE TABLE IF NOT EXISTS results (
     result_id   TEXT PRIMARY KEY,
     recall_id   TEXT REFERENCES recalls (recall_id),
@@ -234,11 +235,16 @@ class ServiceState:
 
     def latest_result_for_memory(self, memory_id: str, session_key: str | None) -> str | None:
         """The most recent result that injected ``memory_id`` (in ``session_key`` when given): what
-        Signet-shaped feedback by memory id rates."""
+        Signet-shaped feedback by memory id rates. Results are ordered by the recall that showed them (its
+        time; a pre-warm result's own), and within one recall a mixed-slate result comes before an explorer
+        result (issued after the slate, outside it): a memory both showed is rated in the slate, where the
+        online comparison reads it."""
         sql = (
             "SELECT r.result_id FROM result_memories m JOIN results r ON r.result_id = m.result_id "
+            "LEFT JOIN recalls rc ON rc.recall_id = r.recall_id "
             "WHERE m.memory_id = ? AND (? IS NULL OR r.session_key = ?) "
-            "ORDER BY r.created_at DESC, r.rowid DESC LIMIT 1"
+            "ORDER BY COALESCE(rc.created_at, r.created_at) DESC, "
+            "(r.recall_id IS NOT NULL AND r.slot IS NULL), r.rowid DESC LIMIT 1"
         )
         with self._lock:
             row = self._db.execute(sql, (memory_id, session_key, session_key)).fetchone()
