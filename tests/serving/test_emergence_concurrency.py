@@ -15,7 +15,8 @@ Q = "what is behind buhowi-db?"
 
 
 def test_two_concurrent_recalls_of_a_session_never_show_more_explorers_than_its_slots(served, tmp_path):
-    svc = Service(served["store"], served["artifact"], tmp_path / "state.sqlite", emergence={"explorer": True})
+    svc = Service(served["store"], served["artifact"], tmp_path / "state.sqlite",
+                  emergence={"explorer": True})
     sessions = [f"c{i}" for i in range(8)]
     shown: dict[str, int] = {s: 0 for s in sessions}
     errors: list[str] = []

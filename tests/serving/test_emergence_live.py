@@ -15,6 +15,7 @@ from tests.emergence.test_principles import graph as principle_graph
 from tests.serving.conftest import live_server
 
 ON = {"principles": True, "bridges": True, "health": True, "bridge": {"promote_after": 2}}
+REINDEXED = 3
 
 
 @pytest.fixture()
@@ -84,7 +85,12 @@ def test_principle_verbs_and_bridge_promotions_change_the_next_recall_and_replay
             "sessionKey": "s", "results": {rid: {"rating": 1, "idempotencyKey": "k-after"}}})
         assert got.status_code == 200, got.text
         live = _state_of(svc)
-        assert svc.reindexed >= 3  # reject, confirm, promotion
+        assert svc.reindexed == REINDEXED  # reject, confirm, promotion
+        # each re-index dropped the old view: one graph's statistics and scorer state are kept, not one per
+        # re-index
+        scorer = svc.policy.scorer
+        assert (len(svc.policy._stats), len(scorer._graphs), len(scorer._edge_stats_of)) == (1, 1, 1)
+        assert next(iter(scorer._graphs.values())).arrays is svc.arrays
     svc.state.close()
 
     again = Service(store, served["artifact"], state, emergence=ON)  # the logs are the truth: replayed
@@ -285,5 +291,98 @@ def test_a_verb_whose_index_fails_to_build_logs_and_changes_nothing(store, serve
         assert svc.emergence.verbs() == [] and svc.emergence.principles()[0]["status"] == "proposed"
         assert (svc.desire, svc.graph, svc.reindexed) == (desire, graph, 0)  # still walking the old graph
         assert any(pid in path["entities"] for path in _walked(client))
+    finally:
+        svc.state.close()
+
+
+def _bridge_crossing(svc: Service, n: int = 2) -> str:
+    """``n`` issued results crossing the billing-garden bridge candidate (r_0, r_1, ...); its id."""
+    (bid,) = [b["id"] for b in svc.emergence.bridges()["bridges"]
+              if {b["entity_a"], b["entity_b"]} == {"billing", "garden"}]
+    crossing = {"entities": ["billing"], "aspects": [], "attributes": ["t-garden"],
+                "memory_ids": ["m-garden"], "dependencies": [], "kind": "constructed"}
+    svc.state.issue([IssuedResult(f"r_{i}", "s", "q", "main", "desire", 0, 1.0, "what", 0, ("m-garden",),
+                                  crossing, (), 0.5) for i in range(n)])
+    return bid
+
+
+def test_a_rating_whose_reindex_fails_is_acknowledged_and_the_reindex_is_retried(store, served, tmp_path,
+                                                                                 monkeypatch, caplog):
+    from signet_rl.pipeline.desire import DesirePathRetriever
+
+    svc = Service(store, served["artifact"], tmp_path / "state.sqlite", emergence=ON)
+    bid = _bridge_crossing(svc)
+    graph = svc.graph
+
+    def broken(self, dataset):
+        raise RuntimeError("out of memory while indexing")
+
+    try:
+        with live_server(create_app(svc)) as url, httpx.Client(base_url=url, timeout=30) as c:
+            monkeypatch.setattr(DesirePathRetriever, "index", broken)
+            for i in range(2):  # the second promotes the bridge: its re-index fails
+                got = c.post("/api/memory/feedback", json={
+                    "sessionKey": "s", "results": {f"r_{i}": {"verb": "confirm", "idempotencyKey": f"k{i}"}}})
+                assert (got.status_code, got.json()) == (200, {"ok": True, "recorded": 1, "acknowledged": 1})
+            assert svc.emergence.bridges()["by_status"]["promoted"] == 1
+            assert (svc.graph, svc.reindexed) == (graph, 0)  # still walking the old graph
+            assert "re-indexing the changed emergence graph failed" in caplog.text
+            monkeypatch.undo()
+            crossed = [path for path in _walked(c) if f"dep-{bid}" in path["dependencies"]]
+            assert crossed and svc.reindexed == 1  # the next recall re-indexed first, and walked the bridge
+            assert svc.state.counts()["feedback"] == 2
+    finally:
+        svc.state.close()
+
+
+def test_feedback_by_memory_id_rates_the_slate_result_not_the_explorer_that_showed_it_too(served, tmp_path):
+    """An explorer result (issued after the mixed slate, outside it) and a slate result of one recall show
+    the same memory: Signet-shaped feedback by memory id rates the slate's, which the comparison reads."""
+    from signet_rl.serving.app import report
+
+    state = tmp_path / "state.sqlite"
+    svc = Service(served["store"], served["artifact"], state, emergence={"explorer": True})
+    try:
+        with live_server(create_app(svc)) as url, httpx.Client(base_url=url, timeout=30) as c:
+            found = None
+            for i, name in enumerate(svc.graph.entities["name"].tolist()[:20]):
+                res = c.post("/api/memory/recall", json={
+                    "query": f"what about {name}?", "sessionKey": f"s{i}", "limit": 10}).json()["results"]
+                ex = [r for r in res if r["system"] == "explorer"]
+                slate = [r for r in res if r["system"] != "explorer"]
+                both = {m for r in ex for m in r["path"]["memory_ids"]} & {
+                    m for r in slate for m in r["path"]["memory_ids"]}
+                if both:
+                    found = (f"s{i}", sorted(both)[0], slate)
+                    break
+            assert found is not None, "no recall showed a memory in both an explorer and a slate result"
+            session, memory, slate = found
+            got = c.post("/api/memory/feedback", json={"sessionKey": session, "feedback": {memory: 1}})
+            assert got.status_code == 200 and got.json()["recorded"] == 1
+            (rated,) = [fb.result_id for fb in svc.state.feedback()]
+            assert rated in {r["id"] for r in slate if memory in r["path"]["memory_ids"]}
+        assert report(state)["rated"] == 1  # the rated slate slot is in the comparison
+    finally:
+        svc.state.close()
+
+
+def test_reindexing_keeps_one_graph_state_in_a_gnn_policy(store, gnn_artifact, tmp_path, caplog):
+    """Each re-index drops the old view's statistics, tensors and edge-feature snapshot; the "other than
+    its training graphs" warning is said once, not at every re-index."""
+    import logging
+
+    caplog.set_level(logging.WARNING, logger="signet_rl.serving.policy")
+    svc = Service(store, gnn_artifact, tmp_path / "state.sqlite", emergence={"principles": True})
+    try:
+        client = TestClient(create_app(svc))
+        pid = svc.emergence.principles()[0]["id"]
+        for verb in ("reject", "confirm", "reject"):
+            assert client.post(f"/api/emergence/principles/{pid}", json={"verb": verb}).status_code == 200
+            assert _walked(client)  # scored on the new view
+        scorer = svc.policy.scorer
+        assert svc.reindexed == 3
+        assert (len(svc.policy._stats), len(scorer._graphs), len(scorer._edge_stats_of),
+                len(scorer._snapshot_of)) == (1, 1, 1, 1)
+        assert caplog.text.count("other than its training graphs") == 1
     finally:
         svc.state.close()
