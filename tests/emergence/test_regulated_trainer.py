@@ -132,3 +132,14 @@ def test_the_regulator_reads_only_the_sessions_graph():
     used = Counter(r.session for r in t.log if any(r.explorer))
     assert all(used[s] <= slots[s] for s in used)  # a re-entered session keeps its own slots
     assert not any(used[s] for s in slots if s.startswith("b:")) and any(used[s] for s in slots)
+
+
+@pytest.mark.parametrize(("key", "mine"), [("explorer", "task.explorer_per_session"),
+                                           ("regulation", "task.explorer_regulation")])
+def test_the_services_explorer_switches_are_refused_by_the_trainer(tmp_path, key, mine):
+    from tests.serving.conftest import train_run
+
+    with pytest.raises(ValueError) as err:
+        train_run(tmp_path / "run", f"+emergence.{key}=true")
+    assert str(err.value) == (f"emergence.{key} is the service's switch (python -m signet_rl.serve "
+                              f"--emergence {key}); the trainer's is {mine}")

@@ -194,6 +194,7 @@ def test_explorer_slots_are_regulated_per_session_by_staleness_and_kept_across_a
     """A hand-made timeline: the same query every session. Session 3 sees a stale timeline (the same paths,
     no new entities or edges) and gets more explorer slots, within the quota bounds; its explorers all rated
     negative, exploration stops paying and session 4 is back at the base quota. A restart continues it."""
+    import json
     import math
 
     from signet_rl.serving.app import report
@@ -226,9 +227,12 @@ def test_explorer_slots_are_regulated_per_session_by_staleness_and_kept_across_a
         # stale: the seed's bounds, at least 2 and up to 30% of the slate slots the last session showed
         assert s3["slots"] == max(2, math.floor(0.3 * signals["slots"])) == len(stale) >= 2
 
+        compared = json.dumps(report(state), sort_keys=True, default=str)
         for i, r in enumerate(shown):  # every explorer of the window rated negative: exploration stops paying
             assert c.post("/api/memory/feedback", json={"sessionKey": "s", "results": {
                 r["id"]: {"verb": "reject", "idempotencyKey": f"x{i}"}}}).status_code == 200
+        # explorer results are outside the mixed slates: their ratings leave the win rate and OPE as they were
+        assert json.dumps(report(state), sort_keys=True, default=str) == compared
         assert len([r for r in recall(c, "s4") if r["system"] == "explorer"]) == 1
         now = c.get("/api/emergence/exploration").json()
         assert now["current"]["session_key"] == "s4" and now["current"]["slots"] == 1
@@ -267,6 +271,9 @@ def test_explorer_slots_are_regulated_per_session_by_staleness_and_kept_across_a
             got = client.post("/api/memory/recall", json={"query": q, "sessionKey": s, "limit": 50}).json()
             assert len([x for x in got["results"] if x["system"] == "explorer"]) == 1
         assert {x["slots"] for x in client.get("/api/emergence/exploration").json()["sessions"]} == {1}
+        got = client.post("/api/memory/recall", json={"query": q, "sessionKey": "", "limit": 50}).json()
+        assert not [x for x in got["results"] if x["system"] == "explorer"]  # an empty key is no session
+        assert client.get("/api/emergence/exploration").json()["sessions_decided"] == 3
         assert fixed.emergence is None  # explorer slots alone switch no other mechanism on
     finally:
         fixed.state.close()
@@ -386,3 +393,25 @@ def test_reindexing_keeps_one_graph_state_in_a_gnn_policy(store, gnn_artifact, t
         assert caplog.text.count("other than its training graphs") == 1
     finally:
         svc.state.close()
+
+
+def test_pruning_until_now_is_read_in_utc_and_a_future_until_is_refused(store, served, tmp_path, monkeypatch):
+    import time
+
+    monkeypatch.setenv("TZ", "Asia/Tokyo")  # a host nine hours ahead of UTC
+    time.tzset()
+    svc = Service(store, served["artifact"], tmp_path / "state.sqlite",
+                  emergence={"principles": True, "health": True})
+    try:
+        client = TestClient(create_app(svc))
+        now = client.post("/api/emergence/pruning", json={"until": "now"}).json()
+        assert now["until"] == now["computed_at"]  # now in UTC, not the host's local time read as UTC
+        got = client.post("/api/emergence/pruning", json={"until": "2999-01-01T00:00:00"})
+        assert got.status_code == 422 and got.json()["error"].startswith(
+            "until: '2999-01-01T00:00:00' is later than now (20")
+        assert got.json()["error"].endswith("); no pruning plan was computed or stored")
+        assert client.get("/api/emergence/pruning").json() == now  # nothing stored
+    finally:
+        svc.state.close()
+        monkeypatch.undo()
+        time.tzset()
