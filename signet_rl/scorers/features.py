@@ -748,6 +748,9 @@ class PerGraphFeaturizers(Generic[S]):
         service that re-indexes a changed graph no longer scores the old view."""
         self._graphs.pop(id(arrays), None)
         self._edge_stats_of.pop(id(arrays), None)
+        base = getattr(self, "base", None)  # a learned scorer's base scores (prior, PPR) keep theirs too
+        if base is not None:
+            base.forget_graph(arrays)
 
     def _graph_state(self, graph: KnowledgeGraph, arrays: GraphArrays) -> S:
         state = self._graphs.get(id(arrays))

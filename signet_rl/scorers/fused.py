@@ -88,6 +88,12 @@ class BaseScores:
         self.prior.prepare(graph, arrays)
         self.ppr.prepare(graph, arrays)
 
+    def forget_graph(self, arrays: GraphArrays) -> None:
+        """Drop what is kept for the graph ``arrays`` views (a re-indexed service's old view)."""
+        self.prior.forget_graph(arrays)
+        self.ppr.forget_graph(arrays)
+        self._attr.pop(id(arrays), None)
+
     def prefetch(self, query: Query, context: ScoringContext) -> None:
         """What :meth:`raw` reads of the entries alone, computed now (PPR's rank, see
         :meth:`~signet_rl.scorers.prior.PPRScorer.prefetch`)."""
@@ -160,6 +166,9 @@ class FusedScorer:
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         self.base.prepare(graph, arrays)
+
+    def forget_graph(self, arrays: GraphArrays) -> None:
+        self.base.forget_graph(arrays)
 
     def prefetch(self, query: Query, context: ScoringContext) -> None:
         self.base.prefetch(query, context)

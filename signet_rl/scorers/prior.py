@@ -212,6 +212,8 @@ class PPRScorer:
         """Drop what is kept for the graph ``arrays`` views (a re-indexed service's old view)."""
         for kept in (self._slices, self._graphs, self._csrs, self._mem_index):
             kept.pop(id(arrays), None)
+        for key in [k for k, (of, _) in self._ranks.items() if of is arrays]:
+            del self._ranks[key]
 
     def _graph(self, arrays: GraphArrays, timestamp: float | None) -> tuple[ig.Graph, list[float]]:
         """The igraph graph (every edge, built once per graph) and the edge weights at ``timestamp``:

@@ -4,6 +4,9 @@ verb and feedback logs gives the same graph and the same learned statistics."""
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import httpx
 import pytest
 from fastapi.testclient import TestClient
@@ -46,6 +49,7 @@ def test_principle_verbs_and_bridge_promotions_change_the_next_recall_and_replay
         (p,) = c.get("/api/emergence/principles").json()["principles"]
         pid = p["id"]
         assert any(pid in path["entities"] for path in _walked(c))  # proposed: pattern-matched, 0.5: walked
+        first = weakref.ref(svc.arrays)  # the view served before the re-indexes
 
         got = c.post("/api/emergence/principles/principle-nope", json={"verb": "reject"})
         assert (got.status_code, got.json()["error"]) == (404, (
@@ -91,6 +95,8 @@ def test_principle_verbs_and_bridge_promotions_change_the_next_recall_and_replay
         scorer = svc.policy.scorer
         assert (len(svc.policy._stats), len(scorer._graphs), len(scorer._edge_stats_of)) == (1, 1, 1)
         assert next(iter(scorer._graphs.values())).arrays is svc.arrays
+        gc.collect()
+        assert first() is None  # nothing (scorer, base scores' PPR and prior caches, statistics) kept it
     svc.state.close()
 
     again = Service(store, served["artifact"], state, emergence=ON)  # the logs are the truth: replayed
@@ -383,6 +389,8 @@ def test_reindexing_keeps_one_graph_state_in_a_gnn_policy(store, gnn_artifact, t
     try:
         client = TestClient(create_app(svc))
         pid = svc.emergence.principles()[0]["id"]
+        assert _walked(client)
+        first = weakref.ref(svc.arrays)
         for verb in ("reject", "confirm", "reject"):
             assert client.post(f"/api/emergence/principles/{pid}", json={"verb": verb}).status_code == 200
             assert _walked(client)  # scored on the new view
@@ -391,6 +399,8 @@ def test_reindexing_keeps_one_graph_state_in_a_gnn_policy(store, gnn_artifact, t
         assert (len(svc.policy._stats), len(scorer._graphs), len(scorer._edge_stats_of),
                 len(scorer._snapshot_of)) == (1, 1, 1, 1)
         assert caplog.text.count("other than its training graphs") == 1
+        gc.collect()
+        assert first() is None
     finally:
         svc.state.close()
 
