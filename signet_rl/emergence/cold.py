@@ -25,6 +25,13 @@ is written.
 
     >>> moved = move_to_cold("copy.db", ["e7"], copy=True, reason="unused")  # doctest: +SKIP
     >>> restore_from_cold("copy.db", ["e7"], copy=True)  # doctest: +SKIP
+
+:class:`ColdSplit` is the same tier in memory, for a training run that walks a pruned graph: the full graph
+and the set of cold entities; :attr:`ColdSplit.hot` is the graph :func:`move_to_cold` would leave (the same
+rows go: the entities, their aspects, attributes, dependencies, mentions, community rows, and the memories
+no hot row points at), :meth:`ColdSplit.frontier` is :func:`cold_frontier`, and :meth:`ColdSplit.restore`
+brings entities back (their rows return in their original order, as :func:`restore_from_cold` returns them
+to their rowids). The trainer's cold explorers (:mod:`signet_rl.emergence.rediscovery`) walk it.
 """
 
 from __future__ import annotations
@@ -42,9 +49,10 @@ from typing import Any
 
 import pandas as pd
 
+from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.graph.store import StoreError, apply_migrations
 
-__all__ = ["COLD_GRAPH_TABLES", "ColdMove", "ColdTierError", "cold_entities", "cold_frontier",
+__all__ = ["COLD_GRAPH_TABLES", "ColdMove", "ColdSplit", "ColdTierError", "cold_entities", "cold_frontier",
            "move_to_cold", "rate_cold", "restore_from_cold"]
 
 #: Graph tables whose rows move with an entity, in the order they are restored (parents first).
@@ -482,3 +490,95 @@ def rate_cold(path: str | os.PathLike[str], entity_id: str, rating: int, *,
     if rating <= 0:
         return None
     return restore_from_cold(path, entity_id, copy=copy)
+
+
+# --------------------------------------------------------------------------------------------------
+# The cold tier in memory: a training run over a pruned graph.
+
+
+class ColdSplit:
+    """A graph split into its hot part and the cold entities' rows (module docstring).
+
+    Args:
+        graph: the full graph (every row, hot and cold).
+        cold: the entities in the cold tier.
+
+    Raises:
+        ColdTierError: an id that is not an entity of ``graph`` (naming it).
+
+    Example:
+        >>> split = ColdSplit(graph, ["e7"])  # doctest: +SKIP
+        >>> split.hot.num_entities == graph.num_entities - 1  # doctest: +SKIP
+        True
+        >>> split = split.restore(["e7"])  # doctest: +SKIP
+    """
+
+    def __init__(self, graph: KnowledgeGraph, cold: Iterable[str]) -> None:
+        self.full = graph
+        known = set(graph.entities["id"])
+        ids = tuple(dict.fromkeys(cold))
+        for i in ids:
+            if i not in known:
+                raise ColdTierError(f"entity {i!r} is not in the graph; nothing was moved to the cold tier")
+        self.cold: frozenset[str] = frozenset(ids)
+        self._hot: KnowledgeGraph | None = None
+
+    @property
+    def hot(self) -> KnowledgeGraph:
+        """The graph without the cold entities' rows (what :func:`move_to_cold` leaves in a store)."""
+        if self._hot is None:
+            self._hot = self._split()
+        return self._hot
+
+    def _split(self) -> KnowledgeGraph:
+        g, cold = self.full, self.cold
+        if not cold:
+            return g
+        aspects = g.aspects["entity_id"].isin(cold)
+        cold_aspects = set(g.aspects.loc[aspects, "id"])
+        attributes = g.attributes["aspect_id"].isin(cold_aspects)
+        deps = g.dependencies
+        dependencies = deps["source_entity_id"].isin(cold) | deps["target_entity_id"].isin(cold)
+        mentions = g.mentions["entity_id"].isin(cold)
+        # the memories that go: mentioned by a cold entity or cited by a cold attribute, and neither
+        # mentioned by a hot entity nor cited by a hot attribute
+        going = set(g.mentions.loc[mentions, "memory_id"]) | set(
+            g.attributes.loc[attributes, "memory_id"].dropna())
+        staying = set(g.mentions.loc[~mentions, "memory_id"]) | set(
+            g.attributes.loc[~attributes, "memory_id"].dropna())
+        memories = g.memories["id"].isin(going - staying)
+        return g.replace(
+            entities=g.entities[~g.entities["id"].isin(cold)].reset_index(drop=True),
+            aspects=g.aspects[~aspects].reset_index(drop=True),
+            attributes=g.attributes[~attributes].reset_index(drop=True),
+            dependencies=deps[~dependencies].reset_index(drop=True),
+            mentions=g.mentions[~mentions].reset_index(drop=True),
+            community_members=g.community_members[~g.community_members["entity_id"].isin(cold)]
+            .reset_index(drop=True),
+            memories=g.memories[~memories].reset_index(drop=True))
+
+    def frontier(self) -> list[tuple[str, str, str, int]]:
+        """:func:`cold_frontier` of this split: ``(dependency_id, hot_entity_id, cold_entity_id, direction)``
+        for every dependency with one endpoint hot and one cold, in the graph's order."""
+        deps = self.full.dependencies
+        out = []
+        for key, src, dst in zip(deps["id"], deps["source_entity_id"], deps["target_entity_id"], strict=True):
+            if src in self.cold and dst not in self.cold:
+                out.append((str(key), str(dst), str(src), -1))
+            elif dst in self.cold and src not in self.cold:
+                out.append((str(key), str(src), str(dst), +1))
+        return out
+
+    def restore(self, entity_ids: Iterable[str] | str) -> ColdSplit:
+        """A split with ``entity_ids`` hot again (their rows back in their original order).
+
+        Raises:
+            ColdTierError: an id that is not in the cold tier (naming it: hot, or not in the graph).
+        """
+        ids = _ids(entity_ids)
+        for i in ids:
+            if i not in self.cold:
+                state = "it is in the hot graph" if i in set(self.full.entities["id"]) else \
+                    "it is not in the graph"
+                raise ColdTierError(f"entity {i!r} is not in the cold tier ({state}); nothing was restored")
+        return ColdSplit(self.full, self.cold - set(ids))

@@ -206,6 +206,24 @@ class DesirePathRetriever:
             self.scorer.prepare(graph, state.arrays)
             self._states[gid] = state
 
+    def replace_graph(self, graph_id: str, graph: KnowledgeGraph) -> GraphArrays:
+        """Index ``graph`` in place of graph ``graph_id``'s (a training run whose graph changed: cold entities
+        restored, :mod:`signet_rl.emergence.rediscovery`) and prepare the scorer for it; returns its arrays.
+
+        Raises:
+            ValueError: the hybrid entry is on (its flat floor indexes the dataset, not this graph), or the
+                graph id is not indexed.
+        """
+        if self.config.hybrid:
+            raise ValueError(f"{self.name}: a graph cannot be replaced under the hybrid entry (its flat "
+                             "floor indexes the dataset's memories); turn floor, session and entity_walks "
+                             "off")
+        self._state(graph_id)
+        state = _GraphState(graph, self.config, self.encoder, self.relevance)
+        self.scorer.prepare(graph, state.arrays)
+        self._states[graph_id] = state
+        return state.arrays
+
     def entries(self, query: Query, intent: str, query_vector: np.ndarray | None = None) -> list[str]:
         """The entry entities of ``query`` (two for *relate* when a second one scores close enough);
         ``query_vector``: entry search's encoding of the query, when the caller has it."""

@@ -1,0 +1,263 @@
+"""Explorers that walk into cold territory inside the training loop, and bring back what earns a rating.
+
+A run whose graph was pruned (the entities of a :class:`~signet_rl.emergence.health.PruningPlan` in the
+cold tier) walks only the hot part (:class:`~signet_rl.emergence.cold.ColdSplit`). With
+``emergence.rediscovery`` on, the trainer's explorer slot may go to a **cold path**: a step from a hot
+entity the query reached (an entry, or an entity on a walked candidate path) across a cold dependency to a
+cold entity, and on to the facts of one of its aspects::
+
+    E:<hot> > D±:<cold dependency> > E:<cold entity> > A:<its aspect> > T:<fact> > T:<fact> ...
+
+:class:`ColdExplorer` picks it from what a deployed system has: the frontier's structure (which cold
+dependencies touch the entities the query reached) and the query's similarity to the cold entity's facts
+(the cosine of the query's vector and the vector of the fact's entity name, aspect name and content, from the
+run's encoder: a query about a pruned entity names it, and entry search cannot land on it). It never reads ground truth.
+The best-matching fact's aspect is walked, its active facts in order of similarity (at most
+:attr:`RediscoveryParams.facts`); a candidate below :attr:`RediscoveryParams.min_similarity` is not
+proposed, and the slot falls to the other explorers.
+
+The trainer shows the cold path in the explorer slot with propensity 1 (an explorer slot is filled
+deterministically once the quota allows it), constructs its memory from the full graph, and the simulated
+rater rates it like any other slate item. A **positive** rating brings the cold entity back
+(:meth:`ColdExplorer.rate`: :meth:`ColdSplit.restore`, and the trainer re-indexes the graph its policy
+walks, with the learned edge statistics carried over by dependency id); a zero, negative or missing rating
+leaves it cold. Until it is restored, a cold path never reaches the scorer's update nor the edge
+statistics (their arrays do not hold its rows); it is in the feedback log, with its rating.
+
+On a Signet store the same decision is :func:`~signet_rl.emergence.cold.rate_cold` on an offline copy
+(``python -m signet_rl.emergence restore``); :attr:`ColdExplorer.restored` lists what to restore there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from signet_rl.core.types import Query
+from signet_rl.emergence.cold import ColdSplit, ColdTierError
+from signet_rl.graph.model import KnowledgeGraph
+from signet_rl.text.encoders import Encoder
+from signet_rl.traversal.construct import MemoryBuilder
+from signet_rl.traversal.path import Hop, HopKind, Path
+
+__all__ = ["ColdExplorer", "RediscoveryParams"]
+
+
+@dataclass(frozen=True)
+class RediscoveryParams:
+    """How cold explorers choose (``emergence.rediscover``; only read with ``emergence.rediscovery`` on).
+
+    Attributes:
+        plan: a saved pruning plan (:meth:`~signet_rl.emergence.health.PruningPlan.save`) whose entities
+            the training run starts with in the cold tier (``signet_rl.train``; None: the caller builds the
+            :class:`ColdExplorer` with its own cold sets).
+        min_similarity: the query-to-fact cosine at or above which a cold path is proposed.
+        facts: most facts of the cold aspect on a path (the walk's ``max_attributes_per_aspect``).
+        reach: the hot entities a cold step may start from: ``entries`` (the query's entry entities) or
+            ``walk`` (those and every entity on the query's walked candidate paths).
+    """
+
+    plan: str | None = None
+    min_similarity: float = 0.0
+    facts: int = 8
+    reach: str = "walk"
+
+    def __post_init__(self) -> None:
+        if not -1.0 <= self.min_similarity <= 1.0:
+            raise ValueError(f"RediscoveryParams.min_similarity must be in [-1, 1], got "
+                             f"{self.min_similarity!r}")
+        if isinstance(self.facts, bool) or not isinstance(self.facts, int) or self.facts < 1:
+            raise ValueError(f"RediscoveryParams.facts must be an integer >= 1, got {self.facts!r}")
+        if self.reach not in ("entries", "walk"):
+            raise ValueError(f"RediscoveryParams.reach must be 'entries' or 'walk', got {self.reach!r}")
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    v = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    return v / np.where(norms > 0, norms, 1.0)
+
+
+class _ColdFacts:
+    """The cold entities' active facts of one graph: ids, aspects, owners and unit vectors."""
+
+    def __init__(self, graph: KnowledgeGraph, cold: Iterable[str], encoder: Encoder) -> None:
+        att = graph.attributes
+        owner = graph.attribute_entity_ids()
+        keep = owner.isin(set(cold)).to_numpy() & (att["status"] == "active").to_numpy() & \
+            att["aspect_id"].notna().to_numpy()
+        self.ids = att.loc[keep, "id"].astype(str).tolist()
+        self.aspects = att.loc[keep, "aspect_id"].astype(str).tolist()
+        self.owners = owner[keep].astype(str).tolist()
+        # what a query about the fact would name: its entity, its aspect, its content
+        names = graph.entities.set_index("id")["name"]
+        aspect_names = graph.aspects.set_index("id")["name"]
+        texts = [f"{names.get(e, '')} {aspect_names.get(a, '')} {c}" for e, a, c in zip(
+            self.owners, self.aspects, att.loc[keep, "content"].fillna("").astype(str), strict=True)]
+        self.vectors = _unit(encoder.encode(texts)) if texts else np.zeros((0, 1), np.float32)
+        self.by_entity: dict[str, list[int]] = {}
+        for i, e in enumerate(self.owners):
+            self.by_entity.setdefault(e, []).append(i)
+
+
+class ColdExplorer:
+    """Cold paths for the trainer's explorer slot, and the restores their ratings earn (module docstring).
+
+    Args:
+        graphs: each graph's **full** graph (hot and cold rows), by graph id.
+        cold: each graph's cold entities (graphs not named have none).
+        params: how paths are chosen.
+        encoder: the query and fact encoder (None: the trainer binds its retriever's).
+
+    Attributes:
+        splits: each graph's current :class:`~signet_rl.emergence.cold.ColdSplit`.
+        events: one record per rated (or unrated) cold path shown: ``step``, ``graph_id``, ``query_id``,
+            ``entity_id``, ``rating``, ``restored``.
+    """
+
+    def __init__(self, graphs: Mapping[str, KnowledgeGraph], cold: Mapping[str, Iterable[str]],
+                 params: RediscoveryParams = RediscoveryParams(), encoder: Encoder | None = None) -> None:
+        unknown = sorted(set(cold) - set(graphs))
+        if unknown:
+            raise ValueError(f"cold entities given for graph {unknown[0]!r}, which the dataset does not have")
+        self.params = params
+        self.encoder = encoder
+        self.splits = {gid: ColdSplit(graphs[gid], ids) for gid, ids in cold.items()}
+        self.initial = {gid: sorted(s.cold) for gid, s in self.splits.items()}
+        self.events: list[dict[str, Any]] = []
+        self._facts: dict[str, _ColdFacts] = {}
+        self._frontier: dict[str, dict[str, list[tuple[str, str, int]]]] = {}
+        self._builders: dict[str, MemoryBuilder] = {}
+
+    # -- what the trainer reads ----------------------------------------------------------------------
+
+    def hot(self, graph_id: str) -> KnowledgeGraph:
+        """The graph the policy walks now."""
+        return self.splits[graph_id].hot
+
+    @property
+    def restored(self) -> dict[str, list[str]]:
+        """Per graph, the entities brought back so far, in the order their ratings came."""
+        out: dict[str, list[str]] = {}
+        for e in self.events:
+            if e["restored"]:
+                out.setdefault(e["graph_id"], []).append(e["entity_id"])
+        return out
+
+    def builder(self, graph_id: str) -> MemoryBuilder:
+        """Constructs a cold path's memory (from the full graph: its rows are not in the hot one)."""
+        if graph_id not in self._builders:
+            self._builders[graph_id] = MemoryBuilder(self.splits[graph_id].full)
+        return self._builders[graph_id]
+
+    def is_cold(self, graph_id: str, path: Path) -> bool:
+        """Whether ``path`` reaches an entity that is cold now."""
+        split = self.splits.get(graph_id)
+        return split is not None and any(h.kind is HopKind.ENTITY and h.id in split.cold for h in path.hops)
+
+    def cold_entity(self, graph_id: str, path: Path) -> str | None:
+        """The cold entity ``path`` steps into (None for a path that reaches none)."""
+        split = self.splits.get(graph_id)
+        if split is None:
+            return None
+        return next((h.id for h in path.hops if h.kind is HopKind.ENTITY and h.id in split.cold), None)
+
+    def _facts_of(self, graph_id: str) -> _ColdFacts:
+        if graph_id not in self._facts:
+            if self.encoder is None:
+                raise ValueError("ColdExplorer has no encoder; the trainer binds its retriever's")
+            split = self.splits[graph_id]
+            self._facts[graph_id] = _ColdFacts(split.full, self.initial[graph_id], self.encoder)
+        return self._facts[graph_id]
+
+    def _frontier_of(self, graph_id: str) -> dict[str, list[tuple[str, str, int]]]:
+        if graph_id not in self._frontier:
+            by_hot: dict[str, list[tuple[str, str, int]]] = {}
+            for dep, hot, cold, direction in self.splits[graph_id].frontier():
+                by_hot.setdefault(hot, []).append((dep, cold, direction))
+            self._frontier[graph_id] = by_hot
+        return self._frontier[graph_id]
+
+    def paths(self, query: Query, entries: Sequence[str], walked: Sequence[Path],
+              query_vector: np.ndarray, k: int = 1) -> list[Path]:
+        """Up to ``k`` cold paths for ``query``, best first (module docstring): from the entities the query
+        reached, across a cold dependency, to the cold entity's best-matching aspect and its facts."""
+        gid = query.graph_id
+        if gid not in self.splits or not self.splits[gid].cold:
+            return []
+        reached = list(dict.fromkeys(entries))
+        if self.params.reach == "walk":
+            reached += [h.id for p in walked for h in p.hops if h.kind is HopKind.ENTITY]
+        frontier = self._frontier_of(gid)
+        steps = [(hot, dep, cold, d) for hot in dict.fromkeys(reached)
+                 for dep, cold, d in frontier.get(hot, [])]
+        if not steps:
+            return []
+        facts = self._facts_of(gid)
+        qv = np.asarray(query_vector, dtype=np.float32)
+        norm = float(np.linalg.norm(qv))
+        qv = qv / norm if norm > 0 else qv
+        best: dict[str, tuple[float, int]] = {}  # cold entity -> (best cosine, its fact's row)
+        for _, _, cold, _ in steps:
+            if cold in best or cold not in facts.by_entity:
+                continue
+            rows = facts.by_entity[cold]
+            sims = facts.vectors[rows] @ qv
+            top = int(np.argmax(sims))
+            best[cold] = (float(sims[top]), rows[top])
+        out: list[tuple[float, str, Path]] = []
+        seen: set[str] = set()
+        for hot, dep, cold, d in steps:
+            if cold in seen or cold not in best or best[cold][0] < self.params.min_similarity:
+                continue
+            seen.add(cold)
+            sim, row = best[cold]
+            aspect = facts.aspects[row]
+            same = [i for i in facts.by_entity[cold] if facts.aspects[i] == aspect]
+            order = sorted(same, key=lambda i: (-float(facts.vectors[i] @ qv), facts.ids[i]))
+            hops = (Hop.entity(hot), Hop.dependency(dep, d), Hop.entity(cold), Hop.aspect(aspect),
+                    *(Hop.attribute(facts.ids[i]) for i in order[: self.params.facts]))
+            out.append((sim, cold, Path(hops, strategy="", explorer=True)))
+        out.sort(key=lambda t: (-t[0], t[1]))
+        return [p for _, _, p in out[:k]]
+
+    # -- ratings -------------------------------------------------------------------------------------
+
+    def rate(self, graph_id: str, path: Path, rating: float | None, *, step: int = -1,
+             query_id: str = "") -> KnowledgeGraph | None:
+        """Record the rating of a shown cold path; a positive one restores its cold entity and returns the
+        new hot graph (None: it stays cold).
+
+        Raises:
+            ColdTierError: ``path`` reaches no cold entity (naming the path).
+        """
+        entity = self.cold_entity(graph_id, path)
+        if entity is None:
+            raise ColdTierError(f"path {path.serialise()!r} reaches no cold entity of graph {graph_id!r}; "
+                                "only a cold path's rating restores")
+        restored = rating is not None and rating > 0
+        self.events.append({"step": step, "graph_id": graph_id, "query_id": query_id, "entity_id": entity,
+                            "rating": rating, "restored": restored})
+        if not restored:
+            return None
+        self.splits[graph_id] = self.splits[graph_id].restore(entity)
+        self._frontier.pop(graph_id, None)
+        return self.splits[graph_id].hot
+
+    # -- checkpoints ---------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"cold": {gid: sorted(s.cold) for gid, s in self.splits.items()},
+                "events": [dict(e) for e in self.events], "params": asdict(self.params)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Take a :meth:`state_dict`'s cold sets and events (the full graphs stay this object's own)."""
+        for gid, ids in state["cold"].items():
+            if gid not in self.splits:
+                raise ValueError(f"checkpoint has cold entities of graph {gid!r}, which this run has none of")
+            self.splits[gid] = ColdSplit(self.splits[gid].full, ids)
+        self.events = [dict(e) for e in state["events"]]
+        self._frontier.clear()
