@@ -9,6 +9,10 @@ measured on the synthetic benchmark, all of them stay off. What each switch does
   in the service (``--emergence``), live, with their state in the service's own file.
   ``bridge.target_explorers`` also aims the trainer's explorer slot at bridge candidates inside the loop.
 - ``prewarm``: the trainer's temporal pre-warm at each session start; the service's is ``--prewarm``.
+- ``rediscovery``: the trainer walks the hot part of a pruned graph (the entities of the pruning plan
+  ``rediscover.plan`` start cold, in memory) and its explorer slot may step into cold territory; a
+  positively rated cold path brings its entity back (:mod:`signet_rl.emergence.rediscovery`). A Signet
+  store's cold tier still moves only offline, on a copy (``python -m signet_rl.emergence``).
 
 Two mechanisms of issue 29 are **not** switches here, and naming them is an error that says where they
 are (:data:`NOT_HERE`): self-regulating exploration is ``task.explorer_regulation`` (settings
@@ -30,10 +34,11 @@ from typing import Any
 
 from signet_rl.emergence.health import HealthThresholds
 from signet_rl.emergence.prewarm import PrewarmConfig
+from signet_rl.emergence.rediscovery import RediscoveryParams
 
 __all__ = ["BRIDGES_V3", "NOT_HERE", "BridgeParams", "EmergenceConfig", "PrincipleParams"]
 
-SWITCHES = ("health", "bridges", "principles", "prewarm")
+SWITCHES = ("health", "bridges", "principles", "prewarm", "rediscovery")
 
 #: Keys an earlier EmergenceConfig accepted and no code read: each is refused with where the mechanism is.
 NOT_HERE = {
@@ -123,6 +128,9 @@ class EmergenceConfig:
     bridge: BridgeParams = field(default_factory=BridgeParams)
     principle: PrincipleParams = field(default_factory=PrincipleParams)
     prewarm_config: PrewarmConfig = field(default_factory=PrewarmConfig)
+    #: explorers into the cold tier of a pruned graph inside the training loop (issue 29 §4)
+    rediscovery: bool = False
+    rediscover: RediscoveryParams = field(default_factory=RediscoveryParams)
 
     @property
     def enabled(self) -> tuple[str, ...]:
@@ -139,7 +147,8 @@ class EmergenceConfig:
         """
         values = dict(values or {})
         nested: dict[str, type[Any]] = {"health_thresholds": HealthThresholds, "bridge": BridgeParams,
-                                        "principle": PrincipleParams, "prewarm_config": PrewarmConfig}
+                                        "principle": PrincipleParams, "prewarm_config": PrewarmConfig,
+                                        "rediscover": RediscoveryParams}
         known = [*SWITCHES, *nested]
         kwargs: dict[str, Any] = {}
         for key, value in values.items():

@@ -11,7 +11,8 @@ cold entity, and on to the facts of one of its aspects::
 :class:`ColdExplorer` picks it from what a deployed system has: the frontier's structure (which cold
 dependencies touch the entities the query reached) and the query's similarity to the cold entity's facts
 (the cosine of the query's vector and the vector of the fact's entity name, aspect name and content, from the
-run's encoder: a query about a pruned entity names it, and entry search cannot land on it). It never reads ground truth.
+run's encoder: a query about a pruned entity names it, and entry search cannot land on it). It never reads
+ground truth.
 The best-matching fact's aspect is walked, its active facts in order of similarity (at most
 :attr:`RediscoveryParams.facts`); a candidate below :attr:`RediscoveryParams.min_similarity` is not
 proposed, and the slot falls to the other explorers.

@@ -1,0 +1,163 @@
+"""Explorers walk into cold territory inside the bandit trainer: a positive rating brings an entity back."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from signet_rl.datasets.base import Dataset
+from signet_rl.emergence.cold import ColdSplit, ColdTierError, cold_frontier, move_to_cold
+from signet_rl.emergence.config import EmergenceConfig
+from signet_rl.emergence.rediscovery import ColdExplorer, RediscoveryParams
+from signet_rl.graph.store import read_graph, write_graph
+from signet_rl.learning.trainer import BanditConfig, BanditTrainer
+from signet_rl.scorers import make_scorer
+from signet_rl.traversal.path import HopKind
+from signet_rl.traversal.path import Path as TPath
+
+
+def needed_entities(ds: Dataset) -> Counter[str]:
+    """How many training queries need a fact of each entity (the test's choice of what to prune only)."""
+    g = ds.graph
+    owner = dict(zip(g.attributes["id"], g.attribute_entity_ids(), strict=True))
+    return Counter(owner[i] for q in ds.split("train") for i in ds.truth[q.id].needed if i in owner)
+
+
+def walked_entities(trainer: BanditTrainer, after_step: int) -> set[str]:
+    """Entities on the policy's own (non-explorer) candidate paths logged after ``after_step``."""
+    out: set[str] = set()
+    for rec in trainer.log.records:
+        if rec.step <= after_step:
+            continue
+        for text in rec.candidates:
+            path = TPath.parse(text)
+            out.update(h.id for h in path.hops if h.kind is HopKind.ENTITY)
+    return out
+
+
+@pytest.fixture(scope="module")
+def pruned(tiny: Dataset) -> list[str]:
+    return [e for e, _ in needed_entities(tiny).most_common(10)]
+
+
+def trainer_of(ds: Dataset, run_dir: Path | None = None, checkpoint_every: int = 0) -> BanditTrainer:
+    """A quiet prior-scorer trainer: 2 epochs, 2 explorer slots per session, seed 3."""
+    cfg = BanditConfig(epochs=2, explorer_per_session=2, eval_every=0, checkpoint_every=checkpoint_every)
+    return BanditTrainer(ds, make_scorer("prior"), cfg, traversal={"max_depth": 2}, seed=3, progress=False,
+                         run_dir=run_dir)
+
+
+def run(tiny: Dataset, cold: list[str]) -> tuple[BanditTrainer, ColdExplorer]:
+    trainer = trainer_of(tiny)
+    explorer = ColdExplorer(tiny.graphs, {"main": cold})
+    trainer.use_cold_explorer(explorer)
+    trainer.run()
+    return trainer, explorer
+
+
+def test_an_explorer_rediscovers_a_needed_pruned_entity_and_later_walks_reach_it(
+        tiny: Dataset, prior_trainer: Callable[..., BanditTrainer], pruned: list[str]) -> None:
+    trainer, explorer = run(tiny, pruned)
+    assert trainer.retriever._state("main").graph.num_entities <= tiny.graph.num_entities
+    owner = dict(zip(tiny.graph.attributes["id"], tiny.graph.attribute_entity_ids(), strict=True))
+    back = [e for e in explorer.events if e["restored"]]
+    assert back, "no cold path earned a positive rating"
+    # the rediscovery was the trainer's explorer slot, rated by the rater for a query that needed it
+    first = next(e for e in back if any(owner.get(i) == e["entity_id"]
+                                        for i in tiny.truth[e["query_id"]].needed))
+    entity = first["entity_id"]
+    rec = next(r for r in trainer.log.records if r.step == first["step"] and r.query_id == first["query_id"])
+    slot = next(j for j, i in enumerate(rec.shown) if f"E:{entity}>" in rec.candidates[i])
+    assert rec.explorer[slot] and rec.pscores[slot] == 1.0 and rec.ratings[slot] == 1.0
+    assert TPath.parse(rec.candidates[rec.shown[slot]]).hops[2].id == entity  # hot > dep > cold entity
+    # hot again: in the graph the policy walks, off the cold tier, and later walks reach it
+    hot = trainer.retriever._state("main")
+    assert entity in set(hot.graph.entities["id"]) and entity not in explorer.splits["main"].cold
+    assert trainer.stats["main"].num_edges == hot.arrays.num_dependencies
+    assert entity in walked_entities(trainer, first["step"])
+    assert explorer.restored["main"][0] == back[0]["entity_id"]
+
+
+def test_a_cold_path_rated_negative_or_noise_stays_cold(tiny: Dataset,
+                                                        prior_trainer: Callable[..., BanditTrainer],
+                                                        pruned: list[str]) -> None:
+    trainer, explorer = run(tiny, pruned)
+    refused = {e["entity_id"] for e in explorer.events} - set(explorer.restored.get("main", []))
+    assert refused, "every cold entity an explorer reached was restored"
+    hot = set(trainer.retriever._state("main").graph.entities["id"])
+    for entity in refused:
+        ratings = [e["rating"] for e in explorer.events if e["entity_id"] == entity]
+        assert all(r is None or r <= 0 for r in ratings)
+        assert entity in explorer.splits["main"].cold and entity not in hot
+    # the policy's own walks never reach a cold entity (only explorer slots do)
+    walked = set()
+    for rec in trainer.log.records:
+        for i, text in enumerate(rec.candidates):
+            if i not in rec.shown or not rec.explorer[rec.shown.index(i)]:
+                walked.update(h.id for h in TPath.parse(text).hops if h.kind is HopKind.ENTITY)
+    assert walked.isdisjoint(refused)
+
+
+def test_off_by_default_and_a_resumed_run_replays_the_restores(
+        tiny: Dataset, prior_trainer: Callable[..., BanditTrainer], pruned: list[str],
+        tmp_path: Path) -> None:
+    assert not EmergenceConfig().rediscovery
+    assert EmergenceConfig.from_mapping({"rediscovery": True, "rediscover": {"min_similarity": 0.2}}) \
+        .rediscover.min_similarity == 0.2
+    plain = prior_trainer(tiny)
+    assert plain.cold_explorer is None
+    whole, explorer = run(tiny, pruned)
+    restore_steps = [e["step"] for e in explorer.events if e["restored"]]
+    stop = restore_steps[0] + 5
+    first = trainer_of(tiny, tmp_path, checkpoint_every=5)
+    first.use_cold_explorer(ColdExplorer(tiny.graphs, {"main": pruned}))
+    first.run(stop_after=stop + 3)  # killed after the checkpoint at `stop`
+    again = trainer_of(tiny, tmp_path, checkpoint_every=5)
+    resumed = ColdExplorer(tiny.graphs, {"main": pruned})
+    again.use_cold_explorer(resumed)
+    again.run()
+    assert again.resumed_from is not None and again.resumed_from > restore_steps[0]
+    assert resumed.events == explorer.events
+    assert again.retriever._state("main").graph.entities["id"].tolist() == \
+        whole.retriever._state("main").graph.entities["id"].tolist()
+
+
+def test_the_split_in_memory_is_what_the_store_copy_keeps_hot(tiny: Dataset, pruned: list[str],
+                                                             tmp_path: Path) -> None:
+    split = ColdSplit(tiny.graph, pruned[:4])
+    path = write_graph(tiny.graph, tmp_path / "copy.db")
+    move_to_cold(path, pruned[:4], copy=True)
+    stored = read_graph(path)
+    for table in ("entities", "aspects", "attributes", "dependencies", "memories"):
+        assert getattr(split.hot, table)["id"].tolist() == getattr(stored, table)["id"].tolist(), table
+    assert split.hot.mentions[["memory_id", "entity_id"]].values.tolist() == \
+        stored.mentions[["memory_id", "entity_id"]].values.tolist()
+    assert split.frontier() == cold_frontier(path)
+    back = split.restore(pruned[:4])
+    assert not back.cold and back.hot.entities["id"].tolist() == tiny.graph.entities["id"].tolist()
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT count(*) FROM signet_rl_cold_rows WHERE table_name = 'entities'") \
+            .fetchone() == (4,)
+
+
+def test_bad_input_is_named(tiny: Dataset) -> None:
+    with pytest.raises(ColdTierError, match=r"entity 'nope' is not in the graph"):
+        ColdSplit(tiny.graph, ["nope"])
+    split = ColdSplit(tiny.graph, ["ent-000001"])
+    with pytest.raises(ColdTierError, match=r"entity 'ent-000002' is not in the cold tier \(it is in the hot "
+                                            r"graph\); nothing was restored"):
+        split.restore(["ent-000001", "ent-000002"])
+    assert split.cold == {"ent-000001"}
+    with pytest.raises(ValueError, match=r"cold entities given for graph 'other'"):
+        ColdExplorer(tiny.graphs, {"other": ["ent-000001"]})
+    explorer = ColdExplorer(tiny.graphs, {"main": ["ent-000001"]})
+    hot_path = TPath.parse("E:ent-000002")
+    with pytest.raises(ColdTierError, match=r"path 'E:ent-000002' reaches no cold entity of graph 'main'"):
+        explorer.rate("main", hot_path, 1.0)
+    with pytest.raises(ValueError, match=r"RediscoveryParams.reach must be 'entries' or 'walk', got 'all'"):
+        RediscoveryParams(reach="all")
