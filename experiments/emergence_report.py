@@ -26,7 +26,17 @@ Parts (``--part``):
   (validation and test) queries pruned, test recall@10 of the ``prior`` desire-path retriever before and
   after at the same budget, and its mean traversal latency (with the load average: timings on a shared
   machine are inflated). ``--chosen-from`` takes the thresholds an earlier run chose on its validation
-  seed (the xl figures reuse medium's choice: one bandit run at xl is minutes).
+  seed (the xl figures reuse medium's choice: one bandit run at xl is minutes). ``--save-plans DIR`` writes
+  each operating point's plan (:meth:`~signet_rl.emergence.health.PruningPlan.save`), the input of
+  ``python -m signet_rl.emergence prune``.
+  With ``--rediscover``, the period after training follows each pruning: a LinUCB bandit run (the same
+  settings, one pass) over the validation queries in timeline order walks the pruned graph with cold
+  explorers on (:class:`~signet_rl.emergence.rediscovery.ColdExplorer`, ``min_similarity`` chosen on the
+  validation seed: the most needed test items brought back, ties to fewer restores); the entities its
+  positive ratings restore are restored on the store copy (:func:`~signet_rl.emergence.cold.rate_cold`),
+  and test recall is measured again at the same budget. Reports the pruned entities later queries need,
+  the cold paths shown and rated, the entities restored (and how many of them test queries need), the
+  ratings they took, and recall with and without rediscovery.
 
     python experiments/emergence_report.py --part bridges --seed <S> --preset medium
     python experiments/emergence_report.py --part pruning --seed <S> --preset xl
@@ -636,6 +646,100 @@ def prune_through_cold(ds: Dataset, entity_ids: tuple[str, ...]) -> Dataset:
     return dataclasses.replace(ds, graphs={"main": graph})
 
 
+def later_period(ds: Dataset) -> Dataset:
+    """The period after training as a bandit schedule: the validation queries, relabelled ``train``."""
+    queries = [dataclasses.replace(q, split="train") for q in ds.split("validation")]
+    return dataclasses.replace(ds, queries=queries)
+
+
+def rediscover(ds: Dataset, plan_ids: tuple[str, ...], seed: int, min_similarity: float) -> dict[str, Any]:
+    """A LinUCB bandit run over the period after training on the pruned graph, with cold explorers: what
+    its explorers rediscovered (module docstring). Truth is read by the rater and the figures only."""
+    from signet_rl.emergence.rediscovery import ColdExplorer, RediscoveryParams
+    from signet_rl.learning.trainer import BanditConfig, BanditTrainer
+    from signet_rl.scorers import PRE_SWEEP_DEFAULTS
+    from signet_rl.scorers.base import make_scorer
+
+    period = later_period(ds)
+    linucb = make_scorer("linucb", **PRE_SWEEP_DEFAULTS["linucb"])
+    trainer = BanditTrainer(period, linucb, BanditConfig(epochs=1, eval_every=0, checkpoint_every=0),
+                            seed=seed, progress=False)
+    explorer = ColdExplorer(period.graphs, {"main": plan_ids},
+                            RediscoveryParams(min_similarity=min_similarity))
+    trainer.use_cold_explorer(explorer)
+    _log(f"rediscovery: bandit over {len(period.split('train'))} later queries, {len(plan_ids):,} cold "
+         f"entities, min_similarity {min_similarity}")
+    trainer.run()
+    restored = explorer.restored.get("main", [])
+    rated = [e for e in explorer.events if e["rating"] is not None]
+    took = []  # cold-path ratings an entity got up to (and with) the one that restored it
+    for eid in restored:
+        took.append(sum(1 for e in rated if e["entity_id"] == eid))
+    return {"restored": restored, "cold_paths_shown": len(explorer.events), "cold_paths_rated": len(rated),
+            "cold_paths_positive": sum(1 for e in rated if e["rating"] > 0),
+            "cold_entities_reached": len({e["entity_id"] for e in explorer.events}),
+            "ratings_per_restore_median": float(np.median(took)) if took else None,
+            "ratings_per_restore_max": max(took) if took else None,
+            "explorer_slots": sum(h.explorer_shown for h in trainer.history),
+            "hot_entities": trainer.retriever._state("main").graph.entities["id"].tolist()}
+
+
+def restore_through_cold(ds: Dataset, entity_ids: tuple[str, ...], restored: list[str]) -> Dataset:
+    """:func:`prune_through_cold`, then the ``restored`` entities rated positive on the store copy
+    (:func:`~signet_rl.emergence.cold.rate_cold`, one at a time, in the order their ratings came)."""
+    from signet_rl.emergence.cold import move_to_cold, rate_cold
+    from signet_rl.graph.store import read_graph, write_graph
+
+    with tempfile.TemporaryDirectory(prefix="emergence-") as tmp:
+        path = Path(tmp) / "copy.db"
+        write_graph(ds.graph, path)
+        move_to_cold(path, list(entity_ids), copy=True, reason="pruned")
+        for eid in restored:
+            rate_cold(path, eid, +1, copy=True)
+        graph = read_graph(path)
+    return dataclasses.replace(ds, graphs={"main": graph})
+
+
+#: ``min_similarity`` grid of the cold explorers (chosen on the validation seed).
+REDISCOVER_GRID = (0.0, 0.2, 0.4)
+
+
+def rediscovery_figures(ds: Dataset, plan_ids: tuple[str, ...], found: dict[str, Any]) -> dict[str, Any]:
+    """What the rediscovery run brought back, against what later queries need (truth read here only)."""
+    test_needed = later_needed_entities(ds, ("test",))
+    val_needed = later_needed_entities(ds, ("validation",))
+    pruned, back = set(plan_ids), set(found["restored"])
+    still = pruned - back
+    return {**{k: v for k, v in found.items() if k not in ("restored", "hot_entities")},
+            "restored": len(back),
+            "restored_needed_by_test": len(back & set(test_needed)),
+            "restored_needed_by_validation": len(back & set(val_needed)),
+            "pruned_needed_by_test": len(pruned & set(test_needed)),
+            "pruned_needed_by_validation": len(pruned & set(val_needed)),
+            "test_items_pruned_before": sum(len(test_needed[e]) for e in pruned & set(test_needed)),
+            "test_items_pruned_after": sum(len(test_needed[e]) for e in still & set(test_needed))}
+
+
+def choose_rediscovery(args: argparse.Namespace, t: HealthThresholds) -> float:
+    """``min_similarity`` on the validation seed: the grid point that brings back the most needed test
+    items of the pruned ones (ties: fewer entities restored, then the lower threshold)."""
+    val = dataset(args.preset, args.val_seed[0], control=False)
+    records, until = training_log(val, args.epochs, args.val_seed[0])
+    plan = plan_pruning(val.graph, records, until=until, thresholds=t)
+    best: tuple[tuple[int, int, float], float] | None = None
+    rows = []
+    for m in REDISCOVER_GRID:
+        f = rediscovery_figures(val, plan.entity_ids, rediscover(val, plan.entity_ids, args.val_seed[0], m))
+        back = f["test_items_pruned_before"] - f["test_items_pruned_after"]
+        rows.append({"min_similarity": m, **f})
+        key = (back, -f["restored"], -m)
+        if best is None or key > best[0]:
+            best = (key, m)
+    assert best is not None
+    _log(f"rediscovery: chose min_similarity {best[1]} on validation seed {args.val_seed[0]}: {rows}")
+    return best[1]
+
+
 def recall_and_latency(ds: Dataset, budget: int, max_queries: int | None, seed: int) -> dict[str, float]:
     from signet_rl.evaluation.harness import evaluate
     from signet_rl.pipeline.desire import DesirePathRetriever
@@ -751,6 +855,15 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
         if unknown:
             raise SystemExit(f"--points: unknown {unknown}; known: {', '.join(points)}")
         points = {k: v for k, v in points.items() if k in args.points}
+    if args.rediscover:  # chosen on the validation seed, with one operating point's plan
+        if args.rediscover_min_similarity is not None:
+            out["rediscover_min_similarity"] = args.rediscover_min_similarity
+        else:
+            with_point = {"chosen": chosen, "unused_and_sick": HealthThresholds(),
+                          "passing_mentions": HealthThresholds(max_mentions=1, max_co_mentioned=0)}
+            point_t = with_point[args.rediscover_choose_with]
+            out["rediscover_min_similarity"] = choose_rediscovery(args, point_t)
+            out["rediscover_chosen_with"] = args.rediscover_choose_with
     for name, control in (("planted", False), ("control", True)):
         if name not in args.graphs:
             continue
@@ -770,6 +883,17 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
                                        args.seed)
             out[name][point] = {**o, "unused": len(plan.unused), "sick": len(plan.sick), "after": after,
                                 "load_avg_1m": os.getloadavg()[0]}
+            if args.save_plans is not None:
+                args.save_plans.mkdir(parents=True, exist_ok=True)
+                plan.save(args.save_plans / f"plan-{args.preset}-{args.seed}-{name}-{point}.json")
+            if args.rediscover and plan.entity_ids:
+                found = rediscover(ds, plan.entity_ids, args.seed, out["rediscover_min_similarity"])
+                back = restore_through_cold(ds, plan.entity_ids, found["restored"])
+                if back.graph.entities["id"].tolist() != found["hot_entities"]:
+                    raise RuntimeError("the store copy's hot entities differ from the trainer's hot graph")
+                out[name][point]["rediscovery"] = {
+                    **rediscovery_figures(ds, plan.entity_ids, found),
+                    "after": recall_and_latency(back, args.budget, args.max_test, args.seed)}
             _log(f"{name}/{point}: {({k: v for k, v in out[name][point].items() if k != 'plan'})}")
         out[name]["load_avg_1m"] = [load_before, os.getloadavg()[0]]
     return out
@@ -825,6 +949,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     help="pruning: only these operating points (chosen, unused_and_sick, passing_mentions)")
     ap.add_argument("--graphs", nargs="+", choices=("planted", "control"), default=["planted", "control"],
                     help="pruning: which of the two graphs to run")
+    ap.add_argument("--rediscover", action="store_true",
+                    help="pruning: follow each pruning with a bandit run over the validation queries whose "
+                         "explorers walk into cold territory, and measure recall again")
+    ap.add_argument("--rediscover-min-similarity", type=float, default=None,
+                    help="pruning --rediscover: take this min_similarity instead of choosing it on the "
+                         "validation seed")
+    ap.add_argument("--rediscover-choose-with", default="unused_and_sick",
+                    choices=("chosen", "unused_and_sick", "passing_mentions"),
+                    help="pruning --rediscover: the operating point whose plan on the validation seed "
+                         "chooses min_similarity (the default prunes needed items, so the grid can tell "
+                         "points apart)")
+    ap.add_argument("--save-plans", type=Path, default=None,
+                    help="pruning: write each operating point's plan (PruningPlan.save) to this folder")
     ap.add_argument("--cache", type=Path, default=ROOT / "data" / "cache" / "embeddings",
                     help="the embedding cache folder")
     args = ap.parse_args(argv)
