@@ -31,8 +31,9 @@ Parts (``--part``):
   ``python -m signet_rl.emergence prune``.
   With ``--rediscover``, the period after training follows each pruning: a LinUCB bandit run (the same
   settings, one pass) over the validation queries in timeline order walks the pruned graph with cold
-  explorers on (:class:`~signet_rl.emergence.rediscovery.ColdExplorer`, ``min_similarity`` chosen on the
-  validation seed: the most needed test items brought back, ties to fewer restores); the entities its
+  explorers on (:class:`~signet_rl.emergence.rediscovery.ColdExplorer`, its ``reach`` and
+  ``min_similarity`` chosen on the validation seed with the issue's-rule plan, which prunes needed items:
+  the most needed test items brought back, ties to fewer restores); the entities its
   positive ratings restore are restored on the store copy (:func:`~signet_rl.emergence.cold.rate_cold`),
   and test recall is measured again at the same budget. Reports the pruned entities later queries need,
   the cold paths shown and rated, the entities restored (and how many of them test queries need), the
@@ -652,7 +653,8 @@ def later_period(ds: Dataset) -> Dataset:
     return dataclasses.replace(ds, queries=queries)
 
 
-def rediscover(ds: Dataset, plan_ids: tuple[str, ...], seed: int, min_similarity: float) -> dict[str, Any]:
+def rediscover(ds: Dataset, plan_ids: tuple[str, ...], seed: int, min_similarity: float,
+               reach: str = "walk") -> dict[str, Any]:
     """A LinUCB bandit run over the period after training on the pruned graph, with cold explorers: what
     its explorers rediscovered (module docstring). Truth is read by the rater and the figures only."""
     from signet_rl.emergence.rediscovery import ColdExplorer, RediscoveryParams
@@ -665,10 +667,10 @@ def rediscover(ds: Dataset, plan_ids: tuple[str, ...], seed: int, min_similarity
     trainer = BanditTrainer(period, linucb, BanditConfig(epochs=1, eval_every=0, checkpoint_every=0),
                             seed=seed, progress=False)
     explorer = ColdExplorer(period.graphs, {"main": plan_ids},
-                            RediscoveryParams(min_similarity=min_similarity))
+                            RediscoveryParams(min_similarity=min_similarity, reach=reach))
     trainer.use_cold_explorer(explorer)
     _log(f"rediscovery: bandit over {len(period.split('train'))} later queries, {len(plan_ids):,} cold "
-         f"entities, min_similarity {min_similarity}")
+         f"entities, min_similarity {min_similarity}, reach {reach}")
     trainer.run()
     restored = explorer.restored.get("main", [])
     rated = [e for e in explorer.events if e["rating"] is not None]
@@ -700,8 +702,8 @@ def restore_through_cold(ds: Dataset, entity_ids: tuple[str, ...], restored: lis
     return dataclasses.replace(ds, graphs={"main": graph})
 
 
-#: ``min_similarity`` grid of the cold explorers (chosen on the validation seed).
-REDISCOVER_GRID = (0.0, 0.2, 0.4)
+#: ``(reach, min_similarity)`` grid of the cold explorers (chosen on the validation seed).
+REDISCOVER_GRID = tuple((r, m) for r in ("walk", "frontier") for m in (0.0, 0.2, 0.4))
 
 
 def rediscovery_figures(ds: Dataset, plan_ids: tuple[str, ...], found: dict[str, Any]) -> dict[str, Any]:
@@ -720,24 +722,26 @@ def rediscovery_figures(ds: Dataset, plan_ids: tuple[str, ...], found: dict[str,
             "test_items_pruned_after": sum(len(test_needed[e]) for e in still & set(test_needed))}
 
 
-def choose_rediscovery(args: argparse.Namespace, t: HealthThresholds) -> float:
-    """``min_similarity`` on the validation seed: the grid point that brings back the most needed test
-    items of the pruned ones (ties: fewer entities restored, then the lower threshold)."""
+def choose_rediscovery(args: argparse.Namespace, t: HealthThresholds) -> tuple[str, float, list[Any]]:
+    """``(reach, min_similarity)`` on the validation seed: the grid point that brings back the most needed
+    test items of the pruned ones (ties: fewer entities restored, then the grid's order); and the table."""
     val = dataset(args.preset, args.val_seed[0], control=False)
     records, until = training_log(val, args.epochs, args.val_seed[0])
     plan = plan_pruning(val.graph, records, until=until, thresholds=t)
-    best: tuple[tuple[int, int, float], float] | None = None
+    best: tuple[tuple[int, int], tuple[str, float]] | None = None
     rows = []
-    for m in REDISCOVER_GRID:
-        f = rediscovery_figures(val, plan.entity_ids, rediscover(val, plan.entity_ids, args.val_seed[0], m))
+    for r, m in REDISCOVER_GRID:
+        found = rediscover(val, plan.entity_ids, args.val_seed[0], m, r)
+        f = rediscovery_figures(val, plan.entity_ids, found)
         back = f["test_items_pruned_before"] - f["test_items_pruned_after"]
-        rows.append({"min_similarity": m, **f})
-        key = (back, -f["restored"], -m)
+        rows.append({"reach": r, "min_similarity": m, **f})
+        key = (back, -f["restored"])
         if best is None or key > best[0]:
-            best = (key, m)
+            best = (key, (r, m))
     assert best is not None
-    _log(f"rediscovery: chose min_similarity {best[1]} on validation seed {args.val_seed[0]}: {rows}")
-    return best[1]
+    _log(f"rediscovery: chose reach {best[1][0]}, min_similarity {best[1][1]} on validation seed "
+         f"{args.val_seed[0]}")
+    return best[1][0], best[1][1], rows
 
 
 def recall_and_latency(ds: Dataset, budget: int, max_queries: int | None, seed: int) -> dict[str, float]:
@@ -857,13 +861,14 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
         points = {k: v for k, v in points.items() if k in args.points}
     if args.rediscover:  # chosen on the validation seed, with one operating point's plan
         if args.rediscover_min_similarity is not None:
-            out["rediscover_min_similarity"] = args.rediscover_min_similarity
+            out["rediscover"] = {"reach": args.rediscover_reach,
+                                 "min_similarity": args.rediscover_min_similarity}
         else:
             with_point = {"chosen": chosen, "unused_and_sick": HealthThresholds(),
                           "passing_mentions": HealthThresholds(max_mentions=1, max_co_mentioned=0)}
-            point_t = with_point[args.rediscover_choose_with]
-            out["rediscover_min_similarity"] = choose_rediscovery(args, point_t)
-            out["rediscover_chosen_with"] = args.rediscover_choose_with
+            reach, m, table = choose_rediscovery(args, with_point[args.rediscover_choose_with])
+            out["rediscover"] = {"reach": reach, "min_similarity": m,
+                                 "chosen_with": args.rediscover_choose_with, "validation": table}
     for name, control in (("planted", False), ("control", True)):
         if name not in args.graphs:
             continue
@@ -887,7 +892,8 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
                 args.save_plans.mkdir(parents=True, exist_ok=True)
                 plan.save(args.save_plans / f"plan-{args.preset}-{args.seed}-{name}-{point}.json")
             if args.rediscover and plan.entity_ids:
-                found = rediscover(ds, plan.entity_ids, args.seed, out["rediscover_min_similarity"])
+                found = rediscover(ds, plan.entity_ids, args.seed, out["rediscover"]["min_similarity"],
+                                   out["rediscover"]["reach"])
                 back = restore_through_cold(ds, plan.entity_ids, found["restored"])
                 if back.graph.entities["id"].tolist() != found["hot_entities"]:
                     raise RuntimeError("the store copy's hot entities differ from the trainer's hot graph")
@@ -955,6 +961,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--rediscover-min-similarity", type=float, default=None,
                     help="pruning --rediscover: take this min_similarity instead of choosing it on the "
                          "validation seed")
+    ap.add_argument("--rediscover-reach", default="walk", choices=("entries", "walk", "frontier"),
+                    help="pruning --rediscover with --rediscover-min-similarity: the cold explorers' reach")
     ap.add_argument("--rediscover-choose-with", default="unused_and_sick",
                     choices=("chosen", "unused_and_sick", "passing_mentions"),
                     help="pruning --rediscover: the operating point whose plan on the validation seed "

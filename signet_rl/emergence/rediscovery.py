@@ -57,8 +57,10 @@ class RediscoveryParams:
             :class:`ColdExplorer` with its own cold sets).
         min_similarity: the query-to-fact cosine at or above which a cold path is proposed.
         facts: most facts of the cold aspect on a path (the walk's ``max_attributes_per_aspect``).
-        reach: the hot entities a cold step may start from: ``entries`` (the query's entry entities) or
-            ``walk`` (those and every entity on the query's walked candidate paths).
+        reach: the hot entities a cold step may start from: ``entries`` (the query's entry entities),
+            ``walk`` (those and every entity on the query's walked candidate paths) or ``frontier`` (any hot
+            entity with a cold neighbour: the cold facts are searched by the query, as entry search
+            searches the hot ones; a step from a reached entity is preferred when there are several).
     """
 
     plan: str | None = None
@@ -72,8 +74,9 @@ class RediscoveryParams:
                              f"{self.min_similarity!r}")
         if isinstance(self.facts, bool) or not isinstance(self.facts, int) or self.facts < 1:
             raise ValueError(f"RediscoveryParams.facts must be an integer >= 1, got {self.facts!r}")
-        if self.reach not in ("entries", "walk"):
-            raise ValueError(f"RediscoveryParams.reach must be 'entries' or 'walk', got {self.reach!r}")
+        if self.reach not in ("entries", "walk", "frontier"):
+            raise ValueError(f"RediscoveryParams.reach must be 'entries', 'walk' or 'frontier', got "
+                             f"{self.reach!r}")
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
@@ -190,9 +193,11 @@ class ColdExplorer:
         if gid not in self.splits or not self.splits[gid].cold:
             return []
         reached = list(dict.fromkeys(entries))
-        if self.params.reach == "walk":
+        if self.params.reach != "entries":
             reached += [h.id for p in walked for h in p.hops if h.kind is HopKind.ENTITY]
         frontier = self._frontier_of(gid)
+        if self.params.reach == "frontier":  # reached entities first, then every other hot entity
+            reached += list(frontier)
         steps = [(hot, dep, cold, d) for hot in dict.fromkeys(reached)
                  for dep, cold, d in frontier.get(hot, [])]
         if not steps:
@@ -201,14 +206,14 @@ class ColdExplorer:
         qv = np.asarray(query_vector, dtype=np.float32)
         norm = float(np.linalg.norm(qv))
         qv = qv / norm if norm > 0 else qv
+        sims_all = facts.vectors @ qv
         best: dict[str, tuple[float, int]] = {}  # cold entity -> (best cosine, its fact's row)
         for _, _, cold, _ in steps:
             if cold in best or cold not in facts.by_entity:
                 continue
             rows = facts.by_entity[cold]
-            sims = facts.vectors[rows] @ qv
-            top = int(np.argmax(sims))
-            best[cold] = (float(sims[top]), rows[top])
+            top = int(np.argmax(sims_all[rows]))
+            best[cold] = (float(sims_all[rows[top]]), rows[top])
         out: list[tuple[float, str, Path]] = []
         seen: set[str] = set()
         for hot, dep, cold, d in steps:
@@ -218,7 +223,7 @@ class ColdExplorer:
             sim, row = best[cold]
             aspect = facts.aspects[row]
             same = [i for i in facts.by_entity[cold] if facts.aspects[i] == aspect]
-            order = sorted(same, key=lambda i: (-float(facts.vectors[i] @ qv), facts.ids[i]))
+            order = sorted(same, key=lambda i: (-float(sims_all[i]), facts.ids[i]))
             hops = (Hop.entity(hot), Hop.dependency(dep, d), Hop.entity(cold), Hop.aspect(aspect),
                     *(Hop.attribute(facts.ids[i]) for i in order[: self.params.facts]))
             out.append((sim, cold, Path(hops, strategy="", explorer=True)))

@@ -159,5 +159,6 @@ def test_bad_input_is_named(tiny: Dataset) -> None:
     hot_path = TPath.parse("E:ent-000002")
     with pytest.raises(ColdTierError, match=r"path 'E:ent-000002' reaches no cold entity of graph 'main'"):
         explorer.rate("main", hot_path, 1.0)
-    with pytest.raises(ValueError, match=r"RediscoveryParams.reach must be 'entries' or 'walk', got 'all'"):
+    with pytest.raises(ValueError, match=r"RediscoveryParams.reach must be 'entries', 'walk' or 'frontier', "
+                                         r"got 'all'"):
         RediscoveryParams(reach="all")

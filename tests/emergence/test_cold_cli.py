@@ -1,0 +1,104 @@
+"""``python -m signet_rl.emergence``: a pruning plan applied to a real store copy, undone byte for byte."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from signet_rl.emergence.__main__ import main
+from signet_rl.emergence.cold import cold_entities
+from signet_rl.emergence.health import PruningPlan
+from tests.emergence.test_cold import build, make_store, snapshot, sql
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    # e0 -> e1 -> e2, e3 -> e1; m0 mentioned by e1 only
+    return make_store(tmp_path, build(4, [(0, 1), (1, 2), (3, 1)], [(0, 1)], 2))
+
+
+def plan_file(folder: Path, unused: list[str], sick: list[str] = ()) -> Path:  # type: ignore[assignment]
+    plan = PruningPlan(until=pd.Timestamp("2026-01-01", tz="UTC"), unused=tuple(unused), sick=tuple(sick),
+                       kept={"e0": "pinned"})
+    return plan.save(folder / "plan.json")
+
+
+def test_a_plan_is_applied_to_a_copy_and_restored_byte_for_byte(store: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(store)
+    plan = plan_file(tmp_path, ["e1"], ["e3"])
+    out = tmp_path / "out.db"
+    assert main(["prune", str(store), "--plan", str(plan), "--copy-to", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.splitlines()[0] == (f"moved 2 entities (1 unused, 1 sick) of plan {plan} to the cold "
+                                       f"tier of {out}; rows per table:")
+    assert "  entities                      2" in printed and "  memories                      1" in printed
+    assert snapshot(store) == before  # the store itself is untouched
+    assert sorted(cold_entities(out)) == ["e1", "e3"]
+    assert sorted(os.listdir(tmp_path)) == ["copy.db", "out.db", "plan.json"]  # no temporary file left
+    assert main(["cold", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"2 cold entities in {out}", "  e1", "  e3",
+        "cold frontier: 2 dependencies from a hot entity to a cold one",
+        "  E:e0>D+:d0>E:e1", "  E:e2>D-:d1>E:e1"]
+    assert main(["restore", str(out), "e1", "e3", "--copy"]) == 0
+    assert capsys.readouterr().out.startswith(f"restored 2 entities from the cold tier of {out}")
+    assert snapshot(out) == before
+
+
+def test_in_place_copy_and_the_real_command_line(store: Path, tmp_path: Path) -> None:
+    plan = plan_file(tmp_path, ["e2"])
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-m", "signet_rl.emergence", "prune", str(store), "--plan",
+                           str(plan), "--in-place-copy"], capture_output=True, text=True, env=env,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert cold_entities(store) == ["e2"]
+    assert sql(store, "SELECT count(*) FROM entities WHERE id = 'e2'") == [(0,)]
+
+
+@pytest.mark.parametrize("case, message", [
+    ("unknown", "entity 'e9' is not in the store; nothing was moved"),
+    ("malformed", "plan.json: not JSON (line 1: Expecting property name enclosed in double quotes)"),
+    ("layout", "plan.json: 'sick' must be a list of entity ids (non-empty strings), got 'e1'"),
+    ("exists", "out.db already exists; --copy-to writes a new file only"),
+    ("missing", "none.db does not exist"),
+])
+def test_bad_input_is_named_and_nothing_is_half_written(store: Path, tmp_path: Path, case: str, message: str,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(store)
+    plan = plan_file(tmp_path, ["e1", "e9"] if case == "unknown" else ["e1"])
+    if case == "malformed":
+        plan.write_text("{not json")
+    elif case == "layout":
+        plan.write_text(json.dumps({"format": "signet_rl.pruning_plan/1", "unused": [], "sick": "e1"}))
+    out = tmp_path / "out.db"
+    if case == "exists":
+        out.write_bytes(b"mine")
+    src = tmp_path / "none.db" if case == "missing" else store
+    assert main(["prune", str(src), "--plan", str(plan), "--copy-to", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+    assert snapshot(store) == before
+    assert (out.read_bytes() == b"mine") if case == "exists" else not out.exists()
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+    # in place: the same refusals, and the copy is left as it was
+    if case in ("unknown", "malformed", "layout"):
+        assert main(["prune", str(store), "--plan", str(plan), "--in-place-copy"]) == 2
+        assert snapshot(store) == before
+
+
+def test_restoring_what_is_not_cold_is_named(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(store)
+    assert main(["restore", str(store), "e1", "--copy"]) == 2
+    assert "entity 'e1' is not in the cold tier (it is in the hot tables); nothing was restored" in \
+        capsys.readouterr().err
+    assert snapshot(store) == before
+    with pytest.raises(SystemExit):  # --copy is required: a restore rewrites the file
+        main(["restore", str(store), "e1"])
