@@ -8,15 +8,19 @@ from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
+import pandas as pd
 import pytest
+from omegaconf import OmegaConf
 
 from signet_rl.datasets.base import Dataset
 from signet_rl.emergence.cold import ColdSplit, ColdTierError, cold_frontier, move_to_cold
 from signet_rl.emergence.config import EmergenceConfig
+from signet_rl.emergence.health import PruningPlan
 from signet_rl.emergence.rediscovery import ColdExplorer, RediscoveryParams
 from signet_rl.graph.store import read_graph, write_graph
 from signet_rl.learning.trainer import BanditConfig, BanditTrainer
 from signet_rl.scorers import make_scorer
+from signet_rl.train import _emergence_rediscovery
 from signet_rl.traversal.path import HopKind
 from signet_rl.traversal.path import Path as TPath
 
@@ -162,3 +166,26 @@ def test_bad_input_is_named(tiny: Dataset) -> None:
     with pytest.raises(ValueError, match=r"RediscoveryParams.reach must be 'entries', 'walk' or 'frontier', "
                                          r"got 'all'"):
         RediscoveryParams(reach="all")
+
+
+def test_the_entry_layer_starts_a_run_with_a_saved_plan_cold(tiny: Dataset, pruned: list[str],
+                                                             tmp_path: Path) -> None:
+    plan = PruningPlan(until=pd.Timestamp("2026-01-01", tz="UTC"), unused=tuple(pruned[:3]), sick=())
+    plan.save(tmp_path / "pruning.json")
+
+    def cfg(**rediscover: object) -> object:
+        return OmegaConf.create({"emergence": {"rediscovery": True, "rediscover": rediscover}})
+
+    trainer = trainer_of(tiny)
+    _emergence_rediscovery(cfg(plan=str(tmp_path / "pruning.json"), reach="frontier"), tiny, trainer)
+    assert trainer.cold_explorer.splits["main"].cold == set(pruned[:3])
+    assert trainer.cold_explorer.params.reach == "frontier"
+    assert set(trainer.retriever._state("main").graph.entities["id"]).isdisjoint(pruned[:3])
+    with pytest.raises(ValueError, match=r"emergence.rediscovery=true needs emergence.rediscover.plan"):
+        _emergence_rediscovery(cfg(), tiny, trainer_of(tiny))
+    PruningPlan(until=None, unused=("ent-999999",), sick=()).save(tmp_path / "bad.json")
+    with pytest.raises(ValueError, match=r"bad.json: entity 'ent-999999' of the pruning plan is in no graph"):
+        _emergence_rediscovery(cfg(plan=str(tmp_path / "bad.json")), tiny, trainer_of(tiny))
+    off = trainer_of(tiny)
+    _emergence_rediscovery(OmegaConf.create({"emergence": {"health": True}}), tiny, off)
+    assert off.cold_explorer is None
