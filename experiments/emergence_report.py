@@ -70,6 +70,7 @@ from signet_rl.emergence.principles import (
     detect_value_principles,
 )
 from signet_rl.text.encoders import make_encoder
+from signet_rl.traversal.path import Path as TPath
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "data" / "emergence"
@@ -647,22 +648,24 @@ def prune_through_cold(ds: Dataset, entity_ids: tuple[str, ...]) -> Dataset:
     return dataclasses.replace(ds, graphs={"main": graph})
 
 
-def later_period(ds: Dataset) -> Dataset:
-    """The period after training as a bandit schedule: the validation queries, relabelled ``train``."""
-    queries = [dataclasses.replace(q, split="train") for q in ds.split("validation")]
+def later_period(ds: Dataset, splits: tuple[str, ...] = ("validation",)) -> Dataset:
+    """The period after training as a bandit schedule: the queries of ``splits``, relabelled ``train``."""
+    queries = [dataclasses.replace(q, split="train") for q in ds.queries if q.split in splits]
     return dataclasses.replace(ds, queries=queries)
 
 
 def rediscover(ds: Dataset, plan_ids: tuple[str, ...], seed: int, min_similarity: float,
-               reach: str = "walk") -> dict[str, Any]:
-    """A LinUCB bandit run over the period after training on the pruned graph, with cold explorers: what
-    its explorers rediscovered (module docstring). Truth is read by the rater and the figures only."""
+               reach: str = "walk", splits: tuple[str, ...] = ("validation",)) -> dict[str, Any]:
+    """A LinUCB bandit run over the period after training (the queries of ``splits``) on the pruned graph,
+    with cold explorers: what its explorers rediscovered (module docstring). Truth is read by the rater
+    and, after the run, by the figures (``delivered``: the period's queries that need a pruned entity's
+    fact, and those whose cold explorer path showed them one)."""
     from signet_rl.emergence.rediscovery import ColdExplorer, RediscoveryParams
     from signet_rl.learning.trainer import BanditConfig, BanditTrainer
     from signet_rl.scorers import PRE_SWEEP_DEFAULTS
     from signet_rl.scorers.base import make_scorer
 
-    period = later_period(ds)
+    period = later_period(ds, splits)
     linucb = make_scorer("linucb", **PRE_SWEEP_DEFAULTS["linucb"])
     trainer = BanditTrainer(period, linucb, BanditConfig(epochs=1, eval_every=0, checkpoint_every=0),
                             seed=seed, progress=False)
@@ -677,7 +680,15 @@ def rediscover(ds: Dataset, plan_ids: tuple[str, ...], seed: int, min_similarity
     took = []  # cold-path ratings an entity got up to (and with) the one that restored it
     for eid in restored:
         took.append(sum(1 for e in rated if e["entity_id"] == eid))
-    return {"restored": restored, "cold_paths_shown": len(explorer.events), "cold_paths_rated": len(rated),
+    owner = dict(zip(ds.graph.attributes["id"], ds.graph.attribute_entity_ids(), strict=True))
+    pruned = set(plan_ids)
+    needing = [q.id for q in period.split("train")
+               if any(owner.get(i) in pruned for i in ds.truth[q.id].needed)]
+    delivered = {e["query_id"] for e in explorer.events
+                 if set(TPath.parse(e["path"]).attributes) & set(ds.truth[e["query_id"]].needed)}
+    return {"restored": restored, "period_queries": len(period.split("train")),
+            "queries_needing_pruned": len(needing), "delivered_by_cold_explorer": len(delivered),
+            "cold_paths_shown": len(explorer.events), "cold_paths_rated": len(rated),
             "cold_paths_positive": sum(1 for e in rated if e["rating"] > 0),
             "cold_entities_reached": len({e["entity_id"] for e in explorer.events}),
             "ratings_per_restore_median": float(np.median(took)) if took else None,
@@ -710,10 +721,13 @@ def rediscovery_figures(ds: Dataset, plan_ids: tuple[str, ...], found: dict[str,
     """What the rediscovery run brought back, against what later queries need (truth read here only)."""
     test_needed = later_needed_entities(ds, ("test",))
     val_needed = later_needed_entities(ds, ("validation",))
+    later = later_needed_entities(ds, ("validation", "test"))
     pruned, back = set(plan_ids), set(found["restored"])
     still = pruned - back
     return {**{k: v for k, v in found.items() if k not in ("restored", "hot_entities")},
             "restored": len(back),
+            "restored_needed_later": len(back & set(later)),
+            "later_items_pruned_after": sum(len(later[e]) for e in still & set(later)),
             "restored_needed_by_test": len(back & set(test_needed)),
             "restored_needed_by_validation": len(back & set(val_needed)),
             "pruned_needed_by_test": len(pruned & set(test_needed)),
@@ -723,19 +737,19 @@ def rediscovery_figures(ds: Dataset, plan_ids: tuple[str, ...], found: dict[str,
 
 
 def choose_rediscovery(args: argparse.Namespace, t: HealthThresholds) -> tuple[str, float, list[Any]]:
-    """``(reach, min_similarity)`` on the validation seed: the grid point that brings back the most needed
-    test items of the pruned ones (ties: fewer entities restored, then the grid's order); and the table."""
+    """``(reach, min_similarity)`` on the validation seed: the grid point whose cold explorers showed a
+    pruned needed fact to the most queries of the whole later period (validation and test queries in
+    timeline order, online; ties: fewer entities restored, then the grid's order); and the table."""
     val = dataset(args.preset, args.val_seed[0], control=False)
     records, until = training_log(val, args.epochs, args.val_seed[0])
     plan = plan_pruning(val.graph, records, until=until, thresholds=t)
     best: tuple[tuple[int, int], tuple[str, float]] | None = None
     rows = []
     for r, m in REDISCOVER_GRID:
-        found = rediscover(val, plan.entity_ids, args.val_seed[0], m, r)
+        found = rediscover(val, plan.entity_ids, args.val_seed[0], m, r, ("validation", "test"))
         f = rediscovery_figures(val, plan.entity_ids, found)
-        back = f["test_items_pruned_before"] - f["test_items_pruned_after"]
         rows.append({"reach": r, "min_similarity": m, **f})
-        key = (back, -f["restored"])
+        key = (f["delivered_by_cold_explorer"], -f["restored"])
         if best is None or key > best[0]:
             best = (key, (r, m))
     assert best is not None
@@ -900,6 +914,11 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
                 out[name][point]["rediscovery"] = {
                     **rediscovery_figures(ds, plan.entity_ids, found),
                     "after": recall_and_latency(back, args.budget, args.max_test, args.seed)}
+                # online over the whole later period (validation then test queries, timeline order):
+                # the queries whose explorer slot showed them a pruned fact they need
+                online = rediscover(ds, plan.entity_ids, args.seed, out["rediscover"]["min_similarity"],
+                                    out["rediscover"]["reach"], ("validation", "test"))
+                out[name][point]["rediscovery_online"] = rediscovery_figures(ds, plan.entity_ids, online)
             _log(f"{name}/{point}: {({k: v for k, v in out[name][point].items() if k != 'plan'})}")
         out[name]["load_avg_1m"] = [load_before, os.getloadavg()[0]]
     return out

@@ -281,9 +281,15 @@ def test_emergence_report_bridges_and_pruning_run_tiny(tmp_path):
     signals = report.main(["--part", "pruning-signals", "--seed", "3", *common])
     assert set(signals) >= {f"validation_{s}" for s in report.VAL_SEEDS}
     assert "noise" in signals[f"validation_{report.VAL_SEEDS[0]}"]["entities"]
-    pruning = report.main(["--part", "pruning", "--seed", "3", *common])
+    pruning = report.main(["--part", "pruning", "--seed", "3", *common, "--rediscover",
+                           "--save-plans", str(tmp_path / "plans")])
     assert pruning["control"]["chosen"]["noise"] == 0
     assert pruning["planted"]["unused_and_sick"]["pruned"] >= pruning["planted"]["chosen"]["pruned"]
+    # the period after pruning, with explorers into cold territory: restores replayed on the store copy
+    red = pruning["planted"]["unused_and_sick"]["rediscovery"]
+    assert red["after"]["queries"] > 0 and red["restored"] <= red["cold_paths_positive"]
+    assert pruning["rediscover"]["reach"] in ("walk", "frontier")
+    assert (tmp_path / "plans" / "plan-tiny-3-planted-unused_and_sick.json").is_file()
 
 
 @pytest.mark.slow

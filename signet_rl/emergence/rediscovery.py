@@ -119,7 +119,7 @@ class ColdExplorer:
     Attributes:
         splits: each graph's current :class:`~signet_rl.emergence.cold.ColdSplit`.
         events: one record per rated (or unrated) cold path shown: ``step``, ``graph_id``, ``query_id``,
-            ``entity_id``, ``rating``, ``restored``.
+            ``entity_id``, ``path`` (serialised), ``rating``, ``restored``.
     """
 
     def __init__(self, graphs: Mapping[str, KnowledgeGraph], cold: Mapping[str, Iterable[str]],
@@ -246,7 +246,7 @@ class ColdExplorer:
                                 "only a cold path's rating restores")
         restored = rating is not None and rating > 0
         self.events.append({"step": step, "graph_id": graph_id, "query_id": query_id, "entity_id": entity,
-                            "rating": rating, "restored": restored})
+                            "path": path.serialise(), "rating": rating, "restored": restored})
         if not restored:
             return None
         self.splits[graph_id] = self.splits[graph_id].restore(entity)
