@@ -32,6 +32,9 @@ rows go: the entities, their aspects, attributes, dependencies, mentions, commun
 no hot row points at), :meth:`ColdSplit.frontier` is :func:`cold_frontier`, and :meth:`ColdSplit.restore`
 brings entities back (their rows return in their original order, as :func:`restore_from_cold` returns them
 to their rowids). The trainer's cold explorers (:mod:`signet_rl.emergence.rediscovery`) walk it.
+
+From the command line (``python -m signet_rl.emergence``, :mod:`signet_rl.emergence.__main__`): ``prune``
+applies a saved pruning plan to a store copy, ``restore`` brings entities back, ``cold`` lists the tier.
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ For each training interaction, in timeline order:
 3. the **explorer quota** of the query's timeline session (default 1 slot, at most 2) replaces the slate's
    last slot with a speculative candidate: an uncertain route (low confidence, rarely walked) or the facts of
    an entity close to the query in meaning but two or more hops from its entries
-   (:meth:`DesirePathRetriever.far_paths`); explorer units are tagged speculative;
+   (:meth:`DesirePathRetriever.far_paths`); explorer units are tagged speculative. With a cold explorer
+   (:meth:`BanditTrainer.use_cold_explorer`, issue 29 §4) the walk covers a pruned graph's hot part and
+   the slot may step into its cold tier; a positive rating of that path restores the entity;
 4. each shown path's **propensity** is logged: its marginal probability of being in the slate under the
    exploration strategy (closed form or Monte Carlo, see the exploration module); an explorer slot is filled
    deterministically once the quota allows it, so its propensity is 1;

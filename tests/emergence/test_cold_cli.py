@@ -102,3 +102,24 @@ def test_restoring_what_is_not_cold_is_named(store: Path, capsys: pytest.Capture
     assert snapshot(store) == before
     with pytest.raises(SystemExit):  # --copy is required: a restore rewrites the file
         main(["restore", str(store), "e1"])
+
+
+def test_a_cold_row_that_no_longer_matches_the_schema_is_named(store: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    import sqlite3
+    from contextlib import closing
+
+    out = tmp_path / "out.db"
+    assert main(["prune", str(store), "--plan", str(plan_file(tmp_path, ["e1"])), "--copy-to", str(out)]) == 0
+    with closing(sqlite3.connect(out)) as conn:
+        (text,) = conn.execute("SELECT row_json FROM signet_rl_cold_rows WHERE row_key = 'a1'").fetchone()
+        row = json.loads(text)
+        row["columns"][3] = "title"  # 'name' renamed since the move
+        conn.execute("UPDATE signet_rl_cold_rows SET row_json = ? WHERE row_key = 'a1'", (json.dumps(row),))
+        conn.commit()
+    middle = snapshot(out)
+    capsys.readouterr()
+    assert main(["restore", str(out), "e1", "--copy"]) == 2
+    assert "cold row entity_aspects 'a1' does not match the schema: its columns no longer match the " \
+        "table's (lacks name; has unknown title); nothing was restored" in capsys.readouterr().err
+    assert snapshot(out) == middle
