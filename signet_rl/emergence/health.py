@@ -344,7 +344,7 @@ class PruningPlan:
             raise ValueError(f"{where}: 'until' is not a timestamp: {until!r}") from e
         return cls(until=stamp, unused=lists["unused"], sick=lists["sick"], kept=dict(kept))
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
+    def save(self, path: str | os.PathLike[str]) -> PathLib:
         """Write the plan as JSON to ``path`` (through a temporary file: a crash leaves the old file)."""
         out = PathLib(path)
         tmp = out.with_name(out.name + ".tmp")
