@@ -11,7 +11,8 @@
   ``entity_dependencies`` row touching it, its ``memory_entity_mentions`` and ``community_members`` — go to
   ``signet_rl_cold_rows`` (signet_rl's store migration 2), one row each, kept the same way.
 
-:func:`restore_from_cold` puts them back: the same values in the same columns, at the same ``rowid`` where
+:func:`restore_from_cold` puts them back (a dependency to an entity that stays cold stays in the tier, filed
+under that entity, and comes back with it): the same values in the same columns, at the same ``rowid`` where
 that is still free (a rowid a newer row has taken since is the one thing that can change; the FTS index
 follows ``memories`` through Signet's triggers either way). A round trip leaves ``SELECT rowid, *`` of every
 table as it was, byte for byte (``tests/emergence/test_cold.py`` checks it as a property). Rows of Signet
@@ -411,12 +412,23 @@ def _restore(conn: sqlite3.Connection, ids: tuple[str, ...], where: Path) -> Col
             raise ColdTierError(f"{where}: cold row {table} {rows[0][1]!r} belongs to table {table}, "
                                 "which the store no longer has; nothing was restored")
         columns = _columns(conn, table)
-        for _, key, text in rows:
+        back = []
+        for cold_rowid, key, text in rows:
             rowid, values = _parse_row(text, columns, f"{table} {key!r}", where)
+            if table == "entity_dependencies":  # an edge to an entity that stays cold stays cold with it
+                row = dict(zip(columns, values, strict=True))
+                other = next((e for e in (row["source_entity_id"], row["target_entity_id"]) if e not in ids
+                              and not conn.execute("SELECT 1 FROM entities WHERE id = ?", (e,)).fetchone()),
+                             None)
+                if other is not None:
+                    conn.execute("UPDATE signet_rl_cold_rows SET entity_id = ? WHERE rowid = ?",
+                                 (other, cold_rowid))
+                    continue
             _insert(conn, table, rowid, columns, values, f"{table} row {key!r}", where)
-        conn.execute(f"DELETE FROM signet_rl_cold_rows WHERE rowid IN ({_placeholders(len(rows))})",
-                     [r[0] for r in rows])
-        counts[table] = len(rows)
+            back.append(cold_rowid)
+        if back:
+            conn.execute(f"DELETE FROM signet_rl_cold_rows WHERE rowid IN ({_placeholders(len(back))})", back)
+        counts[table] = len(back)
     # The memories filed under these entities, and any other cold memory a restored row points at.
     mem_cols = _columns(conn, "memories")
     archived = conn.execute(
