@@ -655,7 +655,8 @@ def later_period(ds: Dataset, splits: tuple[str, ...] = ("validation",)) -> Data
 
 
 def rediscover(ds: Dataset, plan_ids: tuple[str, ...], seed: int, min_similarity: float,
-               reach: str = "walk", splits: tuple[str, ...] = ("validation",)) -> dict[str, Any]:
+               reach: str = "walk", splits: tuple[str, ...] = ("validation",),
+               max_misses: int | None = None) -> dict[str, Any]:
     """A LinUCB bandit run over the period after training (the queries of ``splits``) on the pruned graph,
     with cold explorers: what its explorers rediscovered (module docstring). Truth is read by the rater
     and, after the run, by the figures (``delivered``: the period's queries that need a pruned entity's
@@ -670,10 +671,11 @@ def rediscover(ds: Dataset, plan_ids: tuple[str, ...], seed: int, min_similarity
     trainer = BanditTrainer(period, linucb, BanditConfig(epochs=1, eval_every=0, checkpoint_every=0),
                             seed=seed, progress=False)
     explorer = ColdExplorer(period.graphs, {"main": plan_ids},
-                            RediscoveryParams(min_similarity=min_similarity, reach=reach))
+                            RediscoveryParams(min_similarity=min_similarity, reach=reach,
+                                              max_misses=max_misses))
     trainer.use_cold_explorer(explorer)
     _log(f"rediscovery: bandit over {len(period.split('train'))} later queries, {len(plan_ids):,} cold "
-         f"entities, min_similarity {min_similarity}, reach {reach}")
+         f"entities, min_similarity {min_similarity}, reach {reach}, max_misses {max_misses}")
     trainer.run()
     restored = explorer.restored.get("main", [])
     rated = [e for e in explorer.events if e["rating"] is not None]
@@ -713,8 +715,8 @@ def restore_through_cold(ds: Dataset, entity_ids: tuple[str, ...], restored: lis
     return dataclasses.replace(ds, graphs={"main": graph})
 
 
-#: ``(reach, min_similarity)`` grid of the cold explorers (chosen on the validation seed).
-REDISCOVER_GRID = tuple((r, m) for r in ("walk", "frontier") for m in (0.0, 0.2, 0.4))
+#: ``(reach, min_similarity, max_misses)`` grid of the cold explorers (chosen on the validation seed).
+REDISCOVER_GRID = tuple((r, m, x) for r in ("walk", "frontier") for m in (0.0, 0.2, 0.4) for x in (1, None))
 
 
 def rediscovery_figures(ds: Dataset, plan_ids: tuple[str, ...], found: dict[str, Any]) -> dict[str, Any]:
@@ -736,26 +738,27 @@ def rediscovery_figures(ds: Dataset, plan_ids: tuple[str, ...], found: dict[str,
             "test_items_pruned_after": sum(len(test_needed[e]) for e in still & set(test_needed))}
 
 
-def choose_rediscovery(args: argparse.Namespace, t: HealthThresholds) -> tuple[str, float, list[Any]]:
-    """``(reach, min_similarity)`` on the validation seed: the grid point whose cold explorers showed a
-    pruned needed fact to the most queries of the whole later period (validation and test queries in
-    timeline order, online; ties: fewer entities restored, then the grid's order); and the table."""
+def choose_rediscovery(args: argparse.Namespace, t: HealthThresholds) -> dict[str, Any]:
+    """``reach``, ``min_similarity`` and ``max_misses`` on the validation seed, and the table: the grid
+    point whose cold explorers showed a pruned needed fact to the most queries of the whole later period
+    (validation and test queries in timeline order, online; ties: fewer entities restored, fewer cold
+    paths shown, then the grid's order)."""
     val = dataset(args.preset, args.val_seed[0], control=False)
     records, until = training_log(val, args.epochs, args.val_seed[0])
     plan = plan_pruning(val.graph, records, until=until, thresholds=t)
-    best: tuple[tuple[int, int], tuple[str, float]] | None = None
+    best: tuple[tuple[int, int, int], dict[str, Any]] | None = None
     rows = []
-    for r, m in REDISCOVER_GRID:
-        found = rediscover(val, plan.entity_ids, args.val_seed[0], m, r, ("validation", "test"))
+    for r, m, x in REDISCOVER_GRID:
+        found = rediscover(val, plan.entity_ids, args.val_seed[0], m, r, ("validation", "test"), x)
         f = rediscovery_figures(val, plan.entity_ids, found)
-        rows.append({"reach": r, "min_similarity": m, **f})
-        key = (f["delivered_by_cold_explorer"], -f["restored"])
+        point = {"reach": r, "min_similarity": m, "max_misses": x}
+        rows.append({**point, **f})
+        key = (f["delivered_by_cold_explorer"], -f["restored"], -f["cold_paths_shown"])
         if best is None or key > best[0]:
-            best = (key, (r, m))
+            best = (key, point)
     assert best is not None
-    _log(f"rediscovery: chose reach {best[1][0]}, min_similarity {best[1][1]} on validation seed "
-         f"{args.val_seed[0]}")
-    return best[1][0], best[1][1], rows
+    _log(f"rediscovery: chose {best[1]} on validation seed {args.val_seed[0]}")
+    return {**best[1], "validation": rows}
 
 
 def recall_and_latency(ds: Dataset, budget: int, max_queries: int | None, seed: int) -> dict[str, float]:
@@ -876,13 +879,12 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
     if args.rediscover:  # chosen on the validation seed, with one operating point's plan
         if args.rediscover_min_similarity is not None:
             out["rediscover"] = {"reach": args.rediscover_reach,
-                                 "min_similarity": args.rediscover_min_similarity}
+                                 "min_similarity": args.rediscover_min_similarity, "max_misses": None}
         else:
             with_point = {"chosen": chosen, "unused_and_sick": HealthThresholds(),
                           "passing_mentions": HealthThresholds(max_mentions=1, max_co_mentioned=0)}
-            reach, m, table = choose_rediscovery(args, with_point[args.rediscover_choose_with])
-            out["rediscover"] = {"reach": reach, "min_similarity": m,
-                                 "chosen_with": args.rediscover_choose_with, "validation": table}
+            out["rediscover"] = {**choose_rediscovery(args, with_point[args.rediscover_choose_with]),
+                                 "chosen_with": args.rediscover_choose_with}
     for name, control in (("planted", False), ("control", True)):
         if name not in args.graphs:
             continue
@@ -906,8 +908,9 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
                 args.save_plans.mkdir(parents=True, exist_ok=True)
                 plan.save(args.save_plans / f"plan-{args.preset}-{args.seed}-{name}-{point}.json")
             if args.rediscover and plan.entity_ids:
-                found = rediscover(ds, plan.entity_ids, args.seed, out["rediscover"]["min_similarity"],
-                                   out["rediscover"]["reach"])
+                red = out["rediscover"]
+                found = rediscover(ds, plan.entity_ids, args.seed, red["min_similarity"], red["reach"],
+                                   ("validation",), red["max_misses"])
                 back = restore_through_cold(ds, plan.entity_ids, found["restored"])
                 if back.graph.entities["id"].tolist() != found["hot_entities"]:
                     raise RuntimeError("the store copy's hot entities differ from the trainer's hot graph")
@@ -916,8 +919,8 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
                     "after": recall_and_latency(back, args.budget, args.max_test, args.seed)}
                 # online over the whole later period (validation then test queries, timeline order):
                 # the queries whose explorer slot showed them a pruned fact they need
-                online = rediscover(ds, plan.entity_ids, args.seed, out["rediscover"]["min_similarity"],
-                                    out["rediscover"]["reach"], ("validation", "test"))
+                online = rediscover(ds, plan.entity_ids, args.seed, red["min_similarity"], red["reach"],
+                                    ("validation", "test"), red["max_misses"])
                 out[name][point]["rediscovery_online"] = rediscovery_figures(ds, plan.entity_ids, online)
             _log(f"{name}/{point}: {({k: v for k, v in out[name][point].items() if k != 'plan'})}")
         out[name]["load_avg_1m"] = [load_before, os.getloadavg()[0]]

@@ -61,14 +61,21 @@ class RediscoveryParams:
             ``walk`` (those and every entity on the query's walked candidate paths) or ``frontier`` (any hot
             entity with a cold neighbour: the cold facts are searched by the query, as entry search
             searches the hot ones; a step from a reached entity is preferred when there are several).
+        max_misses: a cold entity whose cold paths were rated zero or negative this many times is not
+            proposed again (None: no limit); an unrated path is no miss.
     """
 
     plan: str | None = None
     min_similarity: float = 0.0
     facts: int = 8
     reach: str = "walk"
+    max_misses: int | None = None
 
     def __post_init__(self) -> None:
+        if self.max_misses is not None and (isinstance(self.max_misses, bool) or
+                                            not isinstance(self.max_misses, int) or self.max_misses < 1):
+            raise ValueError(f"RediscoveryParams.max_misses must be None or an integer >= 1, got "
+                             f"{self.max_misses!r}")
         if not -1.0 <= self.min_similarity <= 1.0:
             raise ValueError(f"RediscoveryParams.min_similarity must be in [-1, 1], got "
                              f"{self.min_similarity!r}")
@@ -132,6 +139,7 @@ class ColdExplorer:
         self.splits = {gid: ColdSplit(graphs[gid], ids) for gid, ids in cold.items()}
         self.initial = {gid: sorted(s.cold) for gid, s in self.splits.items()}
         self.events: list[dict[str, Any]] = []
+        self._misses: dict[tuple[str, str], int] = {}
         self._facts: dict[str, _ColdFacts] = {}
         self._frontier: dict[str, dict[str, list[tuple[str, str, int]]]] = {}
         self._builders: dict[str, MemoryBuilder] = {}
@@ -208,8 +216,11 @@ class ColdExplorer:
         qv = qv / norm if norm > 0 else qv
         sims_all = facts.vectors @ qv
         best: dict[str, tuple[float, int]] = {}  # cold entity -> (best cosine, its fact's row)
+        limit = self.params.max_misses
         for _, _, cold, _ in steps:
             if cold in best or cold not in facts.by_entity:
+                continue
+            if limit is not None and self._misses.get((gid, cold), 0) >= limit:
                 continue
             rows = facts.by_entity[cold]
             top = int(np.argmax(sims_all[rows]))
@@ -245,6 +256,8 @@ class ColdExplorer:
             raise ColdTierError(f"path {path.serialise()!r} reaches no cold entity of graph {graph_id!r}; "
                                 "only a cold path's rating restores")
         restored = rating is not None and rating > 0
+        if rating is not None and not restored:
+            self._misses[(graph_id, entity)] = self._misses.get((graph_id, entity), 0) + 1
         self.events.append({"step": step, "graph_id": graph_id, "query_id": query_id, "entity_id": entity,
                             "path": path.serialise(), "rating": rating, "restored": restored})
         if not restored:
@@ -266,4 +279,9 @@ class ColdExplorer:
                 raise ValueError(f"checkpoint has cold entities of graph {gid!r}, which this run has none of")
             self.splits[gid] = ColdSplit(self.splits[gid].full, ids)
         self.events = [dict(e) for e in state["events"]]
+        self._misses = {}
+        for e in self.events:
+            if e["rating"] is not None and not e["restored"]:
+                key = (e["graph_id"], e["entity_id"])
+                self._misses[key] = self._misses.get(key, 0) + 1
         self._frontier.clear()
