@@ -107,6 +107,23 @@ def test_a_cold_path_rated_negative_or_noise_stays_cold(tiny: Dataset,
     assert walked.isdisjoint(refused)
 
 
+def test_a_cold_entity_that_missed_max_misses_times_is_not_proposed_again(tiny: Dataset,
+                                                                        pruned: list[str]) -> None:
+    trainer = trainer_of(tiny)
+    explorer = ColdExplorer(tiny.graphs, {"main": pruned}, RediscoveryParams(reach="frontier", max_misses=1))
+    trainer.use_cold_explorer(explorer)
+    trainer.run()
+    misses = Counter(e["entity_id"] for e in explorer.events if e["rating"] is not None and not e["restored"])
+    assert misses and max(misses.values()) == 1
+    for entity in misses:  # nothing after its miss
+        first = next(i for i, e in enumerate(explorer.events) if e["entity_id"] == entity and
+                     e["rating"] is not None and not e["restored"])
+        assert all(e["entity_id"] != entity for e in explorer.events[first + 1:])
+    with pytest.raises(ValueError, match=r"RediscoveryParams.max_misses must be None or an integer >= 1, "
+                                         r"got 0"):
+        RediscoveryParams(max_misses=0)
+
+
 def test_off_by_default_and_a_resumed_run_replays_the_restores(
         tiny: Dataset, prior_trainer: Callable[..., BanditTrainer], pruned: list[str],
         tmp_path: Path) -> None:
