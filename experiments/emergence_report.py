@@ -656,7 +656,7 @@ def later_period(ds: Dataset, splits: tuple[str, ...] = ("validation",)) -> Data
 
 def rediscover(ds: Dataset, plan_ids: tuple[str, ...], seed: int, min_similarity: float,
                reach: str = "walk", splits: tuple[str, ...] = ("validation",),
-               max_misses: int | None = None) -> dict[str, Any]:
+               max_misses: int | None = None, slots: int = 1) -> dict[str, Any]:
     """A LinUCB bandit run over the period after training (the queries of ``splits``) on the pruned graph,
     with cold explorers: what its explorers rediscovered (module docstring). Truth is read by the rater
     and, after the run, by the figures (``delivered``: the period's queries that need a pruned entity's
@@ -668,8 +668,8 @@ def rediscover(ds: Dataset, plan_ids: tuple[str, ...], seed: int, min_similarity
 
     period = later_period(ds, splits)
     linucb = make_scorer("linucb", **PRE_SWEEP_DEFAULTS["linucb"])
-    trainer = BanditTrainer(period, linucb, BanditConfig(epochs=1, eval_every=0, checkpoint_every=0),
-                            seed=seed, progress=False)
+    config = BanditConfig(epochs=1, eval_every=0, checkpoint_every=0, explorer_per_session=slots)
+    trainer = BanditTrainer(period, linucb, config, seed=seed, progress=False)
     explorer = ColdExplorer(period.graphs, {"main": plan_ids},
                             RediscoveryParams(min_similarity=min_similarity, reach=reach,
                                               max_misses=max_misses))
@@ -879,12 +879,14 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
     if args.rediscover:  # chosen on the validation seed, with one operating point's plan
         if args.rediscover_min_similarity is not None:
             out["rediscover"] = {"reach": args.rediscover_reach,
-                                 "min_similarity": args.rediscover_min_similarity, "max_misses": None}
+                                 "min_similarity": args.rediscover_min_similarity,
+                                 "max_misses": args.rediscover_max_misses}
         else:
             with_point = {"chosen": chosen, "unused_and_sick": HealthThresholds(),
                           "passing_mentions": HealthThresholds(max_mentions=1, max_co_mentioned=0)}
             out["rediscover"] = {**choose_rediscovery(args, with_point[args.rediscover_choose_with]),
                                  "chosen_with": args.rediscover_choose_with}
+        out["rediscover"]["explorer_per_session"] = args.rediscover_slots
     for name, control in (("planted", False), ("control", True)):
         if name not in args.graphs:
             continue
@@ -910,7 +912,7 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
             if args.rediscover and plan.entity_ids:
                 red = out["rediscover"]
                 found = rediscover(ds, plan.entity_ids, args.seed, red["min_similarity"], red["reach"],
-                                   ("validation",), red["max_misses"])
+                                   ("validation",), red["max_misses"], args.rediscover_slots)
                 back = restore_through_cold(ds, plan.entity_ids, found["restored"])
                 if back.graph.entities["id"].tolist() != found["hot_entities"]:
                     raise RuntimeError("the store copy's hot entities differ from the trainer's hot graph")
@@ -920,7 +922,7 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
                 # online over the whole later period (validation then test queries, timeline order):
                 # the queries whose explorer slot showed them a pruned fact they need
                 online = rediscover(ds, plan.entity_ids, args.seed, red["min_similarity"], red["reach"],
-                                    ("validation", "test"), red["max_misses"])
+                                    ("validation", "test"), red["max_misses"], args.rediscover_slots)
                 out[name][point]["rediscovery_online"] = rediscovery_figures(ds, plan.entity_ids, online)
             _log(f"{name}/{point}: {({k: v for k, v in out[name][point].items() if k != 'plan'})}")
         out[name]["load_avg_1m"] = [load_before, os.getloadavg()[0]]
@@ -985,6 +987,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                          "validation seed")
     ap.add_argument("--rediscover-reach", default="walk", choices=("entries", "walk", "frontier"),
                     help="pruning --rediscover with --rediscover-min-similarity: the cold explorers' reach")
+    ap.add_argument("--rediscover-max-misses", type=int, default=None,
+                    help="pruning --rediscover with --rediscover-min-similarity: the cold explorers' "
+                         "max_misses")
+    ap.add_argument("--rediscover-slots", type=int, default=1, choices=(1, 2),
+                    help="pruning --rediscover: explorer slots per session in the period after training (the "
+                         "trainer's default 1; 2 is the quota's bound); the choice on validation uses 1")
     ap.add_argument("--rediscover-choose-with", default="unused_and_sick",
                     choices=("chosen", "unused_and_sick", "passing_mentions"),
                     help="pruning --rediscover: the operating point whose plan on the validation seed "
