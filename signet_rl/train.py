@@ -572,10 +572,10 @@ def _emergence_after_training(cfg: DictConfig, dataset: Any, trainer: BanditTrai
     values = cfg.get("emergence")
     if values is None:
         return
-    if trainer.cold_explorer is not None:
+    ex = getattr(trainer, "cold_explorer", None)
+    if ex is not None:
         folder = art / "emergence"
         folder.mkdir(parents=True, exist_ok=True)
-        ex = trainer.cold_explorer
         (folder / "rediscovery.json").write_text(json.dumps(
             {"initially_cold": ex.initial, "restored": ex.restored, "events": ex.events}, indent=1))
     from signet_rl.emergence.components import after_training

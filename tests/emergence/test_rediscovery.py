@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections import Counter
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from signet_rl.emergence.rediscovery import ColdExplorer, RediscoveryParams
 from signet_rl.graph.store import read_graph, write_graph
 from signet_rl.learning.trainer import BanditConfig, BanditTrainer
 from signet_rl.scorers import make_scorer
-from signet_rl.train import _emergence_rediscovery
+from signet_rl.train import _emergence_after_training, _emergence_rediscovery
 from signet_rl.traversal.path import HopKind
 from signet_rl.traversal.path import Path as TPath
 
@@ -198,6 +199,12 @@ def test_the_entry_layer_starts_a_run_with_a_saved_plan_cold(tiny: Dataset, prun
     assert trainer.cold_explorer.splits["main"].cold == set(pruned[:3])
     assert trainer.cold_explorer.params.reach == "frontier"
     assert set(trainer.retriever._state("main").graph.entities["id"]).isdisjoint(pruned[:3])
+    trainer.run()
+    _emergence_after_training(cfg(plan=str(tmp_path / "pruning.json")), tiny, trainer, tmp_path / "art")
+    written = json.loads((tmp_path / "art" / "emergence" / "rediscovery.json").read_text())
+    assert written["initially_cold"] == {"main": sorted(pruned[:3])}
+    assert written["restored"] == trainer.cold_explorer.restored and len(written["events"]) == \
+        len(trainer.cold_explorer.events)
     with pytest.raises(ValueError, match=r"emergence.rediscovery=true needs emergence.rediscover.plan"):
         _emergence_rediscovery(cfg(), tiny, trainer_of(tiny))
     PruningPlan(until=None, unused=("ent-999999",), sick=()).save(tmp_path / "bad.json")
