@@ -44,7 +44,7 @@ from signet_rl.text.encoders import Encoder
 from signet_rl.traversal.construct import MemoryBuilder
 from signet_rl.traversal.path import Hop, HopKind, Path
 
-__all__ = ["ColdExplorer", "RediscoveryParams"]
+__all__ = ["REDISCOVERY_V3", "ColdExplorer", "RediscoveryParams"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,13 @@ class RediscoveryParams:
         if self.reach not in ("entries", "walk", "frontier"):
             raise ValueError(f"RediscoveryParams.reach must be 'entries', 'walk' or 'frontier', got "
                              f"{self.reach!r}")
+
+
+#: The cold explorers' settings chosen on synthetic v3 medium's validation seed 11 (the issue's-rule plan; the
+#: most later queries shown a pruned fact they need: docs/results.md, "Rediscovery"). Not the defaults: chosen
+#: with the hashing encoder's cosines. ``+emergence.rediscover.reach=frontier``
+#: ``+emergence.rediscover.max_misses=1`` set them for a training run.
+REDISCOVERY_V3 = RediscoveryParams(reach="frontier", min_similarity=0.0, max_misses=1)
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
