@@ -38,7 +38,7 @@ from signet_rl.retrieval.base import Retriever
 from signet_rl.retrieval.entry import EntrySearch
 from signet_rl.retrieval.flat import BEST_FLAT, flat_variant
 from signet_rl.retrieval.intent import IntentClassifier, RuleIntentClassifier
-from signet_rl.scorers.base import PathScorer, ScoringContext, make_scorer
+from signet_rl.scorers.base import PathScorer, ScoringContext, forget_arrays, make_scorer
 from signet_rl.text.encoders import CachedEncoder, encode_query, make_encoder
 from signet_rl.text.terms import capped_query, clean_text
 from signet_rl.traversal.config import TraversalConfig
@@ -209,6 +209,7 @@ class DesirePathRetriever:
     def replace_graph(self, graph_id: str, graph: KnowledgeGraph) -> GraphArrays:
         """Index ``graph`` in place of graph ``graph_id``'s (a training run whose graph changed: cold entities
         restored, :mod:`signet_rl.emergence.rediscovery`) and prepare the scorer for it; returns its arrays.
+        The scorer forgets what it kept for the old arrays (:func:`~signet_rl.scorers.base.forget_arrays`).
 
         Raises:
             ValueError: the hybrid entry is on (its flat floor indexes the dataset, not this graph), or the
@@ -218,8 +219,9 @@ class DesirePathRetriever:
             raise ValueError(f"{self.name}: a graph cannot be replaced under the hybrid entry (its flat "
                              "floor indexes the dataset's memories); turn floor, session and entity_walks "
                              "off")
-        self._state(graph_id)
+        old = self._state(graph_id).arrays
         state = _GraphState(graph, self.config, self.encoder, self.relevance)
+        forget_arrays(self.scorer, old)  # nothing of the old graph stays reachable from the scorer
         self.scorer.prepare(graph, state.arrays)
         self._states[graph_id] = state
         return state.arrays

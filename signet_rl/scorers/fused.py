@@ -88,6 +88,12 @@ class BaseScores:
         self.prior.prepare(graph, arrays)
         self.ppr.prepare(graph, arrays)
 
+    def forget(self, arrays: GraphArrays) -> None:
+        """Drop what is kept for ``arrays`` (its graph was replaced)."""
+        self.prior.forget(arrays)
+        self.ppr.forget(arrays)
+        self._attr.pop(id(arrays), None)
+
     def prefetch(self, query: Query, context: ScoringContext) -> None:
         """What :meth:`raw` reads of the entries alone, computed now (PPR's rank, see
         :meth:`~signet_rl.scorers.prior.PPRScorer.prefetch`)."""
@@ -160,6 +166,9 @@ class FusedScorer:
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         self.base.prepare(graph, arrays)
+
+    def forget(self, arrays: GraphArrays) -> None:
+        self.base.forget(arrays)
 
     def prefetch(self, query: Query, context: ScoringContext) -> None:
         self.base.prefetch(query, context)

@@ -73,6 +73,10 @@ class PriorScorer:
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         self._graphs[id(arrays)] = (arrays, _Lookups(arrays))
 
+    def forget(self, arrays: GraphArrays) -> None:
+        """Drop the lookups kept for ``arrays`` (its graph was replaced)."""
+        self._graphs.pop(id(arrays), None)
+
     def _lookups(self, arrays: GraphArrays) -> _Lookups:
         if id(arrays) not in self._graphs:
             self._graphs[id(arrays)] = (arrays, _Lookups(arrays))
@@ -166,6 +170,15 @@ class PPRScorer:
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         self._slices[id(arrays)] = TimeSlices(arrays)
+
+    def forget(self, arrays: GraphArrays) -> None:
+        """Drop what is kept for ``arrays`` (time slices, graphs, cached ranks): its graph was replaced."""
+        self._slices.pop(id(arrays), None)
+        self._csrs.pop(id(arrays), None)
+        self._graphs.pop(id(arrays), None)
+        self._mem_index.pop(id(arrays), None)
+        for key in [k for k, (a, _) in self._ranks.items() if a is arrays]:
+            del self._ranks[key]
 
     def _time_slices(self, arrays: GraphArrays) -> TimeSlices:
         slices = self._slices.get(id(arrays))

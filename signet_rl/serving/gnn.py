@@ -158,6 +158,11 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
                 inputs.edge_numeric[rows] = np.stack(values)
         return _Served(inputs, np.asarray(rows, dtype=np.int64))
 
+    def forget(self, arrays: GraphArrays) -> None:
+        """Drop what is kept for ``arrays``, its snapshot choice included (its graph was replaced)."""
+        super().forget(arrays)
+        self._snapshot_of.pop(id(arrays), None)
+
     def use_snapshot(self, arrays: GraphArrays, graph_id: str | None) -> None:
         """Score the graph ``arrays`` views with the trained edge features of training graph ``graph_id``
         (None: another graph, live statistics only)."""

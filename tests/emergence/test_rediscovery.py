@@ -213,3 +213,31 @@ def test_the_entry_layer_starts_a_run_with_a_saved_plan_cold(tiny: Dataset, prun
     off = trainer_of(tiny)
     _emergence_rediscovery(OmegaConf.create({"emergence": {"health": True}}), tiny, off)
     assert off.cold_explorer is None
+
+
+@pytest.mark.parametrize("scorer", ["prior", "linucb"])
+def test_validation_runs_during_a_rediscovery_run_and_the_old_graphs_are_forgotten(
+        tiny: Dataset, pruned: list[str], scorer: str) -> None:
+    """Review 54 #1: the frozen copy that validation scores with is a deep copy of the scorer; the arrays of a
+    replaced graph must not stay reachable from it (they are not in the shared memo, and copying them fails),
+    nor pile up with each restore."""
+    seen: list[int] = []
+
+    def validate(frozen: object) -> dict[str, float]:
+        seen.append(1)
+        return {"recall": 0.0}
+
+    cfg = BanditConfig(epochs=1, explorer_per_session=2, eval_every=10, checkpoint_every=0)
+    trainer = BanditTrainer(tiny, make_scorer(scorer), cfg, traversal={"max_depth": 2}, seed=3,
+                            progress=False, validate=validate)
+    explorer = ColdExplorer(tiny.graphs, {"main": pruned})
+    trainer.use_cold_explorer(explorer)
+    trainer.run()
+    assert explorer.restored.get("main"), "the run restored nothing; the test needs a restore"
+    assert len(seen) >= trainer.step // 10 >= 2
+    current = trainer.retriever._state("main").arrays
+    kept = {"prior": lambda s: [a for a, _ in s._graphs.values()],
+            "linucb": lambda s: [st.arrays for st in s._graphs.values()] + list(s._edge_stats_of)
+            + [a for a, _ in s.base.prior._graphs.values()] + [a for a, _ in s.base.ppr._csrs.values()]}
+    held = kept[scorer](trainer.scorer)
+    assert all(a is current or a == id(current) for a in held), "the scorer keeps a replaced graph's arrays"
