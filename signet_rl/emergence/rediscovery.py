@@ -13,9 +13,11 @@ dependencies touch the entities the query reached) and the query's similarity to
 (the cosine of the query's vector and the vector of the fact's entity name, aspect name and content, from the
 run's encoder: a query about a pruned entity names it, and entry search cannot land on it). It never reads
 ground truth.
-The best-matching fact's aspect is walked, its active facts in order of similarity (at most
+The best-matching fact's aspect is walked, its facts in order of similarity (at most
 :attr:`RediscoveryParams.facts`); a candidate below :attr:`RediscoveryParams.min_similarity` is not
-proposed, and the slot falls to the other explorers.
+proposed, and the slot falls to the other explorers. Time is the walk's: a cold path holds only what a walk
+at the query's time could see (dependencies and entities created by then, facts current then:
+:func:`~signet_rl.traversal.walk.current_attributes`), so a future fact is never shown.
 
 The trainer shows the cold path in the explorer slot with propensity 1 (an explorer slot is filled
 deterministically once the quota allows it), constructs its memory from the full graph, and the simulated
@@ -36,13 +38,16 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from signet_rl.core.types import Query
 from signet_rl.emergence.cold import ColdSplit, ColdTierError
-from signet_rl.graph.model import KnowledgeGraph
+from signet_rl.graph.arrays import GraphArrays
+from signet_rl.graph.model import KnowledgeGraph, to_timestamp
 from signet_rl.text.encoders import Encoder
 from signet_rl.traversal.construct import MemoryBuilder
 from signet_rl.traversal.path import Hop, HopKind, Path
+from signet_rl.traversal.walk import current_attributes, query_time, successor_created
 
 __all__ = ["REDISCOVERY_V3", "ColdExplorer", "RediscoveryParams"]
 
@@ -100,25 +105,47 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
 
 
 class _ColdFacts:
-    """The cold entities' active facts of one graph: ids, aspects, owners and unit vectors."""
+    """The cold entities' facts of one graph (deleted ones left out): ids, aspects, owners, unit vectors,
+    and what :meth:`visible` needs to apply the walk's time rule (the graph's arrays; when each dependency and
+    entity was created)."""
 
     def __init__(self, graph: KnowledgeGraph, cold: Iterable[str], encoder: Encoder) -> None:
-        att = graph.attributes
-        owner = graph.attribute_entity_ids()
-        keep = owner.isin(set(cold)).to_numpy() & (att["status"] == "active").to_numpy() & \
-            att["aspect_id"].notna().to_numpy()
-        self.ids = att.loc[keep, "id"].astype(str).tolist()
-        self.aspects = att.loc[keep, "aspect_id"].astype(str).tolist()
-        self.owners = owner[keep].astype(str).tolist()
+        a = self.arrays = GraphArrays.from_graph(graph)
+        cold_idx = np.fromiter((a.entity_index[e] for e in set(cold) if e in a.entity_index), dtype=np.int64)
+        keep = np.isin(a.attr_entity, cold_idx) & (a.attr_aspect >= 0) & (a.attr_status != 2)
+        self.rows = np.flatnonzero(keep).astype(np.int64)
+        self.successor = successor_created(a)[self.rows]
+        self.ids = [str(x) for x in a.attribute_ids[self.rows]]
+        self.aspects = [str(a.aspect_ids[x]) for x in a.attr_aspect[self.rows]]
+        self.owners = [str(a.entity_ids[x]) for x in a.attr_entity[self.rows]]
+        content = graph.attributes.set_index("id")["content"]
         # what a query about the fact would name: its entity, its aspect, its content
         names = graph.entities.set_index("id")["name"]
         aspect_names = graph.aspects.set_index("id")["name"]
-        texts = [f"{names.get(e, '')} {aspect_names.get(a, '')} {c}" for e, a, c in zip(
-            self.owners, self.aspects, att.loc[keep, "content"].fillna("").astype(str), strict=True)]
+        texts = [f"{names.get(e, '')} {aspect_names.get(asp, '')} {'' if pd.isna(c) else c}" for e, asp, c in
+                 zip(self.owners, self.aspects, content.reindex(self.ids).tolist(), strict=True)]
         self.vectors = _unit(encoder.encode(texts)) if texts else np.zeros((0, 1), np.float32)
         self.by_entity: dict[str, list[int]] = {}
         for i, e in enumerate(self.owners):
             self.by_entity.setdefault(e, []).append(i)
+        self.dep_created = dict(zip(graph.dependencies["id"].astype(str),
+                                    _epochs(graph.dependencies.get("created_at")), strict=True))
+        self.entity_created = dict(zip(graph.entities["id"].astype(str),
+                                       _epochs(graph.entities.get("created_at")), strict=True))
+
+    def visible(self, t: float) -> np.ndarray:
+        """Which facts are current at ``t`` (the walk's rule, :func:`~signet_rl.traversal.walk.\
+current_attributes`): created by then, not deleted, not superseded by then."""
+        return current_attributes(self.arrays, self.rows, t, self.successor)
+
+
+def _epochs(values: pd.Series | None) -> list[float]:
+    """Creation times in epoch seconds (-inf where a row has none: it is visible at any time)."""
+    if values is None:
+        return []
+    ts = to_timestamp(values)
+    out = (ts.astype("int64") / 1000.0).to_numpy(dtype=np.float64)
+    return np.where(ts.isna().to_numpy(), -np.inf, out).tolist()
 
 
 class ColdExplorer:
@@ -213,11 +240,16 @@ class ColdExplorer:
         frontier = self._frontier_of(gid)
         if self.params.reach == "frontier":  # reached entities first, then every other hot entity
             reached += list(frontier)
+        facts = self._facts_of(gid)
+        # what the walk would see at the query's time: dependencies and entities created by then, facts
+        # current then
+        t = query_time(query.timestamp)
         steps = [(hot, dep, cold, d) for hot in dict.fromkeys(reached)
-                 for dep, cold, d in frontier.get(hot, [])]
+                 for dep, cold, d in frontier.get(hot, [])
+                 if facts.dep_created.get(dep, -np.inf) <= t and facts.entity_created.get(cold, -np.inf) <= t]
         if not steps:
             return []
-        facts = self._facts_of(gid)
+        visible = facts.visible(t)
         qv = np.asarray(query_vector, dtype=np.float32)
         norm = float(np.linalg.norm(qv))
         qv = qv / norm if norm > 0 else qv
@@ -229,7 +261,9 @@ class ColdExplorer:
                 continue
             if limit is not None and self._misses.get((gid, cold), 0) >= limit:
                 continue
-            rows = facts.by_entity[cold]
+            rows = [i for i in facts.by_entity[cold] if visible[i]]
+            if not rows:
+                continue
             top = int(np.argmax(sims_all[rows]))
             best[cold] = (float(sims_all[rows[top]]), rows[top])
         out: list[tuple[float, str, Path]] = []
@@ -240,7 +274,7 @@ class ColdExplorer:
             seen.add(cold)
             sim, row = best[cold]
             aspect = facts.aspects[row]
-            same = [i for i in facts.by_entity[cold] if facts.aspects[i] == aspect]
+            same = [i for i in facts.by_entity[cold] if facts.aspects[i] == aspect and visible[i]]
             order = sorted(same, key=lambda i: (-float(sims_all[i]), facts.ids[i]))
             hops = (Hop.entity(hot), Hop.dependency(dep, d), Hop.entity(cold), Hop.aspect(aspect),
                     *(Hop.attribute(facts.ids[i]) for i in order[: self.params.facts]))

@@ -241,3 +241,32 @@ def test_validation_runs_during_a_rediscovery_run_and_the_old_graphs_are_forgott
             + [a for a, _ in s.base.prior._graphs.values()] + [a for a, _ in s.base.ppr._csrs.values()]}
     held = kept[scorer](trainer.scorer)
     assert all(a is current or a == id(current) for a in held), "the scorer keeps a replaced graph's arrays"
+
+
+def test_a_cold_path_holds_only_what_a_walk_at_the_query_time_could_see(tiny: Dataset,
+                                                                      pruned: list[str]) -> None:
+    """Review 54 #3: no fact, dependency or entity created after the query, no fact stale by then."""
+    from signet_rl.text.encoders import make_encoder
+
+    g = tiny.graph
+    created = dict(zip(g.attributes["id"], pd.to_datetime(g.attributes["created_at"], utc=True), strict=True))
+    dep_created = dict(zip(g.dependencies["id"], pd.to_datetime(g.dependencies["created_at"], utc=True),
+                           strict=True))
+    successor = dict(zip(g.attributes["id"], g.attributes["superseded_by"], strict=True))
+    encoder = make_encoder("hashing")
+    params = RediscoveryParams(reach="frontier", min_similarity=-1)
+    explorer = ColdExplorer(tiny.graphs, {"main": pruned}, params, encoder=encoder)
+    owner = dict(zip(g.attributes["id"], g.attribute_entity_ids(), strict=True))
+    cold_facts = [a for a, e in owner.items() if e in set(pruned)]
+    shown, future_exists = 0, 0
+    for q in tiny.queries:
+        t = pd.Timestamp(q.timestamp)
+        future_exists += any(created[a] > t for a in cold_facts)
+        for p in explorer.paths(q, [], [], encoder.encode([q.text])[0], k=50):
+            shown += 1
+            assert all(created[a] <= t for a in p.attributes), (q.id, p.serialise())
+            assert all(dep_created[d] <= t for d in p.dependencies), (q.id, p.serialise())
+            for a in p.attributes:  # not superseded by a successor written by then
+                s = successor[a]
+                assert not (isinstance(s, str) and s in created and created[s] <= t), (q.id, a)
+    assert shown >= 20 and future_exists >= 10  # the check had something to catch
