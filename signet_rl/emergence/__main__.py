@@ -12,18 +12,27 @@ Commands::
 ``artifacts/emergence/pruning.json`` with ``emergence.health=true``, or ``experiments/emergence_report.py
 --part pruning --save-plans DIR``) and moves its entities to the cold tier
 (:func:`~signet_rl.emergence.cold.move_to_cold`, one transaction). With ``--copy-to`` the store is copied
-first through SQLite's backup API from a read-only connection (a live store is read, never written; the
-copy is in rollback-journal mode), the move runs on a temporary file beside ``OUT.db``, and only a finished
-copy is renamed to ``OUT.db``, which must not exist. ``--in-place-copy`` says ``STORE`` already is an
-offline copy (a store with a ``-wal`` or ``-journal`` beside it is refused either way). ``restore`` brings
-entities back (:func:`~signet_rl.emergence.cold.restore_from_cold`; ``--copy`` says the file is an offline
-copy), and ``cold`` lists the cold entities and the cold frontier (read-only). Each prints the rows it moved
-per table. Any error names the file, the entity or the row, exits with status 2, and writes nothing.
+first through SQLite's backup API from a read-only connection: a live store (a daemon writing it, a
+``-wal`` beside it) is fine here, it is read, never written, and the backup is a consistent snapshot of it;
+the copy is in rollback-journal mode. The move runs on a temporary file beside ``OUT.db``
+(``.OUT.db.XXXXXXXX.tmp``), and only a finished copy is linked to ``OUT.db``, which must not exist (a
+hard link: an ``OUT.db`` that appears meanwhile is never overwritten). ``--in-place-copy`` says ``STORE``
+already is an offline copy: it and the files ``restore`` rewrites are refused with a ``-wal`` or
+``-journal`` beside them (a writer is using them, or one crashed mid-transaction: the refusal says how to
+tell and what to do). ``restore`` brings entities back (:func:`~signet_rl.emergence.cold.restore_from_cold`;
+``--copy`` says the file is an offline copy), and ``cold`` lists the cold entities, the cold frontier and
+any orphaned cold rows (read-only). Each prints the rows it moved per table. Any error names the file, the
+entity or the row, exits with status 2, and writes nothing.
+
+A process killed during ``--copy-to`` leaves ``OUT.db`` absent (never half-written) and may leave its
+temporary file (and that file's ``-journal``) beside it; the next ``--copy-to`` to the same name names them
+on stderr, and they can be deleted.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import sqlite3
 import sys
@@ -60,6 +69,10 @@ def copy_store(store: Path, out: Path) -> Path:
         raise FileNotFoundError(f"Signet store {store} does not exist")
     if not out.parent.is_dir():
         raise FileNotFoundError(f"folder {out.parent} of --copy-to does not exist")
+    stale = sorted(p.name for p in out.parent.glob(f".{glob.escape(out.name)}.*.tmp*"))
+    if stale:
+        print(f"note: {out.parent} holds temporary files of an earlier --copy-to {out.name} that did not "
+              f"finish: {', '.join(stale)}; they are not used, and can be deleted", file=sys.stderr)
     tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         with closing(open_read_only(store)) as src, closing(sqlite3.connect(tmp)) as dst:
@@ -83,10 +96,16 @@ def prune(args: argparse.Namespace) -> int:
         target = args.copy_to
         tmp = copy_store(args.store, target)
         try:
-            moved = move_to_cold(tmp, plan.entity_ids, copy=True, reason=args.reason)
-            if target.exists():  # appeared while the copy was made
-                raise FileExistsError(f"{target} appeared while the copy was made; nothing was written")
-            os.replace(tmp, target)
+            try:
+                moved = move_to_cold(tmp, plan.entity_ids, copy=True, reason=args.reason)
+            except (StoreError, ValueError, sqlite3.DatabaseError) as exc:  # name STORE, not the temp file
+                text = str(exc).replace(f"{tmp}: ", "").replace(str(tmp), str(args.store))
+                raise type(exc)(f"{args.store} (plan {args.plan}, --copy-to {target}): {text}") from None
+            try:  # a link never replaces a file that appeared while the copy was made
+                os.link(tmp, target)
+            except FileExistsError:
+                raise FileExistsError(f"{target} appeared while the copy was made; nothing was "
+                                      "written") from None
         finally:
             tmp.unlink(missing_ok=True)
     print(f"moved {len(moved.entity_ids):,} entities ({len(plan.unused):,} unused, {len(plan.sick):,} sick) "

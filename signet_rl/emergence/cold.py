@@ -20,9 +20,11 @@ tables signet_rl does not traverse that name a moved entity (``relations``, ``sk
 stay where they are, untouched.
 
 Cold moves rewrite a store, so they happen **offline, on a copy**: both functions refuse a file unless the
-caller passes ``copy=True`` to say it is a copy no daemon is using, and refuse any file with a ``-wal`` or
-``-journal`` beside it (a writer is active) even then. Each call is one transaction: on any error nothing
-is written.
+caller passes ``copy=True`` to say it is a copy no daemon is using, and refuse even then a file with a
+``-wal`` beside it (a connection is open, or one was not closed: the message says how to recover) or one
+whose write lock another connection holds (a writer inside a transaction). A ``-journal`` that a crashed
+writer left is not refused: SQLite rolls it back (a hot journal) or replaces it (one that never reached the
+file) when the lock is taken. Each call is one transaction: on any error nothing is written.
 
     >>> moved = move_to_cold("copy.db", ["e7"], copy=True, reason="unused")  # doctest: +SKIP
     >>> restore_from_cold("copy.db", ["e7"], copy=True)  # doctest: +SKIP
@@ -144,13 +146,27 @@ def _open_copy(path: str | os.PathLike[str], copy: bool, verb: str) -> tuple[sql
             f"file (no daemon using it) and pass copy=True to say it is one")
     if not path.is_file():
         raise FileNotFoundError(f"Signet store {path} does not exist")
-    live = [s for s in ("-wal", "-journal") if Path(f"{path}{s}").exists()]
-    if live:
-        raise ColdTierError(f"{path}: has a {live[0]} beside it, so a writer is using it; cold-tier "
-                            f"{verb} needs an offline copy")
-    conn = sqlite3.connect(path, isolation_level=None)
+    if Path(f"{path}-wal").exists():  # an idle live connection and a crashed one look the same
+        raise ColdTierError(
+            f"{path}: has a -wal beside it: a writer is using it, or one was not closed (it crashed or was "
+            f"killed). Cold-tier {verb} needs an offline copy. If no process has the file open, open and "
+            f"close it once with SQLite (`sqlite3 {path} 'PRAGMA quick_check'`: that checkpoints the WAL and "
+            f"removes the -wal), then run this again; if one does, make a copy with "
+            f"`python -m signet_rl.emergence prune STORE --plan PLAN.json --copy-to OUT.db`")
+    # A -journal beside a rollback-journal file is a writer inside a transaction (it holds the write lock)
+    # or what one that crashed left: SQLite rolls a hot journal back when the lock is taken, and a
+    # transaction that never reached the file leaves a journal that is not hot, which the next write
+    # transaction replaces. So the lock, taken without waiting, tells them apart.
+    conn = sqlite3.connect(path, isolation_level=None, timeout=0)
     try:
         conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if "locked" not in str(exc) and "busy" not in str(exc):
+            raise
+        raise ColdTierError(f"{path}: a writer is using it (it holds the write lock); cold-tier {verb} needs "
+                            "an offline copy") from None
+    try:
         apply_migrations(conn, path)
     except BaseException:
         if conn.in_transaction:

@@ -145,9 +145,19 @@ def test_a_live_file_or_a_non_copy_is_refused(tmp_path: Path) -> None:
                                             r"copy=True"):
         move_to_cold(path, "e0")
     Path(f"{path}-wal").write_bytes(b"")
-    with pytest.raises(ColdTierError, match=r"has a -wal beside it, so a writer is using it"):
+    with pytest.raises(ColdTierError,
+                       match=r"has a -wal beside it: a writer is using it, or one was not closed"):
         move_to_cold(path, "e0", copy=True)
     Path(f"{path}-wal").unlink()
+    assert snapshot(path) == before
+    with closing(sqlite3.connect(path, isolation_level=None)) as writer:  # a writer inside a transaction
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("UPDATE entities SET name = name")
+        assert Path(f"{path}-journal").exists()
+        with pytest.raises(ColdTierError, match=r"a writer is using it \(it holds the write lock\); "
+                                                r"cold-tier move needs an offline copy"):
+            move_to_cold(path, "e0", copy=True)
+        writer.execute("ROLLBACK")
     assert snapshot(path) == before
 
 

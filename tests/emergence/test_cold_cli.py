@@ -123,3 +123,61 @@ def test_a_cold_row_that_no_longer_matches_the_schema_is_named(store: Path, tmp_
     assert "cold row entity_aspects 'a1' does not match the schema: its columns no longer match the " \
         "table's (lacks name; has unknown title); nothing was restored" in capsys.readouterr().err
     assert snapshot(out) == middle
+
+
+def test_copy_to_errors_name_the_store_and_the_plan_not_the_temporary_file(
+        store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = plan_file(tmp_path, ["e1", "e9"])
+    out = tmp_path / "out.db"
+    assert main(["prune", str(store), "--plan", str(plan), "--copy-to", str(out)]) == 2
+    assert capsys.readouterr().err == (f"error: {store} (plan {plan}, --copy-to {out}): entity 'e9' is not "
+                                       "in the store; nothing was moved\n")
+    assert sorted(os.listdir(tmp_path)) == ["copy.db", "plan.json"]
+
+
+def test_an_out_file_that_appears_during_the_move_is_never_overwritten(
+        store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import signet_rl.emergence.__main__ as cli
+
+    out = tmp_path / "out.db"
+    real = cli.move_to_cold
+
+    def move_then_someone_writes_out(*args: object, **kwargs: object) -> object:
+        moved = real(*args, **kwargs)  # type: ignore[arg-type]
+        out.write_bytes(b"theirs")
+        return moved
+
+    monkeypatch.setattr(cli, "move_to_cold", move_then_someone_writes_out)
+    assert main(["prune", str(store), "--plan", str(plan_file(tmp_path, ["e1"])), "--copy-to", str(out)]) == 2
+    assert capsys.readouterr().err == f"error: {out} appeared while the copy was made; nothing was written\n"
+    assert out.read_bytes() == b"theirs"
+    assert sorted(os.listdir(tmp_path)) == ["copy.db", "out.db", "plan.json"]
+
+
+def test_a_journal_left_by_a_crash_is_recovered_and_stale_temporary_files_are_named(
+        store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Review 54 #7: a writer killed mid-move leaves a -journal; it is not a live writer (none holds the
+    lock), so the next command recovers it and runs; --copy-to's leftover temporary files are named."""
+    before = snapshot(store)
+    plan = plan_file(tmp_path, ["e1", "e3"])
+    code = ("import os, sys; import signet_rl.emergence.cold as c; "
+            "c._memories_to_cold = lambda *a, **k: os._exit(9); "
+            "from signet_rl.emergence.__main__ import main; sys.exit(main(sys.argv[1:]))")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    for how in (["--in-place-copy"], ["--copy-to", str(tmp_path / "out.db")]):
+        done = subprocess.run([sys.executable, "-c", code, "prune", str(store), "--plan", str(plan), *how],
+                              capture_output=True, text=True, env=env, check=False)
+        assert done.returncode == 9, done.stderr
+    assert (tmp_path / "copy.db-journal").exists() and snapshot(store) == before
+    left = sorted(p for p in os.listdir(tmp_path) if p.startswith(".out.db."))
+    assert left and not (tmp_path / "out.db").exists()
+    capsys.readouterr()
+    assert main(["prune", str(store), "--plan", str(plan), "--in-place-copy"]) == 0
+    assert not (tmp_path / "copy.db-journal").exists() and sorted(cold_entities(store)) == ["e1", "e3"]
+    assert main(["restore", str(store), "e1", "e3", "--copy"]) == 0 and snapshot(store) == before
+    assert main(["prune", str(store), "--plan", str(plan), "--copy-to", str(tmp_path / "out.db")]) == 0
+    assert capsys.readouterr().err == (
+        f"note: {tmp_path} holds temporary files of an earlier --copy-to out.db that did not finish: "
+        f"{', '.join(left)}; they are not used, and can be deleted\n")
+    assert sorted(cold_entities(tmp_path / "out.db")) == ["e1", "e3"]
