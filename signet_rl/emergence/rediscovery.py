@@ -310,11 +310,30 @@ class ColdExplorer:
     # -- checkpoints ---------------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
-        return {"cold": {gid: sorted(s.cold) for gid, s in self.splits.items()},
+        return {"cold": {gid: sorted(s.cold) for gid, s in self.splits.items()}, "initial": self.initial,
                 "events": [dict(e) for e in self.events], "params": asdict(self.params)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Take a :meth:`state_dict`'s cold sets and events (the full graphs stay this object's own)."""
+        """Take a :meth:`state_dict`'s cold sets and events (the full graphs stay this object's own).
+
+        Raises:
+            ValueError: the state was written with other settings (``emergence.rediscover.<key>``) or
+                another plan (the initially cold entities of a graph), naming the key and both values.
+        """
+        saved = state.get("params")
+        if saved is None or "initial" not in state:
+            raise ValueError("it holds no rediscovery settings or initial cold entities (written before they "
+                             "were saved)")
+        mine = asdict(self.params)
+        for key in sorted(set(saved) | set(mine)):
+            if saved.get(key) != mine.get(key):
+                raise ValueError(f"it was written with emergence.rediscover.{key}={saved.get(key)!r}, this "
+                                 f"run has {mine.get(key)!r}")
+        for gid in sorted(set(state["initial"]) | set(self.initial)):
+            was, now = sorted(state["initial"].get(gid, [])), sorted(self.initial.get(gid, []))
+            if was != now:
+                raise ValueError(f"it was written with the initially cold entities of graph {gid!r} (the "
+                                 f"plan's)={_ids_text(was)}, this run has {_ids_text(now)}")
         for gid, ids in state["cold"].items():
             if gid not in self.splits:
                 raise ValueError(f"checkpoint has cold entities of graph {gid!r}, which this run has none of")
@@ -326,3 +345,10 @@ class ColdExplorer:
                 key = (e["graph_id"], e["entity_id"])
                 self._misses[key] = self._misses.get(key, 0) + 1
         self._frontier.clear()
+
+
+def _ids_text(ids: Sequence[str], show: int = 5) -> str:
+    """A list of ids for a message: all of a short one, else its count and first few."""
+    if len(ids) <= show:
+        return repr(list(ids))
+    return f"{len(ids)} entities [{', '.join(repr(i) for i in ids[:show])}, ...]"

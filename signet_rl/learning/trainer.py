@@ -45,7 +45,7 @@ import random
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -748,6 +748,10 @@ class BanditTrainer:
         for k, v in sorted(self.traversal.items()):
             out[f"traversal.{k}"] = v
         out["encoder"] = self.encoder
+        if self.cold_explorer is not None:  # rediscovery: its settings and the plan's cold entities
+            out["emergence.rediscovery"] = True
+            for k, v in sorted(asdict(self.cold_explorer.params).items()):
+                out[f"emergence.rediscover.{k}"] = v
         return out
 
     def _record_eval(self) -> None:
@@ -915,7 +919,11 @@ class BanditTrainer:
                 has = "none" if self.cold_explorer is None else "them"
                 raise ValueError(f"checkpoint {path} is incompatible: it was written {had} cold explorers, "
                                  f"this run has {has}; use another run_dir or fresh=true")
-            self.cold_explorer.load_state_dict(state["cold"])
+            try:
+                self.cold_explorer.load_state_dict(state["cold"])
+            except ValueError as exc:
+                raise ValueError(f"checkpoint {path} is incompatible: {exc}; use another run_dir or "
+                                 "fresh=true") from None
             for gid in self.cold_explorer.splits:
                 self._reindex(gid, self.cold_explorer.hot(gid))
         if state["scorer"] is not None:

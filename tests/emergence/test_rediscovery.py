@@ -270,3 +270,30 @@ def test_a_cold_path_holds_only_what_a_walk_at_the_query_time_could_see(tiny: Da
                 s = successor[a]
                 assert not (isinstance(s, str) and s in created and created[s] <= t), (q.id, a)
     assert shown >= 20 and future_exists >= 10  # the check had something to catch
+
+
+def test_a_resume_with_another_plan_or_other_settings_is_refused_naming_both(
+        tiny: Dataset, pruned: list[str], tmp_path: Path) -> None:
+    """Review 54 #4: the checkpoint keeps the initially cold entities and the settings; a resumed run
+    with others is refused (naming the key and both values), not silently continued."""
+    first = trainer_of(tiny, tmp_path, checkpoint_every=5)
+    first.use_cold_explorer(ColdExplorer(tiny.graphs, {"main": pruned}))
+    first.run(stop_after=12)  # killed after the checkpoint at 10
+    other_plan = trainer_of(tiny, tmp_path, checkpoint_every=5)
+    other_plan.use_cold_explorer(ColdExplorer(tiny.graphs, {"main": pruned[5:]}))
+    with pytest.raises(ValueError) as refused:
+        other_plan.run()
+    shown = ", ".join(repr(e) for e in sorted(pruned)[:5])
+    assert str(refused.value) == (
+        f"checkpoint {tmp_path / 'checkpoint.pkl'} is incompatible: it was written with the initially cold "
+        f"entities of graph 'main' (the plan's)=10 entities [{shown}, ...], this run has "
+        f"{sorted(pruned[5:])!r}; use another run_dir or fresh=true")
+    other_settings = trainer_of(tiny, tmp_path, checkpoint_every=5)
+    other_settings.use_cold_explorer(ColdExplorer(tiny.graphs, {"main": pruned},
+                                                  RediscoveryParams(min_similarity=0.9, reach="entries")))
+    with pytest.raises(Exception, match=r"emergence\.rediscover\.min_similarity.*0\.0.*0\.9"):
+        other_settings.run()
+    same = trainer_of(tiny, tmp_path, checkpoint_every=5)
+    same.use_cold_explorer(ColdExplorer(tiny.graphs, {"main": pruned}))
+    same.run()
+    assert same.resumed_from == 10
