@@ -6,7 +6,7 @@ Commands::
     python -m signet_rl.emergence prune STORE --plan PLAN.json --copy-to OUT.db
     python -m signet_rl.emergence prune COPY.db --plan PLAN.json --in-place-copy
     python -m signet_rl.emergence cold STORE
-    python -m signet_rl.emergence restore COPY.db ID [ID ...] --copy
+    python -m signet_rl.emergence restore COPY.db ID [ID ...] --copy [--drop-orphaned]
 
 ``prune`` reads the plan (:meth:`~signet_rl.emergence.health.PruningPlan.save`'s JSON: a training run's
 ``artifacts/emergence/pruning.json`` with ``emergence.health=true``, or ``experiments/emergence_report.py
@@ -45,6 +45,7 @@ from signet_rl.emergence.cold import (
     ColdMove,
     cold_entities,
     cold_frontier,
+    cold_orphans,
     move_to_cold,
     restore_from_cold,
 )
@@ -115,9 +116,11 @@ def prune(args: argparse.Namespace) -> int:
 
 
 def restore(args: argparse.Namespace) -> int:
-    moved = restore_from_cold(args.store, args.ids, copy=args.copy)
+    moved = restore_from_cold(args.store, args.ids, copy=args.copy, drop_orphaned=args.drop_orphaned)
     print(f"restored {len(moved.entity_ids):,} entities from the cold tier of {args.store}; rows per table:")
     print("\n".join(_rows(moved)))
+    for dep, gone in moved.dropped:
+        print(f"dropped cold dependency {dep}: its other entity {gone} is in neither tier")
     return 0
 
 
@@ -130,6 +133,11 @@ def cold(args: argparse.Namespace) -> int:
     print(f"cold frontier: {len(frontier):,} dependencies from a hot entity to a cold one")
     for dep, hot, cold_id, direction in frontier:
         print(f"  E:{hot}>D{'+' if direction > 0 else '-'}:{dep}>E:{cold_id}")
+    orphans = cold_orphans(args.store)
+    if orphans:
+        print(f"orphaned cold rows: {len(orphans):,} (no restore brings them back as they are)")
+        for table, key, _, why in orphans:
+            print(f"  {table} {key}: {why}")
     return 0
 
 
@@ -152,6 +160,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("ids", nargs="+", help="entity ids")
     r.add_argument("--copy", action="store_true", required=True,
                    help="say the store is an offline copy no daemon uses (required)")
+    r.add_argument("--drop-orphaned", action="store_true",
+                   help="drop (and report) a cold dependency whose other entity was deleted since the move, "
+                        "instead of refusing the restore")
     r.set_defaults(run=restore)
     c = sub.add_parser("cold", help="list the cold entities and the cold frontier (read-only)")
     c.add_argument("store", type=Path)

@@ -59,7 +59,7 @@ from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.graph.store import StoreError, apply_migrations
 
 __all__ = ["COLD_GRAPH_TABLES", "ColdMove", "ColdSplit", "ColdTierError", "cold_entities", "cold_frontier",
-           "move_to_cold", "rate_cold", "restore_from_cold"]
+           "cold_orphans", "move_to_cold", "rate_cold", "restore_from_cold"]
 
 #: Graph tables whose rows move with an entity, in the order they are restored (parents first).
 COLD_GRAPH_TABLES: tuple[str, ...] = (
@@ -81,6 +81,8 @@ class ColdMove:
     entity_ids: tuple[str, ...]
     rows: dict[str, int]
     memory_ids: tuple[str, ...]
+    #: cold dependencies dropped on restore (``drop_orphaned``): ``(dependency_id, missing_entity_id)``
+    dropped: tuple[tuple[str, str], ...] = ()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -370,21 +372,25 @@ def cold_entities(path: str | os.PathLike[str]) -> list[str]:
 
 
 def restore_from_cold(path: str | os.PathLike[str], entity_ids: Iterable[str] | str, *,
-                      copy: bool = False) -> ColdMove:
+                      copy: bool = False, drop_orphaned: bool = False) -> ColdMove:
     """Bring entities (and the memories that went with them) back from the cold tier, in one transaction.
 
-    Rows go back with their original values, at their original ``rowid`` where it is still free.
+    Rows go back with their original values, at their original ``rowid`` where it is still free. A cold
+    dependency to an entity that stays cold stays in the tier, filed under that entity. One to an entity
+    that is neither hot nor cold (deleted while this one was cold) cannot come back: the restore is refused,
+    or with ``drop_orphaned`` the dependency is deleted from the tier and listed in
+    :attr:`ColdMove.dropped`.
 
     Raises:
         ColdTierError: not a copy, a live file, an id that is not in the cold tier, a kept row that no
-            longer matches its table's columns, or a row whose key is hot again; each names the id or
-            row. Nothing is written.
+            longer matches its table's columns, a row whose key is hot again, or a dependency whose other
+            entity is gone (without ``drop_orphaned``); each names the id or row. Nothing is written.
     """
     ids = _ids(entity_ids)
     conn, where = _open_copy(path, copy, "restore")
     with closing(conn):
         try:
-            moved = _restore(conn, ids, where)
+            moved = _restore(conn, ids, where, drop_orphaned)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -405,11 +411,13 @@ def _insert(conn: sqlite3.Connection, table: str, rowid: int, columns: list[str]
                             "was moved); nothing was restored") from None
 
 
-def _restore(conn: sqlite3.Connection, ids: tuple[str, ...], where: Path) -> ColdMove:
+def _restore(conn: sqlite3.Connection, ids: tuple[str, ...], where: Path,
+             drop_orphaned: bool) -> ColdMove:
     q = _placeholders(len(ids))
-    cold = {r[0] for r in conn.execute(
-        f"SELECT row_key FROM signet_rl_cold_rows WHERE table_name = 'entities' AND row_key IN ({q})",
-        ids)}
+    all_cold = {r[0] for r in conn.execute(
+        "SELECT row_key FROM signet_rl_cold_rows WHERE table_name = 'entities'")}
+    cold = all_cold & set(ids)
+    dropped: list[tuple[str, str]] = []
     for i in ids:
         if i not in cold:
             hot = conn.execute("SELECT 1 FROM entities WHERE id = ?", (i,)).fetchone()
@@ -436,9 +444,21 @@ def _restore(conn: sqlite3.Connection, ids: tuple[str, ...], where: Path) -> Col
                 other = next((e for e in (row["source_entity_id"], row["target_entity_id"]) if e not in ids
                               and not conn.execute("SELECT 1 FROM entities WHERE id = ?", (e,)).fetchone()),
                              None)
-                if other is not None:
+                if other is not None and other in all_cold:
                     conn.execute("UPDATE signet_rl_cold_rows SET entity_id = ? WHERE rowid = ?",
                                  (other, cold_rowid))
+                    continue
+                if other is not None:  # deleted while this entity was cold
+                    if not drop_orphaned:
+                        mine = row["target_entity_id"] if row["source_entity_id"] == other \
+                            else row["source_entity_id"]
+                        raise ColdTierError(
+                            f"{where}: cannot restore dependency {key!r} of entity {mine!r}: its other "
+                            f"entity {other!r} is neither in the hot tables nor in the cold tier "
+                            "(deleted since the move); nothing was restored. Restore with --drop-orphaned "
+                            "(drop_orphaned=True) to drop the dependency")
+                    conn.execute("DELETE FROM signet_rl_cold_rows WHERE rowid = ?", (cold_rowid,))
+                    dropped.append((key, other))
                     continue
             _insert(conn, table, rowid, columns, values, f"{table} row {key!r}", where)
             back.append(cold_rowid)
@@ -464,7 +484,36 @@ def _restore(conn: sqlite3.Connection, ids: tuple[str, ...], where: Path) -> Col
         conn.execute(f"DELETE FROM memories_cold WHERE archive_id IN ({_placeholders(len(archived))})",
                      [a[0] for a in archived])
     counts["memories"] = len(archived)
-    return ColdMove(entity_ids=ids, rows=counts, memory_ids=tuple(restored))
+    return ColdMove(entity_ids=ids, rows=counts, memory_ids=tuple(restored), dropped=tuple(dropped))
+
+
+def cold_orphans(path: str | os.PathLike[str]) -> list[tuple[str, str, str, str]]:
+    """Cold rows no restore can bring back as they are: ``(table, row_key, entity_id, why)`` for a row
+    filed under an entity that is not in the cold tier, and a cold dependency with an endpoint that is
+    neither hot nor cold (deleted since the move). Read-only."""
+    from signet_rl.graph.store import open_read_only
+
+    with closing(open_read_only(path)) as conn:
+        if "signet_rl_cold_rows" not in _tables(conn):
+            return []
+        hot = {r[0] for r in conn.execute("SELECT id FROM entities")}
+        cold = {r[0] for r in conn.execute(
+            "SELECT row_key FROM signet_rl_cold_rows WHERE table_name = 'entities'")}
+        columns = _columns(conn, "entity_dependencies")
+        out = []
+        for table, key, owner, text in conn.execute(
+                "SELECT table_name, row_key, entity_id, row_json FROM signet_rl_cold_rows ORDER BY rowid"):
+            if owner not in cold:
+                out.append((table, key, owner, f"filed under {owner!r}, which is not in the cold tier"))
+                continue
+            if table != "entity_dependencies":
+                continue
+            _, values = _parse_row(text, columns, f"entity_dependencies {key!r}", Path(path))
+            row = dict(zip(columns, values, strict=True))
+            gone = [e for e in (row["source_entity_id"], row["target_entity_id"]) if e not in hot | cold]
+            if gone:
+                out.append((table, key, owner, f"points at {gone[0]!r}, which is in neither tier"))
+        return out
 
 
 # --------------------------------------------------------------------------------------------------

@@ -181,3 +181,40 @@ def test_a_journal_left_by_a_crash_is_recovered_and_stale_temporary_files_are_na
         f"note: {tmp_path} holds temporary files of an earlier --copy-to out.db that did not finish: "
         f"{', '.join(left)}; they are not used, and can be deleted\n")
     assert sorted(cold_entities(tmp_path / "out.db")) == ["e1", "e3"]
+
+
+def test_a_dependency_whose_other_entity_was_deleted_while_cold_is_named_listed_and_dropped_on_request(
+        store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Review 54 #5: e0 -> e1 went cold with e1; e0 was deleted from the hot tables since. Restoring e1 is
+    refused naming the dependency and e0 (nothing written), `cold` lists the orphan, --drop-orphaned drops
+    it and says so."""
+    import sqlite3
+    from contextlib import closing
+
+    from signet_rl.emergence.cold import move_to_cold
+    from signet_rl.graph.store import read_graph
+
+    move_to_cold(store, ["e1"], copy=True)
+    with closing(sqlite3.connect(store)) as conn:
+        conn.execute("DELETE FROM entity_attributes WHERE aspect_id IN "
+                     "(SELECT id FROM entity_aspects WHERE entity_id = 'e0')")
+        for table, column in (("entity_aspects", "entity_id"), ("community_members", "entity_id"),
+                              ("memory_entity_mentions", "entity_id"), ("entities", "id")):
+            conn.execute(f"DELETE FROM {table} WHERE {column} = 'e0'")
+        conn.commit()
+    middle = snapshot(store)
+    assert main(["restore", str(store), "e1", "--copy"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {store}: cannot restore dependency 'd0' of entity 'e1': its other entity 'e0' is neither in "
+        "the hot tables nor in the cold tier (deleted since the move); nothing was restored. Restore with "
+        "--drop-orphaned (drop_orphaned=True) to drop the dependency\n")
+    assert snapshot(store) == middle
+    assert main(["cold", str(store)]) == 0
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        "orphaned cold rows: 1 (no restore brings them back as they are)",
+        "  entity_dependencies d0: points at 'e0', which is in neither tier"]
+    assert main(["restore", str(store), "e1", "--copy", "--drop-orphaned"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == "dropped cold dependency d0: its other entity e0 is in neither tier"
+    assert cold_entities(store) == [] and "d0" not in set(read_graph(store).dependencies["id"])
+    assert main(["cold", str(store)]) == 0 and "orphaned" not in capsys.readouterr().out
