@@ -194,9 +194,12 @@ class ColdExplorer:
         return out
 
     def builder(self, graph_id: str) -> MemoryBuilder:
-        """Constructs a cold path's memory (from the full graph: its rows are not in the hot one)."""
+        """Constructs a cold path's memory (from the full graph: its rows are not in the hot one), with the
+        retriever's settings (:func:`~signet_rl.pipeline.desire.memory_builder`)."""
+        from signet_rl.pipeline.desire import memory_builder
+
         if graph_id not in self._builders:
-            self._builders[graph_id] = MemoryBuilder(self.splits[graph_id].full)
+            self._builders[graph_id] = memory_builder(self.splits[graph_id].full)
         return self._builders[graph_id]
 
     def is_cold(self, graph_id: str, path: Path) -> bool:

@@ -328,7 +328,8 @@ class BanditTrainer:
             raise ValueError("use_cold_explorer must be called before the loop starts")
         if self.retriever.config.hybrid:
             raise ValueError("cold explorers walk the graph's hot part, and the hybrid entry's flat floor "
-                             "indexes the whole dataset; turn floor, session and entity_walks off")
+                             "indexes the whole dataset; run without it (signet_rl.train: hybrid=false; "
+                             "TraversalConfig: floor, session and entity_walks off)")
         for gid in explorer.splits:
             if explorer.encoder is None:
                 explorer.encoder = self.retriever._state(gid).encoder

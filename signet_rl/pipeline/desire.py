@@ -46,7 +46,7 @@ from signet_rl.traversal.construct import MemoryBuilder, build_slate
 from signet_rl.traversal.path import Path as PathType
 from signet_rl.traversal.walk import STRATEGIES, EdgeWeight, Traverser, Walk
 
-__all__ = ["Candidates", "DesireFn", "DesirePathRetriever", "EdgeWeightFn"]
+__all__ = ["Candidates", "DesireFn", "DesirePathRetriever", "EdgeWeightFn", "memory_builder"]
 
 
 def _entry_vector(state: _GraphState, text: str, qv: np.ndarray) -> np.ndarray | None:
@@ -58,15 +58,20 @@ def _entry_vector(state: _GraphState, text: str, qv: np.ndarray) -> np.ndarray |
     return qv if clean_text(text)[: entry.max_query_chars] == text[:1000] else None
 
 
+def memory_builder(graph: KnowledgeGraph) -> MemoryBuilder:
+    """The :class:`MemoryBuilder` the retriever constructs ``graph``'s memories with. A pure KG (entities and
+    typed relations only, no facts, no source passages) answers with entities: its constructed memories list
+    the entities they reach as items."""
+    kg_only = graph.attributes.empty and "dependency_memory" not in graph.meta
+    return MemoryBuilder(graph, entity_items=kg_only)
+
+
 class _GraphState:
     def __init__(self, graph: KnowledgeGraph, config: TraversalConfig, encoder: str, relevance: bool) -> None:
         self.graph = graph
         self.arrays = GraphArrays.from_graph(graph)
         self.traverser = Traverser(self.arrays, graph, config)
-        # A pure KG (entities and typed relations only, no facts, no source passages) answers with entities:
-        # its constructed memories list the entities they reach as items.
-        kg_only = graph.attributes.empty and "dependency_memory" not in graph.meta
-        self.builder = MemoryBuilder(graph, entity_items=kg_only)
+        self.builder = memory_builder(graph)
         self.entry = EntrySearch(encoder=encoder).index(graph, self.arrays)
         self.encoder = self.entry.encoder or make_encoder(encoder)
         # Attribute vectors in arrays order, for ranking an aspect's facts against the query.
@@ -217,8 +222,8 @@ class DesirePathRetriever:
         """
         if self.config.hybrid:
             raise ValueError(f"{self.name}: a graph cannot be replaced under the hybrid entry (its flat "
-                             "floor indexes the dataset's memories); turn floor, session and entity_walks "
-                             "off")
+                             "floor indexes the dataset's memories); run without it (signet_rl.train: "
+                             "hybrid=false; TraversalConfig: floor, session and entity_walks off)")
         old = self._state(graph_id).arrays
         state = _GraphState(graph, self.config, self.encoder, self.relevance)
         forget_arrays(self.scorer, old)  # nothing of the old graph stays reachable from the scorer

@@ -184,6 +184,15 @@ def test_bad_input_is_named(tiny: Dataset) -> None:
     with pytest.raises(ValueError, match=r"RediscoveryParams.reach must be 'entries', 'walk' or 'frontier', "
                                          r"got 'all'"):
         RediscoveryParams(reach="all")
+    cfg = BanditConfig(epochs=1, eval_every=0, checkpoint_every=0)
+    hybrid = BanditTrainer(tiny, make_scorer("prior"), cfg, traversal={"max_depth": 2, "floor": True}, seed=3,
+                           progress=False)
+    with pytest.raises(ValueError) as refused:
+        hybrid.use_cold_explorer(ColdExplorer(tiny.graphs, {"main": ["ent-000001"]}))
+    assert str(refused.value) == (
+        "cold explorers walk the graph's hot part, and the hybrid entry's flat floor indexes the whole "
+        "dataset; run without it (signet_rl.train: hybrid=false; TraversalConfig: floor, session and "
+        "entity_walks off)")
 
 
 def test_the_entry_layer_starts_a_run_with_a_saved_plan_cold(tiny: Dataset, pruned: list[str],
@@ -297,3 +306,17 @@ def test_a_resume_with_another_plan_or_other_settings_is_refused_naming_both(
     same.use_cold_explorer(ColdExplorer(tiny.graphs, {"main": pruned}))
     same.run()
     assert same.resumed_from == 10
+
+
+def test_a_cold_path_is_built_with_the_retrievers_memory_settings(tiny: Dataset) -> None:
+    """Review 54 #12: on a pure KG (no facts) the retriever's memories list entities as items; a cold
+    path's memory must be built the same way."""
+    from signet_rl.graph.model import KnowledgeGraph
+    from signet_rl.pipeline.desire import memory_builder
+
+    g = tiny.graph
+    kg = KnowledgeGraph.from_frames(entities=g.entities, aspects=g.aspects, attributes=g.attributes.iloc[0:0],
+                                    dependencies=g.dependencies)
+    for graph, kg_only in ((g, False), (kg, True)):
+        explorer = ColdExplorer({"main": graph}, {"main": ["ent-000001"]})
+        assert explorer.builder("main").entity_items is memory_builder(graph).entity_items is kg_only
