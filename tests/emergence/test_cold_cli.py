@@ -218,3 +218,30 @@ def test_a_dependency_whose_other_entity_was_deleted_while_cold_is_named_listed_
     assert out.splitlines()[-1] == "dropped cold dependency d0: its other entity e0 is in neither tier"
     assert cold_entities(store) == [] and "d0" not in set(read_graph(store).dependencies["id"])
     assert main(["cold", str(store)]) == 0 and "orphaned" not in capsys.readouterr().out
+
+
+def test_copy_to_reads_a_live_wal_store_as_a_consistent_snapshot(store: Path, tmp_path: Path) -> None:
+    """Review 54 #11: a daemon holds the store open in WAL mode, with a committed write still in the -wal
+    and one in flight; --copy-to copies what was committed, leaves the live store alone, and prunes the copy
+    (while the live store itself is refused in place)."""
+    import sqlite3
+    from contextlib import closing
+
+    plan = plan_file(tmp_path, ["e1"])
+    (e3,) = sql(store, "SELECT name FROM entities WHERE id = 'e3'")[0]
+    with closing(sqlite3.connect(store)) as daemon, closing(sqlite3.connect(store)) as writer:
+        daemon.execute("PRAGMA journal_mode=WAL")
+        daemon.execute("PRAGMA wal_autocheckpoint=0")
+        daemon.execute("UPDATE entities SET name = 'committed' WHERE id = 'e2'")
+        daemon.commit()
+        writer.execute("BEGIN")
+        writer.execute("UPDATE entities SET name = 'in flight' WHERE id = 'e3'")
+        assert Path(f"{store}-wal").exists()
+        out = tmp_path / "out.db"
+        assert main(["prune", str(store), "--plan", str(plan), "--copy-to", str(out)]) == 0
+        assert main(["prune", str(store), "--plan", str(plan), "--in-place-copy"]) == 2
+        writer.rollback()
+        assert sql(out, "SELECT id, name FROM entities WHERE id IN ('e2', 'e3') ORDER BY id") == [
+            ("e2", "committed"), ("e3", e3)]  # the committed write in the -wal, not the one in flight
+        assert cold_entities(out) == ["e1"] and cold_entities(store) == []
+        assert not Path(f"{out}-wal").exists()
