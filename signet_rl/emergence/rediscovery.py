@@ -144,8 +144,8 @@ def _epochs(values: pd.Series | None) -> list[float]:
     if values is None:
         return []
     ts = to_timestamp(values)
-    out = (ts.astype("int64") / 1000.0).to_numpy(dtype=np.float64)
-    return np.where(ts.isna().to_numpy(), -np.inf, out).tolist()
+    seconds = ((ts - pd.Timestamp(0, tz="UTC")) / pd.Timedelta(seconds=1)).to_numpy(dtype=np.float64)
+    return np.where(np.isnan(seconds), -np.inf, seconds).tolist()
 
 
 class ColdExplorer:
