@@ -26,7 +26,18 @@ Parts (``--part``):
   (validation and test) queries pruned, test recall@10 of the ``prior`` desire-path retriever before and
   after at the same budget, and its mean traversal latency (with the load average: timings on a shared
   machine are inflated). ``--chosen-from`` takes the thresholds an earlier run chose on its validation
-  seed (the xl figures reuse medium's choice: one bandit run at xl is minutes).
+  seed (the xl figures reuse medium's choice: one bandit run at xl is minutes). ``--save-plans DIR`` writes
+  each operating point's plan (:meth:`~signet_rl.emergence.health.PruningPlan.save`), the input of
+  ``python -m signet_rl.emergence prune``.
+  With ``--rediscover``, the period after training follows each pruning: a LinUCB bandit run (the same
+  settings, one pass) over the validation queries in timeline order walks the pruned graph with cold
+  explorers on (:class:`~signet_rl.emergence.rediscovery.ColdExplorer`, its ``reach`` and
+  ``min_similarity`` chosen on the validation seed with the issue's-rule plan, which prunes needed items:
+  the most needed test items brought back, ties to fewer restores); the entities its
+  positive ratings restore are restored on the store copy (:func:`~signet_rl.emergence.cold.rate_cold`),
+  and test recall is measured again at the same budget. Reports the pruned entities later queries need,
+  the cold paths shown and rated, the entities restored (and how many of them test queries need), the
+  ratings they took, and recall with and without rediscovery.
 
     python experiments/emergence_report.py --part bridges --seed <S> --preset medium
     python experiments/emergence_report.py --part pruning --seed <S> --preset xl
@@ -59,6 +70,7 @@ from signet_rl.emergence.principles import (
     detect_value_principles,
 )
 from signet_rl.text.encoders import make_encoder
+from signet_rl.traversal.path import Path as TPath
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "data" / "emergence"
@@ -636,6 +648,119 @@ def prune_through_cold(ds: Dataset, entity_ids: tuple[str, ...]) -> Dataset:
     return dataclasses.replace(ds, graphs={"main": graph})
 
 
+def later_period(ds: Dataset, splits: tuple[str, ...] = ("validation",)) -> Dataset:
+    """The period after training as a bandit schedule: the queries of ``splits``, relabelled ``train``."""
+    queries = [dataclasses.replace(q, split="train") for q in ds.queries if q.split in splits]
+    return dataclasses.replace(ds, queries=queries)
+
+
+def rediscover(ds: Dataset, plan_ids: tuple[str, ...], seed: int, min_similarity: float,
+               reach: str = "walk", splits: tuple[str, ...] = ("validation",),
+               max_misses: int | None = None, slots: int = 1) -> dict[str, Any]:
+    """A LinUCB bandit run over the period after training (the queries of ``splits``) on the pruned graph,
+    with cold explorers: what its explorers rediscovered (module docstring). Truth is read by the rater
+    and, after the run, by the figures (``delivered``: the period's queries that need a pruned entity's
+    fact, and those whose cold explorer path showed them one)."""
+    from signet_rl.emergence.rediscovery import ColdExplorer, RediscoveryParams
+    from signet_rl.learning.trainer import BanditConfig, BanditTrainer
+    from signet_rl.scorers import PRE_SWEEP_DEFAULTS
+    from signet_rl.scorers.base import make_scorer
+
+    period = later_period(ds, splits)
+    linucb = make_scorer("linucb", **PRE_SWEEP_DEFAULTS["linucb"])
+    config = BanditConfig(epochs=1, eval_every=0, checkpoint_every=0, explorer_per_session=slots)
+    trainer = BanditTrainer(period, linucb, config, seed=seed, progress=False)
+    explorer = ColdExplorer(period.graphs, {"main": plan_ids},
+                            RediscoveryParams(min_similarity=min_similarity, reach=reach,
+                                              max_misses=max_misses))
+    trainer.use_cold_explorer(explorer)
+    _log(f"rediscovery: bandit over {len(period.split('train'))} later queries, {len(plan_ids):,} cold "
+         f"entities, min_similarity {min_similarity}, reach {reach}, max_misses {max_misses}")
+    trainer.run()
+    restored = explorer.restored.get("main", [])
+    rated = [e for e in explorer.events if e["rating"] is not None]
+    took = []  # cold-path ratings an entity got up to (and with) the one that restored it
+    for eid in restored:
+        took.append(sum(1 for e in rated if e["entity_id"] == eid))
+    owner = dict(zip(ds.graph.attributes["id"], ds.graph.attribute_entity_ids(), strict=True))
+    pruned = set(plan_ids)
+    needing = [q.id for q in period.split("train")
+               if any(owner.get(i) in pruned for i in ds.truth[q.id].needed)]
+    delivered = {e["query_id"] for e in explorer.events
+                 if set(TPath.parse(e["path"]).attributes) & set(ds.truth[e["query_id"]].needed)}
+    return {"restored": restored, "period_queries": len(period.split("train")),
+            "queries_needing_pruned": len(needing), "delivered_by_cold_explorer": len(delivered),
+            "cold_paths_shown": len(explorer.events), "cold_paths_rated": len(rated),
+            "cold_paths_positive": sum(1 for e in rated if e["rating"] > 0),
+            "cold_entities_reached": len({e["entity_id"] for e in explorer.events}),
+            "ratings_per_restore_median": float(np.median(took)) if took else None,
+            "ratings_per_restore_max": max(took) if took else None,
+            "explorer_slots": sum(h.explorer_shown for h in trainer.history),
+            "hot_entities": trainer.retriever._state("main").graph.entities["id"].tolist()}
+
+
+def restore_through_cold(ds: Dataset, entity_ids: tuple[str, ...], restored: list[str]) -> Dataset:
+    """:func:`prune_through_cold`, then the ``restored`` entities rated positive on the store copy
+    (:func:`~signet_rl.emergence.cold.rate_cold`, one at a time, in the order their ratings came)."""
+    from signet_rl.emergence.cold import move_to_cold, rate_cold
+    from signet_rl.graph.store import read_graph, write_graph
+
+    with tempfile.TemporaryDirectory(prefix="emergence-") as tmp:
+        path = Path(tmp) / "copy.db"
+        write_graph(ds.graph, path)
+        move_to_cold(path, list(entity_ids), copy=True, reason="pruned")
+        for eid in restored:
+            rate_cold(path, eid, +1, copy=True)
+        graph = read_graph(path)
+    return dataclasses.replace(ds, graphs={"main": graph})
+
+
+#: ``(reach, min_similarity, max_misses)`` grid of the cold explorers (chosen on the validation seed).
+REDISCOVER_GRID = tuple((r, m, x) for r in ("walk", "frontier") for m in (0.0, 0.2, 0.4) for x in (1, None))
+
+
+def rediscovery_figures(ds: Dataset, plan_ids: tuple[str, ...], found: dict[str, Any]) -> dict[str, Any]:
+    """What the rediscovery run brought back, against what later queries need (truth read here only)."""
+    test_needed = later_needed_entities(ds, ("test",))
+    val_needed = later_needed_entities(ds, ("validation",))
+    later = later_needed_entities(ds, ("validation", "test"))
+    pruned, back = set(plan_ids), set(found["restored"])
+    still = pruned - back
+    return {**{k: v for k, v in found.items() if k not in ("restored", "hot_entities")},
+            "restored": len(back),
+            "restored_needed_later": len(back & set(later)),
+            "later_items_pruned_after": sum(len(later[e]) for e in still & set(later)),
+            "restored_needed_by_test": len(back & set(test_needed)),
+            "restored_needed_by_validation": len(back & set(val_needed)),
+            "pruned_needed_by_test": len(pruned & set(test_needed)),
+            "pruned_needed_by_validation": len(pruned & set(val_needed)),
+            "test_items_pruned_before": sum(len(test_needed[e]) for e in pruned & set(test_needed)),
+            "test_items_pruned_after": sum(len(test_needed[e]) for e in still & set(test_needed))}
+
+
+def choose_rediscovery(args: argparse.Namespace, t: HealthThresholds) -> dict[str, Any]:
+    """``reach``, ``min_similarity`` and ``max_misses`` on the validation seed, and the table: the grid
+    point whose cold explorers showed a pruned needed fact to the most queries of the whole later period
+    (validation and test queries in timeline order, online; ties: fewer entities restored, fewer cold
+    paths shown, then the grid's order)."""
+    val = dataset(args.preset, args.val_seed[0], control=False)
+    records, until = training_log(val, args.epochs, args.val_seed[0])
+    plan = plan_pruning(val.graph, records, until=until, thresholds=t)
+    best: tuple[tuple[int, int, int], dict[str, Any]] | None = None
+    rows = []
+    for r, m, x in REDISCOVER_GRID:
+        found = rediscover(val, plan.entity_ids, args.val_seed[0], m, r, ("validation", "test"), x)
+        f = rediscovery_figures(val, plan.entity_ids, found)
+        point = {"reach": r, "min_similarity": m, "max_misses": x}
+        rows.append({**point, **f})
+        key = (f["delivered_by_cold_explorer"], -f["restored"], -f["cold_paths_shown"])
+        if best is None or key > best[0]:
+            best = (key, point)
+    assert best is not None
+    _log(f"rediscovery: chose {best[1]} on validation seed {args.val_seed[0]}")
+    return {**best[1], "validation": rows}
+
+
 def recall_and_latency(ds: Dataset, budget: int, max_queries: int | None, seed: int) -> dict[str, float]:
     from signet_rl.evaluation.harness import evaluate
     from signet_rl.pipeline.desire import DesirePathRetriever
@@ -751,6 +876,17 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
         if unknown:
             raise SystemExit(f"--points: unknown {unknown}; known: {', '.join(points)}")
         points = {k: v for k, v in points.items() if k in args.points}
+    if args.rediscover:  # chosen on the validation seed, with one operating point's plan
+        if args.rediscover_min_similarity is not None:
+            out["rediscover"] = {"reach": args.rediscover_reach,
+                                 "min_similarity": args.rediscover_min_similarity,
+                                 "max_misses": args.rediscover_max_misses}
+        else:
+            with_point = {"chosen": chosen, "unused_and_sick": HealthThresholds(),
+                          "passing_mentions": HealthThresholds(max_mentions=1, max_co_mentioned=0)}
+            out["rediscover"] = {**choose_rediscovery(args, with_point[args.rediscover_choose_with]),
+                                 "chosen_with": args.rediscover_choose_with}
+        out["rediscover"]["explorer_per_session"] = args.rediscover_slots
     for name, control in (("planted", False), ("control", True)):
         if name not in args.graphs:
             continue
@@ -770,6 +906,24 @@ def run_pruning(args: argparse.Namespace) -> dict[str, Any]:
                                        args.seed)
             out[name][point] = {**o, "unused": len(plan.unused), "sick": len(plan.sick), "after": after,
                                 "load_avg_1m": os.getloadavg()[0]}
+            if args.save_plans is not None:
+                args.save_plans.mkdir(parents=True, exist_ok=True)
+                plan.save(args.save_plans / f"plan-{args.preset}-{args.seed}-{name}-{point}.json")
+            if args.rediscover and plan.entity_ids:
+                red = out["rediscover"]
+                found = rediscover(ds, plan.entity_ids, args.seed, red["min_similarity"], red["reach"],
+                                   ("validation",), red["max_misses"], args.rediscover_slots)
+                back = restore_through_cold(ds, plan.entity_ids, found["restored"])
+                if back.graph.entities["id"].tolist() != found["hot_entities"]:
+                    raise RuntimeError("the store copy's hot entities differ from the trainer's hot graph")
+                out[name][point]["rediscovery"] = {
+                    **rediscovery_figures(ds, plan.entity_ids, found),
+                    "after": recall_and_latency(back, args.budget, args.max_test, args.seed)}
+                # online over the whole later period (validation then test queries, timeline order):
+                # the queries whose explorer slot showed them a pruned fact they need
+                online = rediscover(ds, plan.entity_ids, args.seed, red["min_similarity"], red["reach"],
+                                    ("validation", "test"), red["max_misses"], args.rediscover_slots)
+                out[name][point]["rediscovery_online"] = rediscovery_figures(ds, plan.entity_ids, online)
             _log(f"{name}/{point}: {({k: v for k, v in out[name][point].items() if k != 'plan'})}")
         out[name]["load_avg_1m"] = [load_before, os.getloadavg()[0]]
     return out
@@ -825,6 +979,27 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     help="pruning: only these operating points (chosen, unused_and_sick, passing_mentions)")
     ap.add_argument("--graphs", nargs="+", choices=("planted", "control"), default=["planted", "control"],
                     help="pruning: which of the two graphs to run")
+    ap.add_argument("--rediscover", action="store_true",
+                    help="pruning: follow each pruning with a bandit run over the validation queries whose "
+                         "explorers walk into cold territory, and measure recall again")
+    ap.add_argument("--rediscover-min-similarity", type=float, default=None,
+                    help="pruning --rediscover: take this min_similarity instead of choosing it on the "
+                         "validation seed")
+    ap.add_argument("--rediscover-reach", default="walk", choices=("entries", "walk", "frontier"),
+                    help="pruning --rediscover with --rediscover-min-similarity: the cold explorers' reach")
+    ap.add_argument("--rediscover-max-misses", type=int, default=None,
+                    help="pruning --rediscover with --rediscover-min-similarity: the cold explorers' "
+                         "max_misses")
+    ap.add_argument("--rediscover-slots", type=int, default=1, choices=(1, 2),
+                    help="pruning --rediscover: explorer slots per session in the period after training (the "
+                         "trainer's default 1; 2 is the quota's bound); the choice on validation uses 1")
+    ap.add_argument("--rediscover-choose-with", default="unused_and_sick",
+                    choices=("chosen", "unused_and_sick", "passing_mentions"),
+                    help="pruning --rediscover: the operating point whose plan on the validation seed "
+                         "chooses min_similarity (the default prunes needed items, so the grid can tell "
+                         "points apart)")
+    ap.add_argument("--save-plans", type=Path, default=None,
+                    help="pruning: write each operating point's plan (PruningPlan.save) to this folder")
     ap.add_argument("--cache", type=Path, default=ROOT / "data" / "cache" / "embeddings",
                     help="the embedding cache folder")
     args = ap.parse_args(argv)

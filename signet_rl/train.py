@@ -378,6 +378,7 @@ def _train_bandit(
     trainer.explorer_regulator = regulator
     bridges = _emergence_bridge_targets(cfg, dataset, trainer)
     _emergence_prewarm(cfg, trainer)
+    _emergence_rediscovery(cfg, dataset, trainer)
     stop_after = cfg.get("stop_after")
     resume = resume_command(cfg, out)
     try:
@@ -533,6 +534,31 @@ def _emergence_prewarm(cfg: DictConfig, trainer: BanditTrainer) -> None:
     trainer.session_start = TrainerPrewarm(config.prewarm_config)
 
 
+def _emergence_rediscovery(cfg: DictConfig, dataset: Any, trainer: BanditTrainer) -> None:
+    """With ``emergence.rediscovery`` on: the entities of the pruning plan ``emergence.rediscover.plan``
+    start in the cold tier (in memory: each graph's hot part is walked) and the explorer slot may step into
+    it (:class:`~signet_rl.emergence.rediscovery.ColdExplorer`); a positively rated cold path brings its
+    entity back. What came back is written to ``artifacts/emergence/rediscovery.json``."""
+    config = _emergence_config(cfg)
+    if config is None or not config.rediscovery:
+        return
+    from signet_rl.emergence.health import PruningPlan
+    from signet_rl.emergence.rediscovery import ColdExplorer
+
+    if config.rediscover.plan is None:
+        raise ValueError("emergence.rediscovery=true needs emergence.rediscover.plan: a pruning plan "
+                         "(artifacts/emergence/pruning.json of a run with emergence.health=true)")
+    plan = PruningPlan.load(config.rediscover.plan)
+    cold: dict[str, list[str]] = {}
+    owner = {str(e): gid for gid, graph in dataset.graphs.items() for e in graph.entities["id"]}
+    for eid in plan.entity_ids:
+        if eid not in owner:
+            raise ValueError(f"{config.rediscover.plan}: entity {eid!r} of the pruning plan is in no graph "
+                             f"of {dataset.name}")
+        cold.setdefault(owner[eid], []).append(eid)
+    trainer.use_cold_explorer(ColdExplorer(dataset.graphs, cold, config.rediscover))
+
+
 def _emergence_bridge_targets(cfg: DictConfig, dataset: Any, trainer: BanditTrainer) -> dict[str, Any] | None:
     """With ``emergence.bridges`` and ``emergence.bridge.target_explorers`` on: the bridge candidates of
     each graph, found at ingest (before the loop), and the trainer's explorer slot aimed at them
@@ -557,6 +583,12 @@ def _emergence_after_training(cfg: DictConfig, dataset: Any, trainer: BanditTrai
     values = cfg.get("emergence")
     if values is None:
         return
+    ex = getattr(trainer, "cold_explorer", None)
+    if ex is not None:
+        folder = art / "emergence"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "rediscovery.json").write_text(json.dumps(
+            {"initially_cold": ex.initial, "restored": ex.restored, "events": ex.events}, indent=1))
     from signet_rl.emergence.components import after_training
     from signet_rl.emergence.config import EmergenceConfig
 

@@ -281,9 +281,25 @@ def test_emergence_report_bridges_and_pruning_run_tiny(tmp_path):
     signals = report.main(["--part", "pruning-signals", "--seed", "3", *common])
     assert set(signals) >= {f"validation_{s}" for s in report.VAL_SEEDS}
     assert "noise" in signals[f"validation_{report.VAL_SEEDS[0]}"]["entities"]
-    pruning = report.main(["--part", "pruning", "--seed", "3", *common])
+    pruning = report.main(["--part", "pruning", "--seed", "3", *common, "--rediscover",
+                           "--save-plans", str(tmp_path / "plans")])
     assert pruning["control"]["chosen"]["noise"] == 0
     assert pruning["planted"]["unused_and_sick"]["pruned"] >= pruning["planted"]["chosen"]["pruned"]
+    # the period after pruning, with explorers into cold territory: restores replayed on the store copy
+    red = pruning["planted"]["unused_and_sick"]["rediscovery"]
+    assert red["after"]["queries"] > 0 and red["cold_paths_shown"] >= 1
+    # every +1 restores (the entity leaves the frontier, so no second +1 can reach it), and nothing else does;
+    # on the validation seed the chosen point restores at least one needed entity (tiny seed 3's reporting
+    # period has only 1-2 explorer slots, so it may restore none)
+    rows = pruning["rediscover"]["validation"]
+    for f in [red, pruning["control"]["unused_and_sick"]["rediscovery"], *rows]:
+        assert f["restored"] == f["cold_paths_positive"] <= f["cold_paths_rated"] <= f["cold_paths_shown"]
+    chosen = next(r for r in rows if all(r[k] == pruning["rediscover"][k]
+                                         for k in ("reach", "min_similarity", "max_misses")))
+    assert chosen["delivered_by_cold_explorer"] == max(r["delivered_by_cold_explorer"] for r in rows) >= 1
+    assert chosen["restored"] >= 1 and chosen["restored_needed_later"] >= 1
+    assert pruning["rediscover"]["reach"] in ("walk", "frontier")
+    assert (tmp_path / "plans" / "plan-tiny-3-planted-unused_and_sick.json").is_file()
 
 
 @pytest.mark.slow

@@ -11,7 +11,8 @@
   ``entity_dependencies`` row touching it, its ``memory_entity_mentions`` and ``community_members`` — go to
   ``signet_rl_cold_rows`` (signet_rl's store migration 2), one row each, kept the same way.
 
-:func:`restore_from_cold` puts them back: the same values in the same columns, at the same ``rowid`` where
+:func:`restore_from_cold` puts them back (a dependency to an entity that stays cold stays in the tier, filed
+under that entity, and comes back with it): the same values in the same columns, at the same ``rowid`` where
 that is still free (a rowid a newer row has taken since is the one thing that can change; the FTS index
 follows ``memories`` through Signet's triggers either way). A round trip leaves ``SELECT rowid, *`` of every
 table as it was, byte for byte (``tests/emergence/test_cold.py`` checks it as a property). Rows of Signet
@@ -19,12 +20,24 @@ tables signet_rl does not traverse that name a moved entity (``relations``, ``sk
 stay where they are, untouched.
 
 Cold moves rewrite a store, so they happen **offline, on a copy**: both functions refuse a file unless the
-caller passes ``copy=True`` to say it is a copy no daemon is using, and refuse any file with a ``-wal`` or
-``-journal`` beside it (a writer is active) even then. Each call is one transaction: on any error nothing
-is written.
+caller passes ``copy=True`` to say it is a copy no daemon is using, and refuse even then a file with a
+``-wal`` beside it (a connection is open, or one was not closed: the message says how to recover) or one
+whose write lock another connection holds (a writer inside a transaction). A ``-journal`` that a crashed
+writer left is not refused: SQLite rolls it back (a hot journal) or replaces it (one that never reached the
+file) when the lock is taken. Each call is one transaction: on any error nothing is written.
 
     >>> moved = move_to_cold("copy.db", ["e7"], copy=True, reason="unused")  # doctest: +SKIP
     >>> restore_from_cold("copy.db", ["e7"], copy=True)  # doctest: +SKIP
+
+:class:`ColdSplit` is the same tier in memory, for a training run that walks a pruned graph: the full graph
+and the set of cold entities; :attr:`ColdSplit.hot` is the graph :func:`move_to_cold` would leave (the same
+rows go: the entities, their aspects, attributes, dependencies, mentions, community rows, and the memories
+no hot row points at), :meth:`ColdSplit.frontier` is :func:`cold_frontier`, and :meth:`ColdSplit.restore`
+brings entities back (their rows return in their original order, as :func:`restore_from_cold` returns them
+to their rowids). The trainer's cold explorers (:mod:`signet_rl.emergence.rediscovery`) walk it.
+
+From the command line (``python -m signet_rl.emergence``, :mod:`signet_rl.emergence.__main__`): ``prune``
+applies a saved pruning plan to a store copy, ``restore`` brings entities back, ``cold`` lists the tier.
 """
 
 from __future__ import annotations
@@ -42,10 +55,11 @@ from typing import Any
 
 import pandas as pd
 
+from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.graph.store import StoreError, apply_migrations
 
-__all__ = ["COLD_GRAPH_TABLES", "ColdMove", "ColdTierError", "cold_entities", "cold_frontier",
-           "move_to_cold", "rate_cold", "restore_from_cold"]
+__all__ = ["COLD_GRAPH_TABLES", "ColdMove", "ColdSplit", "ColdTierError", "cold_entities", "cold_frontier",
+           "cold_orphans", "move_to_cold", "rate_cold", "restore_from_cold"]
 
 #: Graph tables whose rows move with an entity, in the order they are restored (parents first).
 COLD_GRAPH_TABLES: tuple[str, ...] = (
@@ -67,6 +81,8 @@ class ColdMove:
     entity_ids: tuple[str, ...]
     rows: dict[str, int]
     memory_ids: tuple[str, ...]
+    #: cold dependencies dropped on restore (``drop_orphaned``): ``(dependency_id, missing_entity_id)``
+    dropped: tuple[tuple[str, str], ...] = ()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -132,13 +148,27 @@ def _open_copy(path: str | os.PathLike[str], copy: bool, verb: str) -> tuple[sql
             f"file (no daemon using it) and pass copy=True to say it is one")
     if not path.is_file():
         raise FileNotFoundError(f"Signet store {path} does not exist")
-    live = [s for s in ("-wal", "-journal") if Path(f"{path}{s}").exists()]
-    if live:
-        raise ColdTierError(f"{path}: has a {live[0]} beside it, so a writer is using it; cold-tier "
-                            f"{verb} needs an offline copy")
-    conn = sqlite3.connect(path, isolation_level=None)
+    if Path(f"{path}-wal").exists():  # an idle live connection and a crashed one look the same
+        raise ColdTierError(
+            f"{path}: has a -wal beside it: a writer is using it, or one was not closed (it crashed or was "
+            f"killed). Cold-tier {verb} needs an offline copy. If no process has the file open, open and "
+            f"close it once with SQLite (`sqlite3 {path} 'PRAGMA quick_check'`: that checkpoints the WAL and "
+            f"removes the -wal), then run this again; if one does, make a copy with "
+            f"`python -m signet_rl.emergence prune STORE --plan PLAN.json --copy-to OUT.db`")
+    # A -journal beside a rollback-journal file is a writer inside a transaction (it holds the write lock)
+    # or what one that crashed left: SQLite rolls a hot journal back when the lock is taken, and a
+    # transaction that never reached the file leaves a journal that is not hot, which the next write
+    # transaction replaces. So the lock, taken without waiting, tells them apart.
+    conn = sqlite3.connect(path, isolation_level=None, timeout=0)
     try:
         conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if "locked" not in str(exc) and "busy" not in str(exc):
+            raise
+        raise ColdTierError(f"{path}: a writer is using it (it holds the write lock); cold-tier {verb} needs "
+                            "an offline copy") from None
+    try:
         apply_migrations(conn, path)
     except BaseException:
         if conn.in_transaction:
@@ -342,21 +372,25 @@ def cold_entities(path: str | os.PathLike[str]) -> list[str]:
 
 
 def restore_from_cold(path: str | os.PathLike[str], entity_ids: Iterable[str] | str, *,
-                      copy: bool = False) -> ColdMove:
+                      copy: bool = False, drop_orphaned: bool = False) -> ColdMove:
     """Bring entities (and the memories that went with them) back from the cold tier, in one transaction.
 
-    Rows go back with their original values, at their original ``rowid`` where it is still free.
+    Rows go back with their original values, at their original ``rowid`` where it is still free. A cold
+    dependency to an entity that stays cold stays in the tier, filed under that entity. One to an entity
+    that is neither hot nor cold (deleted while this one was cold) cannot come back: the restore is refused,
+    or with ``drop_orphaned`` the dependency is deleted from the tier and listed in
+    :attr:`ColdMove.dropped`.
 
     Raises:
         ColdTierError: not a copy, a live file, an id that is not in the cold tier, a kept row that no
-            longer matches its table's columns, or a row whose key is hot again; each names the id or
-            row. Nothing is written.
+            longer matches its table's columns, a row whose key is hot again, or a dependency whose other
+            entity is gone (without ``drop_orphaned``); each names the id or row. Nothing is written.
     """
     ids = _ids(entity_ids)
     conn, where = _open_copy(path, copy, "restore")
     with closing(conn):
         try:
-            moved = _restore(conn, ids, where)
+            moved = _restore(conn, ids, where, drop_orphaned)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -377,11 +411,13 @@ def _insert(conn: sqlite3.Connection, table: str, rowid: int, columns: list[str]
                             "was moved); nothing was restored") from None
 
 
-def _restore(conn: sqlite3.Connection, ids: tuple[str, ...], where: Path) -> ColdMove:
+def _restore(conn: sqlite3.Connection, ids: tuple[str, ...], where: Path,
+             drop_orphaned: bool) -> ColdMove:
     q = _placeholders(len(ids))
-    cold = {r[0] for r in conn.execute(
-        f"SELECT row_key FROM signet_rl_cold_rows WHERE table_name = 'entities' AND row_key IN ({q})",
-        ids)}
+    all_cold = {r[0] for r in conn.execute(
+        "SELECT row_key FROM signet_rl_cold_rows WHERE table_name = 'entities'")}
+    cold = all_cold & set(ids)
+    dropped: list[tuple[str, str]] = []
     for i in ids:
         if i not in cold:
             hot = conn.execute("SELECT 1 FROM entities WHERE id = ?", (i,)).fetchone()
@@ -400,12 +436,35 @@ def _restore(conn: sqlite3.Connection, ids: tuple[str, ...], where: Path) -> Col
             raise ColdTierError(f"{where}: cold row {table} {rows[0][1]!r} belongs to table {table}, "
                                 "which the store no longer has; nothing was restored")
         columns = _columns(conn, table)
-        for _, key, text in rows:
+        back = []
+        for cold_rowid, key, text in rows:
             rowid, values = _parse_row(text, columns, f"{table} {key!r}", where)
+            if table == "entity_dependencies":  # an edge to an entity that stays cold stays cold with it
+                row = dict(zip(columns, values, strict=True))
+                other = next((e for e in (row["source_entity_id"], row["target_entity_id"]) if e not in ids
+                              and not conn.execute("SELECT 1 FROM entities WHERE id = ?", (e,)).fetchone()),
+                             None)
+                if other is not None and other in all_cold:
+                    conn.execute("UPDATE signet_rl_cold_rows SET entity_id = ? WHERE rowid = ?",
+                                 (other, cold_rowid))
+                    continue
+                if other is not None:  # deleted while this entity was cold
+                    if not drop_orphaned:
+                        mine = row["target_entity_id"] if row["source_entity_id"] == other \
+                            else row["source_entity_id"]
+                        raise ColdTierError(
+                            f"{where}: cannot restore dependency {key!r} of entity {mine!r}: its other "
+                            f"entity {other!r} is neither in the hot tables nor in the cold tier "
+                            "(deleted since the move); nothing was restored. Restore with --drop-orphaned "
+                            "(drop_orphaned=True) to drop the dependency")
+                    conn.execute("DELETE FROM signet_rl_cold_rows WHERE rowid = ?", (cold_rowid,))
+                    dropped.append((key, other))
+                    continue
             _insert(conn, table, rowid, columns, values, f"{table} row {key!r}", where)
-        conn.execute(f"DELETE FROM signet_rl_cold_rows WHERE rowid IN ({_placeholders(len(rows))})",
-                     [r[0] for r in rows])
-        counts[table] = len(rows)
+            back.append(cold_rowid)
+        if back:
+            conn.execute(f"DELETE FROM signet_rl_cold_rows WHERE rowid IN ({_placeholders(len(back))})", back)
+        counts[table] = len(back)
     # The memories filed under these entities, and any other cold memory a restored row points at.
     mem_cols = _columns(conn, "memories")
     archived = conn.execute(
@@ -425,7 +484,36 @@ def _restore(conn: sqlite3.Connection, ids: tuple[str, ...], where: Path) -> Col
         conn.execute(f"DELETE FROM memories_cold WHERE archive_id IN ({_placeholders(len(archived))})",
                      [a[0] for a in archived])
     counts["memories"] = len(archived)
-    return ColdMove(entity_ids=ids, rows=counts, memory_ids=tuple(restored))
+    return ColdMove(entity_ids=ids, rows=counts, memory_ids=tuple(restored), dropped=tuple(dropped))
+
+
+def cold_orphans(path: str | os.PathLike[str]) -> list[tuple[str, str, str, str]]:
+    """Cold rows no restore can bring back as they are: ``(table, row_key, entity_id, why)`` for a row
+    filed under an entity that is not in the cold tier, and a cold dependency with an endpoint that is
+    neither hot nor cold (deleted since the move). Read-only."""
+    from signet_rl.graph.store import open_read_only
+
+    with closing(open_read_only(path)) as conn:
+        if "signet_rl_cold_rows" not in _tables(conn):
+            return []
+        hot = {r[0] for r in conn.execute("SELECT id FROM entities")}
+        cold = {r[0] for r in conn.execute(
+            "SELECT row_key FROM signet_rl_cold_rows WHERE table_name = 'entities'")}
+        columns = _columns(conn, "entity_dependencies")
+        out = []
+        for table, key, owner, text in conn.execute(
+                "SELECT table_name, row_key, entity_id, row_json FROM signet_rl_cold_rows ORDER BY rowid"):
+            if owner not in cold:
+                out.append((table, key, owner, f"filed under {owner!r}, which is not in the cold tier"))
+                continue
+            if table != "entity_dependencies":
+                continue
+            _, values = _parse_row(text, columns, f"entity_dependencies {key!r}", Path(path))
+            row = dict(zip(columns, values, strict=True))
+            gone = [e for e in (row["source_entity_id"], row["target_entity_id"]) if e not in hot | cold]
+            if gone:
+                out.append((table, key, owner, f"points at {gone[0]!r}, which is in neither tier"))
+        return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -482,3 +570,95 @@ def rate_cold(path: str | os.PathLike[str], entity_id: str, rating: int, *,
     if rating <= 0:
         return None
     return restore_from_cold(path, entity_id, copy=copy)
+
+
+# --------------------------------------------------------------------------------------------------
+# The cold tier in memory: a training run over a pruned graph.
+
+
+class ColdSplit:
+    """A graph split into its hot part and the cold entities' rows (module docstring).
+
+    Args:
+        graph: the full graph (every row, hot and cold).
+        cold: the entities in the cold tier.
+
+    Raises:
+        ColdTierError: an id that is not an entity of ``graph`` (naming it).
+
+    Example:
+        >>> split = ColdSplit(graph, ["e7"])  # doctest: +SKIP
+        >>> split.hot.num_entities == graph.num_entities - 1  # doctest: +SKIP
+        True
+        >>> split = split.restore(["e7"])  # doctest: +SKIP
+    """
+
+    def __init__(self, graph: KnowledgeGraph, cold: Iterable[str]) -> None:
+        self.full = graph
+        known = set(graph.entities["id"])
+        ids = tuple(dict.fromkeys(cold))
+        for i in ids:
+            if i not in known:
+                raise ColdTierError(f"entity {i!r} is not in the graph; nothing was moved to the cold tier")
+        self.cold: frozenset[str] = frozenset(ids)
+        self._hot: KnowledgeGraph | None = None
+
+    @property
+    def hot(self) -> KnowledgeGraph:
+        """The graph without the cold entities' rows (what :func:`move_to_cold` leaves in a store)."""
+        if self._hot is None:
+            self._hot = self._split()
+        return self._hot
+
+    def _split(self) -> KnowledgeGraph:
+        g, cold = self.full, self.cold
+        if not cold:
+            return g
+        aspects = g.aspects["entity_id"].isin(cold)
+        cold_aspects = set(g.aspects.loc[aspects, "id"])
+        attributes = g.attributes["aspect_id"].isin(cold_aspects)
+        deps = g.dependencies
+        dependencies = deps["source_entity_id"].isin(cold) | deps["target_entity_id"].isin(cold)
+        mentions = g.mentions["entity_id"].isin(cold)
+        # the memories that go: mentioned by a cold entity or cited by a cold attribute, and neither
+        # mentioned by a hot entity nor cited by a hot attribute
+        going = set(g.mentions.loc[mentions, "memory_id"]) | set(
+            g.attributes.loc[attributes, "memory_id"].dropna())
+        staying = set(g.mentions.loc[~mentions, "memory_id"]) | set(
+            g.attributes.loc[~attributes, "memory_id"].dropna())
+        memories = g.memories["id"].isin(going - staying)
+        return g.replace(
+            entities=g.entities[~g.entities["id"].isin(cold)].reset_index(drop=True),
+            aspects=g.aspects[~aspects].reset_index(drop=True),
+            attributes=g.attributes[~attributes].reset_index(drop=True),
+            dependencies=deps[~dependencies].reset_index(drop=True),
+            mentions=g.mentions[~mentions].reset_index(drop=True),
+            community_members=g.community_members[~g.community_members["entity_id"].isin(cold)]
+            .reset_index(drop=True),
+            memories=g.memories[~memories].reset_index(drop=True))
+
+    def frontier(self) -> list[tuple[str, str, str, int]]:
+        """:func:`cold_frontier` of this split: ``(dependency_id, hot_entity_id, cold_entity_id, direction)``
+        for every dependency with one endpoint hot and one cold, in the graph's order."""
+        deps = self.full.dependencies
+        out = []
+        for key, src, dst in zip(deps["id"], deps["source_entity_id"], deps["target_entity_id"], strict=True):
+            if src in self.cold and dst not in self.cold:
+                out.append((str(key), str(dst), str(src), -1))
+            elif dst in self.cold and src not in self.cold:
+                out.append((str(key), str(src), str(dst), +1))
+        return out
+
+    def restore(self, entity_ids: Iterable[str] | str) -> ColdSplit:
+        """A split with ``entity_ids`` hot again (their rows back in their original order).
+
+        Raises:
+            ColdTierError: an id that is not in the cold tier (naming it: hot, or not in the graph).
+        """
+        ids = _ids(entity_ids)
+        for i in ids:
+            if i not in self.cold:
+                state = "it is in the hot graph" if i in set(self.full.entities["id"]) else \
+                    "it is not in the graph"
+                raise ColdTierError(f"entity {i!r} is not in the cold tier ({state}); nothing was restored")
+        return ColdSplit(self.full, self.cold - set(ids))

@@ -170,11 +170,8 @@ class EmergenceOutcome:
             self.health.to_csv(out / "health.csv", index=False)
         if self.communities is not None:
             self.communities.to_csv(out / "communities.csv", index=False)
-        if self.pruning is not None:
-            p = self.pruning
-            (out / "pruning.json").write_text(json.dumps({
-                "until": None if p.until is None else p.until.isoformat(), "unused": list(p.unused),
-                "sick": list(p.sick), "kept": p.kept}, indent=1))
+        if self.pruning is not None:  # the input of ``python -m signet_rl.emergence prune``
+            self.pruning.save(out / "pruning.json")
         if self.bridges is not None:
             (out / "bridges.json").write_text(self.bridges.to_json())
         if self.config.principles:

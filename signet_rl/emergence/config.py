@@ -14,6 +14,10 @@ measured on the synthetic benchmark, all of them stay off. What each switch does
   ``regulation`` the staleness signal of the service's own feedback log sets each new session's slots
   within the quota bounds (:class:`ExplorationParams`; :mod:`signet_rl.serving.exploration`). The trainer's
   are ``task.explorer_per_session`` and ``task.explorer_regulation`` (settings ``task.regulator``).
+- ``rediscovery``: the trainer walks the hot part of a pruned graph (the entities of the pruning plan
+  ``rediscover.plan`` start cold, in memory) and its explorer slot may step into cold territory; a
+  positively rated cold path brings its entity back (:mod:`signet_rl.emergence.rediscovery`). A Signet
+  store's cold tier still moves only offline, on a copy (``python -m signet_rl.emergence``).
 
 Two mechanisms of issue 29 are **not** switches here, and naming them is an error that says where they
 are (:data:`NOT_HERE`): self-regulating exploration is ``task.explorer_regulation`` (settings
@@ -35,11 +39,12 @@ from typing import Any
 
 from signet_rl.emergence.health import HealthThresholds
 from signet_rl.emergence.prewarm import PrewarmConfig
+from signet_rl.emergence.rediscovery import RediscoveryParams
 
 __all__ = ["BRIDGES_V3", "NOT_HERE", "BridgeParams", "EmergenceConfig", "ExplorationParams",
            "PrincipleParams"]
 
-SWITCHES = ("health", "bridges", "principles", "prewarm", "explorer", "regulation")
+SWITCHES = ("health", "bridges", "principles", "prewarm", "explorer", "regulation", "rediscovery")
 
 #: Keys an earlier EmergenceConfig accepted and no code read: each is refused with where the mechanism is.
 NOT_HERE = {
@@ -174,6 +179,9 @@ class EmergenceConfig:
     principle: PrincipleParams = field(default_factory=PrincipleParams)
     prewarm_config: PrewarmConfig = field(default_factory=PrewarmConfig)
     exploration: ExplorationParams = field(default_factory=ExplorationParams)
+    #: explorers into the cold tier of a pruned graph inside the training loop (issue 29 §4)
+    rediscovery: bool = False
+    rediscover: RediscoveryParams = field(default_factory=RediscoveryParams)
 
     @property
     def enabled(self) -> tuple[str, ...]:
@@ -191,7 +199,7 @@ class EmergenceConfig:
         values = dict(values or {})
         nested: dict[str, type[Any]] = {"health_thresholds": HealthThresholds, "bridge": BridgeParams,
                                         "principle": PrincipleParams, "prewarm_config": PrewarmConfig,
-                                        "exploration": ExplorationParams}
+                                        "exploration": ExplorationParams, "rediscover": RediscoveryParams}
         known = [*SWITCHES, *nested]
         kwargs: dict[str, Any] = {}
         for key, value in values.items():

@@ -322,7 +322,14 @@ class PruningPlan:
         raises :class:`ValueError` naming ``where`` and the key."""
         if not isinstance(values, dict) or values.get("format") != PLAN_FORMAT:
             got = values.get("format") if isinstance(values, dict) else type(values).__name__
-            raise ValueError(f"{where}: not a pruning plan (expected format {PLAN_FORMAT!r}, got {got!r})")
+            old = isinstance(values, dict) and "format" not in values and {"unused", "sick"} <= set(values)
+            how = ("; it looks like a plan saved before plans carried a format: regenerate it (rerun the "
+                   "training command with emergence.health=true, which writes "
+                   "artifacts/emergence/pruning.json, or `python experiments/emergence_report.py --part "
+                   f"pruning --save-plans DIR`), or add \"format\": \"{PLAN_FORMAT}\" to it (the layout, "
+                   "until, unused, sick and kept, is the same)" if old else "")
+            raise ValueError(f"{where}: not a pruning plan (expected format {PLAN_FORMAT!r}, got {got!r})"
+                             f"{how}")
         lists: dict[str, tuple[str, ...]] = {}
         for key in ("unused", "sick"):
             ids = values.get(key)
@@ -344,7 +351,7 @@ class PruningPlan:
             raise ValueError(f"{where}: 'until' is not a timestamp: {until!r}") from e
         return cls(until=stamp, unused=lists["unused"], sick=lists["sick"], kept=dict(kept))
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
+    def save(self, path: str | os.PathLike[str]) -> PathLib:
         """Write the plan as JSON to ``path`` (through a temporary file: a crash leaves the old file)."""
         out = PathLib(path)
         tmp = out.with_name(out.name + ".tmp")

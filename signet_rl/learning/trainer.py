@@ -9,7 +9,9 @@ For each training interaction, in timeline order:
 3. the **explorer quota** of the query's timeline session (default 1 slot, at most 2) replaces the slate's
    last slot with a speculative candidate: an uncertain route (low confidence, rarely walked) or the facts of
    an entity close to the query in meaning but two or more hops from its entries
-   (:meth:`DesirePathRetriever.far_paths`); explorer units are tagged speculative;
+   (:meth:`DesirePathRetriever.far_paths`); explorer units are tagged speculative. With a cold explorer
+   (:meth:`BanditTrainer.use_cold_explorer`, issue 29 §4) the walk covers a pruned graph's hot part and
+   the slot may step into its cold tier; a positive rating of that path restores the entity;
 4. each shown path's **propensity** is logged: its marginal probability of being in the slate under the
    exploration strategy (closed form or Monte Carlo, see the exploration module); an explorer slot is filled
    deterministically once the quota allows it, so its propensity is 1;
@@ -43,7 +45,7 @@ import random
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -279,6 +281,10 @@ class BanditTrainer:
         self.session_start: Callable[[Query, Callable[[Path], Any], Sequence[FeedbackRecord],
                                       np.random.Generator], Any] | None = None
         self._prewarmed: set[str] = set()
+        #: explorers into cold territory (issue 29 §4): a
+        #: :class:`signet_rl.emergence.rediscovery.ColdExplorer`, set with :meth:`use_cold_explorer`;
+        #: None: off.
+        self.cold_explorer: Any = None
         self.session_slots: dict[str, int] = {}
         self.stats: dict[str, EdgeStats] = {}
         for gid in dataset.graphs:
@@ -305,6 +311,63 @@ class BanditTrainer:
         self._ope_feedback: list[_Logged] = []
         self.run_id = self.run_dir.name if self.run_dir is not None else f"run-{seed}"
         self.resumed_from: int | None = None
+
+    # -- cold territory ------------------------------------------------------------------------------
+
+    def use_cold_explorer(self, explorer: Any) -> None:
+        """Walk each graph's hot part and let the explorer slot step into its cold tier
+        (:class:`~signet_rl.emergence.rediscovery.ColdExplorer`; binds the retriever's encoder when the
+        explorer has none). A positive rating of a cold path restores its entity in the graph the policy
+        walks (:meth:`_reindex`). Call before :meth:`run`.
+
+        Raises:
+            ValueError: the hybrid entry is on (its flat floor cannot drop the cold memories), or the run
+                has already started.
+        """
+        if self.step or self.log.records:
+            raise ValueError("use_cold_explorer must be called before the loop starts")
+        if self.retriever.config.hybrid:
+            raise ValueError("cold explorers walk the graph's hot part, and the hybrid entry's flat floor "
+                             "indexes the whole dataset; run without it (signet_rl.train: hybrid=false; "
+                             "TraversalConfig: floor, session and entity_walks off)")
+        for gid in explorer.splits:
+            if explorer.encoder is None:
+                explorer.encoder = self.retriever._state(gid).encoder
+            self._reindex(gid, explorer.hot(gid))
+        self.cold_explorer = explorer
+
+    def _reindex(self, graph_id: str, graph: Any) -> None:
+        """Walk ``graph`` for ``graph_id`` from now on: new arrays, the edge statistics carried over by
+        dependency id (a restored edge starts at the initial weight), the scorer prepared for it."""
+        from signet_rl.learning.reinforcement import edge_index
+
+        old_arrays = self.retriever._state(graph_id).arrays
+        old = self.stats[graph_id]
+        arrays = self.retriever.replace_graph(graph_id, graph)
+        new = EdgeStats(arrays.num_dependencies, old.intents, old.time_buckets, old.lr, old.floor,
+                        old.ceiling, old.cool_rate, old.init)
+        before, after = edge_index(old_arrays), edge_index(arrays)
+        pairs = np.array([(before[d], i) for d, i in after.items() if d in before], dtype=np.int64)
+        if len(pairs):
+            new.weights[pairs[:, 1]] = old.weights[pairs[:, 0]]
+            new.walks[pairs[:, 1]] = old.walks[pairs[:, 0]]
+            new.last_update[pairs[:, 1]] = old.last_update[pairs[:, 0]]
+        new.step = old.step
+        self.stats[graph_id] = new
+        attach = getattr(self.scorer, "attach_edge_stats", None)
+        if attach is not None and self.config.reinforcement:
+            attach(arrays, new)
+        self._entity_vectors.pop(graph_id, None)
+
+    def _cold_rated(self, query: Query, paths: list[Path], shown: list[int],
+                    ratings: list[float | None]) -> None:
+        """Hand the ratings of the shown cold paths to the cold explorer; re-index a graph it restored in."""
+        for j, r in zip(shown, ratings, strict=True):
+            if self.cold_explorer.is_cold(query.graph_id, paths[j]):
+                graph = self.cold_explorer.rate(query.graph_id, paths[j], r, step=self.step,
+                                                query_id=query.id)
+                if graph is not None:
+                    self._reindex(query.graph_id, graph)
 
     # -- edge order ----------------------------------------------------------------------------------
 
@@ -404,6 +467,10 @@ class BanditTrainer:
                 k=len(paths),
             )
             spec = [i for i in targets if i not in shown]
+            if self.cold_explorer is not None:  # a step into cold territory, after any bridge target
+                extra = self.cold_explorer.paths(query, list(cands.entries), paths[:n_walk], qv)
+                spec += list(range(len(paths), len(paths) + len(extra)))
+                paths += extra
             spec += [int(i) for i in ranked if int(i) not in shown and int(i) not in targets]
             if spec:
                 pick = spec[0]
@@ -424,8 +491,14 @@ class BanditTrainer:
         builder = self.retriever.builder(query.graph_id)
         ratings: list[float | None] = []
         true: list[int] = []
+        cold_builder = None if self.cold_explorer is None or query.graph_id not in self.cold_explorer.splits \
+            else self.cold_explorer.builder(query.graph_id)
         for j in shown:
-            unit = builder.construct(paths[j], at=query.timestamp)
+            if cold_builder is not None and self.cold_explorer.is_cold(query.graph_id, paths[j]):
+                # its rows are not in the hot graph
+                unit = cold_builder.construct(paths[j], at=query.timestamp)
+            else:
+                unit = builder.construct(paths[j], at=query.timestamp)
             items = self.resolver.unit_items(query, unit)
             r = self.rater.rate(query.id, items)
             ratings.append(None if r is None else float(int(r)))
@@ -443,6 +516,8 @@ class BanditTrainer:
         )
         k = min(len(shown), len(all_true))
         oracle = float(np.sort(all_true)[::-1][:k].mean()) if k else 0.0
+        if self.cold_explorer is not None:
+            self._cold_rated(query, paths, shown, ratings)
         fb = Feedback(query, paths, cands.context, shown, ratings, pscores, explorer)
         info = dict(cands.context.path_info)
         light = _Logged(query, paths, list(cands.entries), shown, ratings, pscores, explorer, info)
@@ -552,7 +627,21 @@ class BanditTrainer:
         context = self.retriever.context(x.query, x.entries)
         # the hybrid entry's records of the candidates (a checkpoint from before they were kept has none)
         context.path_info = getattr(x, "info", None) or {}
+        if self.cold_explorer is not None:  # a path into territory still cold is not in the policy's graph
+            return self._hot_feedback(x, context)
         return Feedback(x.query, x.paths, context, x.shown, x.ratings, x.pscores, x.explorer)
+
+    def _hot_feedback(self, x: _Logged, context: Any) -> Feedback:
+        """``x``'s feedback without the candidates that reach a cold entity (shown indices renumbered)."""
+        gid = x.query.graph_id
+        keep = [i for i, p in enumerate(x.paths) if not self.cold_explorer.is_cold(gid, p)]
+        if len(keep) == len(x.paths):
+            return Feedback(x.query, x.paths, context, x.shown, x.ratings, x.pscores, x.explorer)
+        new = {old: i for i, old in enumerate(keep)}
+        rows = [j for j, s in enumerate(x.shown) if s in new]
+        return Feedback(x.query, [x.paths[i] for i in keep], context, [new[x.shown[j]] for j in rows],
+                        [x.ratings[j] for j in rows], [x.pscores[j] for j in rows],
+                        [x.explorer[j] for j in rows])
 
     # -- evaluation ----------------------------------------------------------------------------------
 
@@ -660,6 +749,10 @@ class BanditTrainer:
         for k, v in sorted(self.traversal.items()):
             out[f"traversal.{k}"] = v
         out["encoder"] = self.encoder
+        if self.cold_explorer is not None:  # rediscovery: its settings and the plan's cold entities
+            out["emergence.rediscovery"] = True
+            for k, v in sorted(asdict(self.cold_explorer.params).items()):
+                out[f"emergence.rediscover.{k}"] = v
         return out
 
     def _record_eval(self) -> None:
@@ -758,6 +851,7 @@ class BanditTrainer:
             "traversal": self.traversal,
             "dataset": self.dataset.name,
             "scorer_name": self.scorer.name,
+            **({} if self.cold_explorer is None else {"cold": self.cold_explorer.state_dict()}),
         }
 
     def checkpoint(self) -> FsPath | None:
@@ -820,6 +914,19 @@ class BanditTrainer:
                     f"checkpoint {path} is incompatible: it was written with {key}="
                     f"{state[key]!r}, this run has {mine!r}; use another run_dir or fresh=true"
                 )
+        if "cold" in state or self.cold_explorer is not None:  # the graphs as they were: restores replayed
+            if self.cold_explorer is None or "cold" not in state:
+                had = "with" if "cold" in state else "without"
+                has = "none" if self.cold_explorer is None else "them"
+                raise ValueError(f"checkpoint {path} is incompatible: it was written {had} cold explorers, "
+                                 f"this run has {has}; use another run_dir or fresh=true")
+            try:
+                self.cold_explorer.load_state_dict(state["cold"])
+            except ValueError as exc:
+                raise ValueError(f"checkpoint {path} is incompatible: {exc}; use another run_dir or "
+                                 "fresh=true") from None
+            for gid in self.cold_explorer.splits:
+                self._reindex(gid, self.cold_explorer.hot(gid))
         if state["scorer"] is not None:
             self.scorer.load_state_dict(state["scorer"])  # type: ignore[attr-defined]
         for gid, s in state["stats"].items():

@@ -38,7 +38,7 @@ from signet_rl.retrieval.base import Retriever
 from signet_rl.retrieval.entry import EntrySearch
 from signet_rl.retrieval.flat import BEST_FLAT, flat_variant
 from signet_rl.retrieval.intent import IntentClassifier, RuleIntentClassifier
-from signet_rl.scorers.base import PathScorer, ScoringContext, make_scorer
+from signet_rl.scorers.base import PathScorer, ScoringContext, forget_arrays, make_scorer
 from signet_rl.text.encoders import CachedEncoder, encode_query, make_encoder
 from signet_rl.text.terms import capped_query, clean_text
 from signet_rl.traversal.config import TraversalConfig
@@ -46,7 +46,7 @@ from signet_rl.traversal.construct import MemoryBuilder, build_slate
 from signet_rl.traversal.path import Path as PathType
 from signet_rl.traversal.walk import STRATEGIES, EdgeWeight, Traverser, Walk
 
-__all__ = ["Candidates", "DesireFn", "DesirePathRetriever", "EdgeWeightFn"]
+__all__ = ["Candidates", "DesireFn", "DesirePathRetriever", "EdgeWeightFn", "memory_builder"]
 
 
 def _entry_vector(state: _GraphState, text: str, qv: np.ndarray) -> np.ndarray | None:
@@ -58,15 +58,20 @@ def _entry_vector(state: _GraphState, text: str, qv: np.ndarray) -> np.ndarray |
     return qv if clean_text(text)[: entry.max_query_chars] == text[:1000] else None
 
 
+def memory_builder(graph: KnowledgeGraph) -> MemoryBuilder:
+    """The :class:`MemoryBuilder` the retriever constructs ``graph``'s memories with. A pure KG (entities and
+    typed relations only, no facts, no source passages) answers with entities: its constructed memories list
+    the entities they reach as items."""
+    kg_only = graph.attributes.empty and "dependency_memory" not in graph.meta
+    return MemoryBuilder(graph, entity_items=kg_only)
+
+
 class _GraphState:
     def __init__(self, graph: KnowledgeGraph, config: TraversalConfig, encoder: str, relevance: bool) -> None:
         self.graph = graph
         self.arrays = GraphArrays.from_graph(graph)
         self.traverser = Traverser(self.arrays, graph, config)
-        # A pure KG (entities and typed relations only, no facts, no source passages) answers with entities:
-        # its constructed memories list the entities they reach as items.
-        kg_only = graph.attributes.empty and "dependency_memory" not in graph.meta
-        self.builder = MemoryBuilder(graph, entity_items=kg_only)
+        self.builder = memory_builder(graph)
         self.entry = EntrySearch(encoder=encoder).index(graph, self.arrays)
         self.encoder = self.entry.encoder or make_encoder(encoder)
         # Attribute vectors in arrays order, for ranking an aspect's facts against the query.
@@ -205,6 +210,26 @@ class DesirePathRetriever:
             state = _GraphState(graph, self.config, self.encoder, self.relevance)
             self.scorer.prepare(graph, state.arrays)
             self._states[gid] = state
+
+    def replace_graph(self, graph_id: str, graph: KnowledgeGraph) -> GraphArrays:
+        """Index ``graph`` in place of graph ``graph_id``'s (a training run whose graph changed: cold entities
+        restored, :mod:`signet_rl.emergence.rediscovery`) and prepare the scorer for it; returns its arrays.
+        The scorer forgets what it kept for the old arrays (:func:`~signet_rl.scorers.base.forget_arrays`).
+
+        Raises:
+            ValueError: the hybrid entry is on (its flat floor indexes the dataset, not this graph), or the
+                graph id is not indexed.
+        """
+        if self.config.hybrid:
+            raise ValueError(f"{self.name}: a graph cannot be replaced under the hybrid entry (its flat "
+                             "floor indexes the dataset's memories); run without it (signet_rl.train: "
+                             "hybrid=false; TraversalConfig: floor, session and entity_walks off)")
+        old = self._state(graph_id).arrays
+        state = _GraphState(graph, self.config, self.encoder, self.relevance)
+        forget_arrays(self.scorer, old)  # nothing of the old graph stays reachable from the scorer
+        self.scorer.prepare(graph, state.arrays)
+        self._states[graph_id] = state
+        return state.arrays
 
     def entries(self, query: Query, intent: str, query_vector: np.ndarray | None = None) -> list[str]:
         """The entry entities of ``query`` (two for *relate* when a second one scores close enough);

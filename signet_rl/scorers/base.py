@@ -19,6 +19,7 @@ __all__ = [
     "PathScorer",
     "ScoringContext",
     "check_feedback",
+    "forget_arrays",
     "make_scorer",
     "register",
 ]
@@ -133,6 +134,16 @@ class PathScorer(Protocol):
 
     def update(self, feedback: Sequence[Feedback]) -> None:
         """Learn from a batch of rated interactions (non-learned scorers ignore it)."""
+
+
+def forget_arrays(scorer: Any, arrays: GraphArrays) -> None:
+    """Tell ``scorer`` that the graph ``arrays`` views was replaced: a scorer that keeps per-graph state by
+    arrays object has a ``forget(arrays)`` method that drops it (otherwise the old arrays stay reachable
+    from the scorer, and a deep copy of it reaches them); a scorer without one keeps nothing, and this is a
+    no-op (``forget`` is optional, not part of :class:`PathScorer`)."""
+    forget = getattr(scorer, "forget", None)
+    if forget is not None:
+        forget(arrays)
 
 
 class _Registry(dict[str, Callable[..., PathScorer]]):

@@ -743,14 +743,15 @@ class PerGraphFeaturizers(Generic[S]):
         else:
             self._graphs.pop(id(arrays), None)
 
-    def forget_graph(self, arrays: GraphArrays) -> None:
-        """Drop everything kept for the graph ``arrays`` views (its state and attached statistics): a
-        service that re-indexes a changed graph no longer scores the old view."""
+    def forget(self, arrays: GraphArrays) -> None:
+        """Drop everything kept for ``arrays`` (its state and attached statistics, and the base scores'
+        lookups): the graph it views was replaced (:meth:`~signet_rl.pipeline.desire.DesirePathRetriever.\
+replace_graph`). Arrays not seen are ignored."""
         self._graphs.pop(id(arrays), None)
         self._edge_stats_of.pop(id(arrays), None)
-        base = getattr(self, "base", None)  # a learned scorer's base scores (prior, PPR) keep theirs too
+        base = getattr(self, "base", None)
         if base is not None:
-            base.forget_graph(arrays)
+            base.forget(arrays)
 
     def _graph_state(self, graph: KnowledgeGraph, arrays: GraphArrays) -> S:
         state = self._graphs.get(id(arrays))

@@ -88,10 +88,10 @@ class BaseScores:
         self.prior.prepare(graph, arrays)
         self.ppr.prepare(graph, arrays)
 
-    def forget_graph(self, arrays: GraphArrays) -> None:
-        """Drop what is kept for the graph ``arrays`` views (a re-indexed service's old view)."""
-        self.prior.forget_graph(arrays)
-        self.ppr.forget_graph(arrays)
+    def forget(self, arrays: GraphArrays) -> None:
+        """Drop what is kept for ``arrays`` (its graph was replaced)."""
+        self.prior.forget(arrays)
+        self.ppr.forget(arrays)
         self._attr.pop(id(arrays), None)
 
     def prefetch(self, query: Query, context: ScoringContext) -> None:
@@ -167,8 +167,8 @@ class FusedScorer:
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         self.base.prepare(graph, arrays)
 
-    def forget_graph(self, arrays: GraphArrays) -> None:
-        self.base.forget_graph(arrays)
+    def forget(self, arrays: GraphArrays) -> None:
+        self.base.forget(arrays)
 
     def prefetch(self, query: Query, context: ScoringContext) -> None:
         self.base.prefetch(query, context)

@@ -73,8 +73,8 @@ class PriorScorer:
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         self._graphs[id(arrays)] = (arrays, _Lookups(arrays))
 
-    def forget_graph(self, arrays: GraphArrays) -> None:
-        """Drop what is kept for the graph ``arrays`` views (a re-indexed service's old view)."""
+    def forget(self, arrays: GraphArrays) -> None:
+        """Drop the lookups kept for ``arrays`` (its graph was replaced)."""
         self._graphs.pop(id(arrays), None)
 
     def _lookups(self, arrays: GraphArrays) -> _Lookups:
@@ -171,6 +171,15 @@ class PPRScorer:
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         self._slices[id(arrays)] = TimeSlices(arrays)
 
+    def forget(self, arrays: GraphArrays) -> None:
+        """Drop what is kept for ``arrays`` (time slices, graphs, cached ranks): its graph was replaced."""
+        self._slices.pop(id(arrays), None)
+        self._csrs.pop(id(arrays), None)
+        self._graphs.pop(id(arrays), None)
+        self._mem_index.pop(id(arrays), None)
+        for key in [k for k, (a, _) in self._ranks.items() if a is arrays]:
+            del self._ranks[key]
+
     def _time_slices(self, arrays: GraphArrays) -> TimeSlices:
         slices = self._slices.get(id(arrays))
         if slices is None or slices.arrays is not arrays:
@@ -207,13 +216,6 @@ class PPRScorer:
         g = ig.Graph(n=n, edges=np.stack([src, dst], axis=1).tolist(), directed=False)
         g.es["weight"] = weight.astype(float).tolist()
         return g
-
-    def forget_graph(self, arrays: GraphArrays) -> None:
-        """Drop what is kept for the graph ``arrays`` views (a re-indexed service's old view)."""
-        for kept in (self._slices, self._graphs, self._csrs, self._mem_index):
-            kept.pop(id(arrays), None)
-        for key in [k for k, (of, _) in self._ranks.items() if of is arrays]:
-            del self._ranks[key]
 
     def _graph(self, arrays: GraphArrays, timestamp: float | None) -> tuple[ig.Graph, list[float]]:
         """The igraph graph (every edge, built once per graph) and the edge weights at ``timestamp``:

@@ -70,7 +70,15 @@ from signet_rl.core.checks import check_integer, check_range
 from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
-from signet_rl.scorers.base import Feedback, PathScorer, ScoringContext, check_feedback, make_scorer, register
+from signet_rl.scorers.base import (
+    Feedback,
+    PathScorer,
+    ScoringContext,
+    check_feedback,
+    forget_arrays,
+    make_scorer,
+    register,
+)
 from signet_rl.scorers.features import (
     EdgeStats,
     PathFeaturizer,
@@ -422,6 +430,11 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         """Build the graph's lookups and prepare the baseline scorer."""
         self._graph_state(graph, arrays)
         self.baseline.prepare(graph, arrays)
+
+    def forget(self, arrays: GraphArrays) -> None:
+        """Drop what is kept for ``arrays``, and the baseline's (its graph was replaced)."""
+        super().forget(arrays)
+        forget_arrays(self.baseline, arrays)
 
     def features(self, paths: Sequence[Path], context: ScoringContext) -> tuple[np.ndarray, np.ndarray]:
         """The candidates' embeddings ``float32 [n, d]`` and their 17 features ``float64 [n, 17]``.

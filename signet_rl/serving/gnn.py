@@ -158,16 +158,16 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
                 inputs.edge_numeric[rows] = np.stack(values)
         return _Served(inputs, np.asarray(rows, dtype=np.int64))
 
+    def forget(self, arrays: GraphArrays) -> None:
+        """Drop what is kept for ``arrays``, its snapshot choice included (its graph was replaced)."""
+        super().forget(arrays)
+        self._snapshot_of.pop(id(arrays), None)
+
     def use_snapshot(self, arrays: GraphArrays, graph_id: str | None) -> None:
         """Score the graph ``arrays`` views with the trained edge features of training graph ``graph_id``
         (None: another graph, live statistics only)."""
         self._snapshot_of[id(arrays)] = dict(self.snapshots.get(graph_id, {})) if graph_id is not None else {}
         self.invalidate(arrays)
-
-    def forget_graph(self, arrays: GraphArrays) -> None:
-        """Drop the graph ``arrays`` views: its tensors, node states, statistics and snapshot."""
-        super().forget_graph(arrays)
-        self._snapshot_of.pop(id(arrays), None)
 
     def forget_snapshot(self, edge_ids: Sequence[str] | None = None) -> None:
         """Read these edges' features (all when None) from the live statistics from now on: online feedback

@@ -29,7 +29,7 @@ from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.learning.reinforcement import EdgeStats
-from signet_rl.scorers.base import Feedback, PathScorer, ScoringContext, make_scorer
+from signet_rl.scorers.base import Feedback, PathScorer, ScoringContext, forget_arrays, make_scorer
 
 __all__ = [
     "FORMAT",
@@ -280,9 +280,7 @@ class ServedPolicy:
         """Drop the statistics mapped onto the graph ``arrays`` views and everything the scorer keeps for
         it (a service that re-indexed a changed graph no longer scores the old view)."""
         self._stats.pop(id(arrays), None)
-        forget = getattr(self.scorer, "forget_graph", None)
-        if forget is not None:
-            forget(arrays)
+        forget_arrays(self.scorer, arrays)
 
     def prepare(self, graph: KnowledgeGraph, arrays: GraphArrays) -> None:
         """Map the statistics onto the graph and let the scorer build its per-graph state."""

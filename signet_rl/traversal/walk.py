@@ -46,7 +46,8 @@ from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.path import Hop, Path
 
-__all__ = ["PROCEDURAL_ASPECTS", "STRATEGIES", "EdgeWeight", "Relevance", "Traverser", "Walk", "csr_hops"]
+__all__ = ["PROCEDURAL_ASPECTS", "STRATEGIES", "EdgeWeight", "Relevance", "Traverser", "Walk", "csr_hops",
+           "current_attributes", "query_time", "successor_created"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.floating]
@@ -178,10 +179,9 @@ class Traverser:
         codes = [vocab[t] for t in _ACTION_TYPES if t in vocab]
         self._action_slot = np.isin(a.dep_type, np.asarray(codes, dtype=np.int32)) & (a.dep_direction == 1)
         self._conf_ok = a.dep_confidence >= np.float32(self.config.min_confidence)
-        sb = a.attr_superseded_by
         # When each attribute's successor was created; NaN when it has none (NaN <= t is False for every t,
         # including the t = inf of a walk with no timestamp).
-        self._sb_created = np.where(sb >= 0, a.attr_created[np.maximum(sb, 0)], np.nan)
+        self._sb_created = successor_created(a)
 
     # -- public ------------------------------------------------------------------------------------
 
@@ -216,7 +216,7 @@ class Traverser:
                 entries.append(i)
         if intent not in STRATEGIES or intent == "none" or not entries:
             return out
-        t = math.inf if timestamp is None else _epoch(timestamp)
+        t = query_time(timestamp)
         ctx = _Ctx(t, relevance=relevance)
         chains: list[tuple[_Chain, int, tuple[int, ...]]] = []  # (chain, aspect or -1, attributes)
         if intent == "what":
@@ -320,10 +320,7 @@ class Traverser:
         most relevant first when ``relevance`` is given (ties by importance), else most important first."""
         a = self.arrays
         attrs = a.attributes_of(asp)
-        keep = (a.attr_created[attrs] <= t) & (a.attr_status[attrs] != 2) & ~(self._sb_created[attrs] <= t)
-        # A row marked superseded with no successor recorded is not current.
-        keep &= ~((a.attr_status[attrs] == 1) & (a.attr_superseded_by[attrs] < 0))
-        cur = attrs[keep]
+        cur = attrs[current_attributes(a, attrs, t, self._sb_created[attrs])]
         if relevance is not None and len(cur):
             rel = np.asarray(relevance(cur), dtype=np.float64)
             return cur[np.lexsort((-a.attr_importance[cur], -rel))]
@@ -548,6 +545,30 @@ def csr_hops(
         hops.append(Hop.aspect(str(a.aspect_ids[aspect])))
         hops.extend(Hop.attribute(str(a.attribute_ids[t])) for t in attributes)
     return hops
+
+
+def successor_created(arrays: GraphArrays) -> npt.NDArray[np.float64]:
+    """When each attribute's successor was created (epoch seconds); NaN for an attribute with none."""
+    sb = arrays.attr_superseded_by
+    return np.where(sb >= 0, arrays.attr_created[np.maximum(sb, 0)], np.nan)
+
+
+def current_attributes(arrays: GraphArrays, attrs: IntArray, t: float,
+                       successor: npt.NDArray[np.float64] | None = None) -> npt.NDArray[np.bool_]:
+    """Which attribute rows ``attrs`` are current at ``t`` (epoch seconds; ``math.inf``: now), the walk's
+    rule: created by then, not deleted, not superseded by then (``successor``: :func:`successor_created` of
+    ``attrs``, computed when None), and not marked superseded with no successor recorded."""
+    a = arrays
+    if successor is None:
+        successor = successor_created(a)[attrs]
+    keep = (a.attr_created[attrs] <= t) & (a.attr_status[attrs] != 2) & ~(successor <= t)
+    keep &= ~((a.attr_status[attrs] == 1) & (a.attr_superseded_by[attrs] < 0))
+    return np.asarray(keep, dtype=bool)
+
+
+def query_time(timestamp: TimeLike | None) -> float:
+    """A query's time as the walk reads it: epoch seconds, ``math.inf`` for None (every row visible)."""
+    return math.inf if timestamp is None else _epoch(timestamp)
 
 
 def _epoch(t: TimeLike) -> float:

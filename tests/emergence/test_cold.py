@@ -113,6 +113,7 @@ def test_round_trip_restores_every_row_byte_for_byte(n: int, n_mem: int, edges: 
         if in_two and len(chosen) > 1:  # restored one at a time, in reverse order
             for entity in reversed(chosen):
                 restore_from_cold(path, entity, copy=True)
+                read_graph(path)  # valid after each partial restore: no edge to a cold entity
         else:
             restore_from_cold(path, chosen, copy=True)
         assert snapshot(path) == before
@@ -144,9 +145,19 @@ def test_a_live_file_or_a_non_copy_is_refused(tmp_path: Path) -> None:
                                             r"copy=True"):
         move_to_cold(path, "e0")
     Path(f"{path}-wal").write_bytes(b"")
-    with pytest.raises(ColdTierError, match=r"has a -wal beside it, so a writer is using it"):
+    with pytest.raises(ColdTierError,
+                       match=r"has a -wal beside it: a writer is using it, or one was not closed"):
         move_to_cold(path, "e0", copy=True)
     Path(f"{path}-wal").unlink()
+    assert snapshot(path) == before
+    with closing(sqlite3.connect(path, isolation_level=None)) as writer:  # a writer inside a transaction
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("UPDATE entities SET name = name")
+        assert Path(f"{path}-journal").exists()
+        with pytest.raises(ColdTierError, match=r"a writer is using it \(it holds the write lock\); "
+                                                r"cold-tier move needs an offline copy"):
+            move_to_cold(path, "e0", copy=True)
+        writer.execute("ROLLBACK")
     assert snapshot(path) == before
 
 
@@ -286,3 +297,19 @@ def test_round_trip_on_signets_own_schema(tmp_path: Path, signet_schema_path: Pa
     assert {t: rows for t, rows in after.items() if t not in migrated | {"entity_dependencies"}} == before
     deps = after["entity_dependencies"]  # plus the migration's two columns at their defaults
     assert [row[:-2] for row in deps] == deps_before and deps[0][-2:] == (0.7, "single-memory")
+
+
+def test_an_edge_to_an_entity_that_stays_cold_stays_cold_with_it(tmp_path: Path) -> None:
+    # e0 -> e1 -> e2: e0 and e1 move together (d0 is filed under its source e0); e0 comes back alone
+    path = make_store(tmp_path, build(3, [(0, 1), (1, 2)], [(0, 0), (1, 1)], 3))
+    before = snapshot(path)
+    move_to_cold(path, ["e0", "e1"], copy=True)
+    moved = restore_from_cold(path, "e0", copy=True)
+    assert moved.rows["entity_dependencies"] == 0  # d0 would point at cold e1
+    assert sql(path, "SELECT id FROM entity_dependencies") == []
+    assert sql(path, "SELECT row_key, entity_id FROM signet_rl_cold_rows WHERE table_name = "
+                     "'entity_dependencies' ORDER BY rowid") == [("d0", "e1"), ("d1", "e1")]
+    read_graph(path)  # a valid graph: no edge to a missing entity
+    assert cold_frontier(path) == [("d0", "e0", "e1", 1), ("d1", "e2", "e1", -1)]
+    restore_from_cold(path, "e1", copy=True)
+    assert snapshot(path) == before

@@ -9,6 +9,7 @@ from omegaconf import OmegaConf
 from signet_rl.emergence.bridges import BridgeError, BridgeTracker, find_bridges
 from signet_rl.emergence.components import after_training, bridge_ratings, read_outcome
 from signet_rl.emergence.config import EmergenceConfig
+from signet_rl.emergence.health import PruningPlan
 from signet_rl.graph.model import Entity, KnowledgeGraph
 from signet_rl.learning.feedback_log import FeedbackRecord
 from tests.emergence.test_bridges import graph as bridge_graph
@@ -61,6 +62,8 @@ def test_after_training_promotes_a_bridge_the_log_rates_up_and_writes_what_descr
     assert got["bridges"]["by_status"] == {"candidate": 1, "promoted": 1, "faded": 0}
     assert got["bridges"]["promoted"][0]["dependency_id"] == state.dependency_id
     assert got["pruning"]["unused"] == ["e0", "e1", "e3"] and got["principles"] == []
+    # the saved plan is the input of ``python -m signet_rl.emergence prune``
+    assert PruningPlan.load(tmp_path / "emergence" / "pruning.json") == out.pruning
     assert read_outcome(tmp_path / "nothing") == {}
 
 

@@ -20,8 +20,9 @@ def test_all_off_by_default_and_switchable() -> None:
 
 def test_bad_config_is_named() -> None:
     with pytest.raises(ValueError, match=r"emergence: unknown key 'bridge_promote'; known: health, bridges, "
-                                         r"principles, prewarm, explorer, regulation, health_thresholds, "
-                                         r"bridge, principle, prewarm_config, exploration$"):
+                                         r"principles, prewarm, explorer, regulation, rediscovery, "
+                                         r"health_thresholds, bridge, principle, prewarm_config, "
+                                         r"exploration, rediscover$"):
         EmergenceConfig.from_mapping({"bridge_promote": 3})
     with pytest.raises(ValueError, match=r"emergence.bridges must be true or false, got 'yes'"):
         EmergenceConfig.from_mapping({"bridges": "yes"})

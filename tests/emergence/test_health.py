@@ -138,6 +138,16 @@ def test_a_saved_plan_loads_back_equal_and_a_bad_file_is_named(tmp_path) -> None
     with pytest.raises(ValueError, match=r"^p: not a pruning plan \(expected format "
                                          r"'signet_rl.pruning_plan/1', got None\)$"):
         PruningPlan.from_dict({"unused": []}, where="p")
+    with pytest.raises(ValueError) as old:  # a plan saved before the format key (review 54 #10)
+        PruningPlan.from_dict({"until": None, "unused": ["e1"], "sick": [], "kept": {}}, where="p")
+    assert str(old.value) == (
+        "p: not a pruning plan (expected format 'signet_rl.pruning_plan/1', got None); it looks like a plan "
+        "saved before plans carried a format: regenerate it (rerun the training command with "
+        "emergence.health=true, which writes artifacts/emergence/pruning.json, or `python "
+        "experiments/emergence_report.py --part pruning --save-plans DIR`), or add \"format\": "
+        "\"signet_rl.pruning_plan/1\" to it (the layout, until, unused, sick and kept, is the same)")
+    legacy = {"format": "signet_rl.pruning_plan/1", "until": None, "unused": ["e1"], "sick": [], "kept": {}}
+    assert PruningPlan.from_dict(legacy).unused == ("e1",)  # the advice works
     good = plan.to_dict()
     with pytest.raises(ValueError, match=r"^p: 'sick' must be a list of entity ids \(non-empty strings\), "
                                          r"got \['e0', 3\]$"):
