@@ -397,9 +397,9 @@ class CachedEncoder:
 
     One SQLite file per encoder name, ``<cache_dir>/<name>.sqlite``, holds ``sha256(text) -> float32
     vector`` and the dimension it was written with; vectors read once are also kept in memory. A file
-    written with another dimension is rejected. Misses are encoded in batches of ``batch_size`` (with a
-    tqdm bar when ``progress=True``) and written in one transaction; concurrent processes may share a
-    cache (WAL mode, ``INSERT OR IGNORE``).
+    written with another dimension is rejected. Misses are encoded shortest first in batches of
+    ``batch_size`` (with a tqdm bar when ``progress=True``) and written in one transaction; concurrent
+    processes may share a cache (WAL mode, ``INSERT OR IGNORE``).
 
     Args:
         inner: the encoder that computes misses.
@@ -476,7 +476,9 @@ class CachedEncoder:
                 ).fetchall()
                 found.update((bytes(h), self._decode(v)) for h, v in rows)
             first = dict(zip(keys, cleaned, strict=True))
-            missing = [k for k in wanted if k not in found]
+            # shortest first (stable): a batch pads its texts to its longest, so batches of like lengths
+            # make MiniLM 2-3x faster on short texts like entity names than batches in hash order
+            missing = sorted((k for k in wanted if k not in found), key=lambda k: len(first[k]))
             if missing:
                 starts = range(0, len(missing), batch_size)
                 desc = f"embedding ({self.name}, {len(missing)} new)"

@@ -104,6 +104,21 @@ def test_cache_encodes_only_misses_with_a_progress_bar(tmp_path, capsys):
     assert "embedding" in capsys.readouterr().err
 
 
+def test_cache_encodes_misses_shortest_first_and_returns_rows_in_input_order(tmp_path):
+    """Batches of like lengths pad less (MiniLM on entity names: 2-3x less CPU); rows come back as asked."""
+    batches: list[list[str]] = []
+
+    class Recording(Counting):
+        def encode(self, texts, batch_size=256, progress=False):
+            batches.append(list(texts))
+            return super().encode(texts, batch_size=batch_size)
+
+    texts = ["a much longer text than the others", "mid length text", "x", "short", "mid length text"]
+    out = CachedEncoder(Recording(HashingEncoder()), tmp_path).encode(texts, batch_size=2)
+    assert batches == [["x", "short"], ["mid length text", "a much longer text than the others"]]
+    np.testing.assert_array_equal(out, HashingEncoder().encode(texts))
+
+
 def test_cache_rejects_a_file_written_with_another_dimension(tmp_path):
     CachedEncoder(Counting(HashingEncoder(dim=16), name="enc"), tmp_path).encode(["x"])
     with pytest.raises(ValueError, match=r"dimension mismatch.*dimension 16.*dimension 32"):
