@@ -114,8 +114,18 @@ def test_cache_encodes_misses_shortest_first_and_returns_rows_in_input_order(tmp
             return super().encode(texts, batch_size=batch_size)
 
     texts = ["a much longer text than the others", "mid length text", "x", "short", "mid length text"]
-    out = CachedEncoder(Recording(HashingEncoder()), tmp_path).encode(texts, batch_size=2)
+    out = CachedEncoder(Recording(HashingEncoder()), tmp_path / "chars").encode(texts, batch_size=2)
     assert batches == [["x", "short"], ["mid length text", "a much longer text than the others"]]
+    np.testing.assert_array_equal(out, HashingEncoder().encode(texts))
+
+    class Words(Recording):  # an encoder whose batches pad to their most words (MiniLM: tokens)
+        def lengths(self, texts):
+            return [len(t.split()) for t in texts]
+
+    batches.clear()
+    texts = ["one two three", "a b c d e f", "xxxxxxxxxxxxxxxxxxxx", "p q"]
+    out = CachedEncoder(Words(HashingEncoder()), tmp_path / "words").encode(texts, batch_size=2)
+    assert batches == [["xxxxxxxxxxxxxxxxxxxx", "p q"], ["one two three", "a b c d e f"]]
     np.testing.assert_array_equal(out, HashingEncoder().encode(texts))
 
 
@@ -166,6 +176,7 @@ def test_minilm_embeds_offline_and_normalised(tmp_path):
     np.testing.assert_allclose(np.linalg.norm(x[:3], axis=1), 1.0, rtol=1e-5)
     assert not x[3].any()
     assert x[0] @ x[1] > x[0] @ x[2] + 0.2
+    assert enc.lengths(["The cat sleeps on the sofa.", "", "x " * 5000]) == [9, 2, 256]  # tokens, truncated
     cached = make_encoder("minilm", cache_dir=tmp_path)
     np.testing.assert_allclose(cached.encode(["The cat sleeps on the sofa."])[0], x[0], atol=1e-5)
 
