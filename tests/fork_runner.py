@@ -77,8 +77,16 @@ def run_forked(
         atexit.register(_server.close)
     _server.count += 1
     out, err = _server.logs / f"{_server.count}.out", _server.logs / f"{_server.count}.err"
-    job = {"kind": kind, "target": target, "argv": argv, "cwd": str(Path(cwd).resolve()), "log": str(out),
-           "err": str(err), "env": dict(os.environ if env is None else env), "timeout": timeout}
+    job = {
+        "kind": kind,
+        "target": target,
+        "argv": argv,
+        "cwd": str(Path(cwd).resolve()),
+        "log": str(out),
+        "err": str(err),
+        "env": dict(os.environ if env is None else env),
+        "timeout": timeout,
+    }
     rc = _server.run(job)
     stdout, stderr = out.read_text(errors="replace"), err.read_text(errors="replace")
     out.unlink()
