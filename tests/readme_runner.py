@@ -6,7 +6,9 @@ Reads one JSON object per line on stdin, ``{"kind": "module" | "script" | "code"
 "argv": [...], "cwd": "<repository copy>", "log": "<file>"}``, runs it in a child working in ``cwd`` (first on
 its ``sys.path``, so the copy's ``signet_rl`` is the one imported) whose stdout and stderr go to ``log``
 (``python -m <target> <argv>``, ``python <target> <argv>``, or the Python source ``target``), and answers one
-line, ``{"rc": <exit status>}``.
+line, ``{"rc": <exit status>}``. Optional keys (``tests/fork_runner.py`` runs other tests' commands
+through it): ``"env"`` (the child's whole environment), ``"err"`` (a file of its own for stderr) and
+``"timeout"`` (seconds; then the child is killed and the exit status is -9).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from __future__ import annotations
 import json
 import os
 import runpy
+import signal
 import sys
+import time
 import traceback
 
 # The heavy third-party imports every command shares (nothing of signet_rl: each command imports its own).
@@ -29,11 +33,16 @@ import torch_geometric  # noqa: F401
 def _child(job: dict) -> int:
     fd = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 1)
-    os.dup2(fd, 2)
+    err = os.open(job["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644) if "err" in job else fd
+    os.dup2(err, 2)
     sys.stdin = open(os.devnull)  # noqa: SIM115 - the child owns it until it exits
     os.chdir(job["cwd"])
     sys.path.insert(0, job["cwd"])
-    os.environ["PYTHONPATH"] = job["cwd"]  # for the processes a command starts
+    if "env" in job:
+        os.environ.clear()
+        os.environ.update(job["env"])
+    else:
+        os.environ["PYTHONPATH"] = job["cwd"]  # for the processes a command starts
     try:
         if job["kind"] == "module":
             sys.argv = [job["target"], *job["argv"]]
@@ -58,6 +67,22 @@ def _child(job: dict) -> int:
     return 0
 
 
+def _wait(pid: int, timeout: float | None) -> int:
+    """The child's exit status; past ``timeout`` seconds it is killed (-9)."""
+    if timeout is None:
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    end = time.monotonic() + float(timeout)
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > end:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return -9
+        time.sleep(0.02)
+
+
 def main() -> None:
     for line in sys.stdin:
         job = json.loads(line)
@@ -71,8 +96,7 @@ def main() -> None:
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(code if 0 <= code < 256 else 1)
-        _, status = os.waitpid(pid, 0)
-        rc = os.waitstatus_to_exitcode(status)
+        rc = _wait(pid, job.get("timeout"))
         print(json.dumps({"rc": rc}), flush=True)
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fork_runner import run_forked
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -59,12 +59,12 @@ def test_hydra_entry_point_logs_one_mlflow_run_anchored_at_the_project(tmp_path)
     from mlflow.tracking import MlflowClient
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
+    proc = run_forked(
         # generator v1: its 8 test queries include non-queries, so zero_injection_accuracy is logged
         [sys.executable, "-m", "signet_rl.evaluate", *TINY, "dataset.options.version=1", "max_queries=8",
          "mlflow.experiment=test-eval",
          "mlflow.tracking_uri=sqlite:///mlflow.db", "hydra.job.chdir=true", "hydra.run.dir=outputs/run"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+        cwd=tmp_path, env=env, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "best_flat" in proc.stdout and "8 queries" in proc.stdout
@@ -245,10 +245,10 @@ def test_a_kg_dataset_is_refused_before_it_loads(group, tmp_path, monkeypatch):
 
 def test_evaluate_on_a_kg_dataset_exits_non_zero_pointing_at_task_kg(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SIGNET_RL_DATA": str(tmp_path)}
-    proc = subprocess.run(
+    proc = run_forked(
         [sys.executable, "-m", "signet_rl.evaluate", "dataset=kg", "dataset.spec=kg:kinship",
          "mlflow.enabled=false", f"hydra.run.dir={tmp_path / 'run'}"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+        cwd=tmp_path, env=env, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 1, proc.stdout[-2000:]
     assert KG_REFUSAL in proc.stderr
@@ -258,10 +258,10 @@ def test_evaluate_on_a_kg_dataset_exits_non_zero_pointing_at_task_kg(tmp_path):
 def test_a_signet_spec_without_its_config_says_so(tmp_path):
     db = tmp_path / "memories.db"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
+    proc = run_forked(
         [sys.executable, "-m", "signet_rl.evaluate", f"dataset.spec=signet:{db}", "mlflow.enabled=false",
          f"hydra.run.dir={tmp_path / 'run'}"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+        cwd=tmp_path, env=env, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 1
     assert (

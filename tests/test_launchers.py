@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fork_runner import run_forked
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "tests" / "fixtures" / "sweep_app" / "app.py"
@@ -42,7 +43,9 @@ def _sweep(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
         f"mlflow.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
         "+hydra.callbacks.mlflow_runs._target_=signet_rl.tracking.SweepCallback", *overrides,
     ]  # fmt: skip
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    if "hydra/launcher=local_ray" in overrides:  # Ray's cluster starts from a fresh interpreter
+        return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    return run_forked(cmd, cwd=ROOT, env=env, timeout=600)
 
 
 def _check_mlflow(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from fork_runner import run_forked
 from omegaconf import OmegaConf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,7 +160,7 @@ def _train_sweep(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess
         f"hydra.sweep.dir={tmp_path / 'sweep'}", f"run_dir={tmp_path}/runs/${{hydra:job.num}}",
         f"hydra.sweeper.storage=sqlite:///{tmp_path / 'study.db'}", *overrides,
     ]  # fmt: skip
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    return run_forked(cmd, cwd=ROOT, env=env, timeout=600)
 
 
 def test_a_train_sweep_logs_one_mlflow_child_per_trial_and_returns_the_best_validation_value(tmp_path):

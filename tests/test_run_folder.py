@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fork_runner import run_forked
 from hydra import compose, initialize_config_dir
 
 from signet_rl.core.run_folder import LOCK, MARKER, RunFolder, RunFolderError, atomic_write, run_name
@@ -75,9 +76,9 @@ def test_fresh_refuses_a_folder_without_a_run_marker_and_deletes_nothing(tmp_pat
 def test_run_dir_dot_with_fresh_leaves_the_working_directory_alone(tmp_path):
     """``run_dir=. fresh=true`` deleted the working directory's contents."""
     (tmp_path / "notes.md").write_text("keep me")
-    done = subprocess.run(
+    done = run_forked(
         [sys.executable, "-m", "signet_rl.train", *TINY, "run_dir=.", "fresh=true"],
-        cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, env=_env(), timeout=300,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr[-2000:]
     assert f"run_dir {tmp_path} is not a signet_rl run folder: it holds notes.md" in done.stderr
@@ -228,7 +229,7 @@ LONG = [
 def test_run_folder_is_a_short_hash_of_15_long_overrides_and_the_same_command_finds_it(tmp_path):
     assert len(LONG) == 15 and sum(len(o) + 1 for o in LONG) > 600
     cmd = [sys.executable, "-m", "signet_rl.train", *TINY, *LONG, "stop_after=4"]
-    first = subprocess.run(cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
+    first = run_forked(cmd, cwd=tmp_path, env=_env(), timeout=300)
     assert first.returncode == 0, first.stderr[-3000:]
     (folder,) = (tmp_path / "runs" / "bandit").iterdir()
     assert re.fullmatch(r"linucb-synthetic_tiny_0-[0-9a-f]{10}", folder.name)
@@ -277,7 +278,7 @@ def test_kg_run_folder_with_15_long_overrides_is_short(tmp_path):
         "task.time_budget_s=null", "task.eval_every=0", "mlflow.enabled=false", *KG_LONG,
     ]  # fmt: skip
     env = {**_env(), "SIGNET_RL_DATA": str(data)}
-    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = run_forked(cmd, cwd=tmp_path, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     (run,) = (tmp_path / "runs" / "kg").iterdir()
     assert re.fullmatch(r"kg_tiny-[0-9a-f]{10}", run.name)

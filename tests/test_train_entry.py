@@ -11,6 +11,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from fork_runner import run_forked
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
@@ -87,7 +88,7 @@ def _sweep(tmp_path: Path, name: str, *overrides: str) -> subprocess.CompletedPr
         "progress=false", f"mlflow.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}",
         f"hydra.sweep.dir={tmp_path / name}", f"run_dir={tmp_path}/{name}-runs/${{hydra:job.num}}",
     ]  # fmt: skip
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    return run_forked(cmd, cwd=ROOT, env=env, timeout=600)
 
 
 def test_multirun_sweeps_traversal_with_one_mlflow_run_per_job_ended_and_named_by_its_overrides(tmp_path):
@@ -147,12 +148,12 @@ def test_fold_all_trains_on_every_query_then_evaluate_scores_the_policy_on_data_
     (``learning_split.fold=all``: no validation, no test table); ``evaluate policy=`` scores it elsewhere."""
     env = {**os.environ, "SIGNET_RL_DATA": os.environ.get("SIGNET_RL_DATA", str(tmp_path))}
     run = tmp_path / "all"
-    train = subprocess.run(
+    train = run_forked(
         [sys.executable, "-m", "signet_rl.train", "dataset.spec=synthetic:tiny:0", "scorer=linucb",
          "+dataset.learning_split={k: 3, fold: all, seed: 0, group: null}", "task.max_interactions=6",
          "task.eval_every=0", "baselines=[]", "ceiling=false", "progress=false", "mlflow.enabled=false",
          f"run_dir={run}"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        cwd=ROOT, env=env, timeout=600,
     )  # fmt: skip
     assert train.returncode == 0, train.stderr[-3000:]
     out = train.stdout
@@ -162,10 +163,10 @@ def test_fold_all_trains_on_every_query_then_evaluate_scores_the_policy_on_data_
     assert not (run / "artifacts" / "table.txt").exists() and (run / "checkpoint.pkl").exists()
     final = json.loads((run / "artifacts" / "final_metrics.json").read_text())
     assert not [k for k in final if k.startswith("test/")]
-    evaluated = subprocess.run(
+    evaluated = run_forked(
         [sys.executable, "-m", "signet_rl.evaluate", "dataset.spec=synthetic:tiny:1", f"policy={run}",
          "progress=false", "bootstrap=10", "max_queries=8"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        cwd=ROOT, env=env, timeout=600,
     )  # fmt: skip
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
     assert any(line.split()[:1] == ["learned"] for line in evaluated.stdout.splitlines()), evaluated.stdout

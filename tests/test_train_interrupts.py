@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fork_runner import run_forked
 from hydra import compose, initialize_config_dir
 
 from signet_rl.learning.trainer import CHECKPOINT
@@ -76,9 +77,9 @@ def test_sigkill_after_the_first_checkpoint_then_rerun_equals_the_uninterrupted_
     proc.communicate()
     assert proc.returncode == -signal.SIGKILL
     assert 3 <= _step(folder) < TOTAL and not (folder / "artifacts").exists()  # it died mid-run
-    again = subprocess.run(
+    again = run_forked(
         [sys.executable, "-m", "signet_rl.train", *RUN, f"run_dir={folder}"],
-        cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, env=_env(), timeout=300,
     )  # fmt: skip
     assert again.returncode == 0, again.stderr[-3000:]
     assert _final(folder) == uninterrupted

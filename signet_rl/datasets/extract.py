@@ -627,6 +627,8 @@ def _prepare(memories: Sequence[MemoryText]) -> tuple[list[str], list[pd.Timesta
     times: list[pd.Timestamp] = []
     notes: dict[str, list[str]] = {"replaced_utf8": [], "untimed": []}
     prev = EPOCH
+    # a conversation's turns share their session's time: each distinct value is parsed once (1 ms a parse)
+    parsed_times: dict[tuple[type, Any], pd.Timestamp | None] = {}
     for i, m in enumerate(memories):
         if not isinstance(m, MemoryText):
             raise ValueError(f"memory [{i}] is a {type(m).__name__}, not a MemoryText")
@@ -652,10 +654,20 @@ def _prepare(memories: Sequence[MemoryText]) -> tuple[list[str], list[pd.Timesta
         when = None
         if m.time is not None and not (isinstance(m.time, float) and np.isnan(m.time)):
             try:
-                parsed = to_timestamp([m.time]).iloc[0]
-            except (ValueError, TypeError) as exc:
-                raise ValueError(f"memory {m.id!r}: time {m.time!r} is not a timestamp ({exc})") from None
-            when = None if pd.isna(parsed) else pd.Timestamp(parsed)
+                key: tuple[type, Any] | None = (type(m.time), m.time)
+                hash(key)
+            except TypeError:  # unhashable: parsed on its own
+                key = None
+            if key is not None and key in parsed_times:
+                when = parsed_times[key]
+            else:
+                try:
+                    parsed = to_timestamp([m.time]).iloc[0]
+                except (ValueError, TypeError) as exc:
+                    raise ValueError(f"memory {m.id!r}: time {m.time!r} is not a timestamp ({exc})") from None
+                when = None if pd.isna(parsed) else pd.Timestamp(parsed)
+                if key is not None:
+                    parsed_times[key] = when
         if when is None:
             notes["untimed"].append(m.id)
             when = prev

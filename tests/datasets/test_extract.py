@@ -25,7 +25,7 @@ from signet_rl.datasets.extract import (
     session_dag,
     singular,
 )
-from signet_rl.graph.model import Entity, KnowledgeGraph, Memory
+from signet_rl.graph.model import Entity, KnowledgeGraph, Memory, to_timestamp
 
 HASHING = ExtractConfig(encoder="hashing")
 
@@ -266,6 +266,18 @@ def test_duplicate_and_empty_ids_and_bad_types_are_named(nlp):
         extract_graph([MemoryText("b", 3)], HASHING, cache=False)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=re.escape("memory 'c': time 'not a date' is not a timestamp")):
         extract_graph([MemoryText("c", "x", "not a date")], HASHING, cache=False)
+
+
+def test_repeated_times_are_parsed_once_each_and_read_as_when_parsed_alone(nlp):
+    """A session's turns share its time; each distinct value is parsed once, to what it parses to alone."""
+    times = ["2024-01-01 10:00", "2024-01-01 10:00", pd.Timestamp("2024-01-01 10:00", tz="Europe/Paris"),
+             pd.Timestamp("2024-01-01 10:00"), 1_700_000_000, 1_700_000_000.0, "2024-01-01 10:00"]
+    memories = [MemoryText(f"m{i}", "Ann met Bob.", t) for i, t in enumerate(times)]
+    g = extract_graph(memories, HASHING, cache=False)
+    assert [g.memory(f"m{i}").created_at for i in range(len(times))] == [to_timestamp([t]).iloc[0]
+                                                                         for t in times]
+    with pytest.raises(ValueError, match=re.escape("memory 'late': time 'not a date' is not a timestamp")):
+        extract_graph([*memories, MemoryText("late", "x", "not a date")], HASHING, cache=False)
 
 
 def test_missing_spacy_model_names_the_package():

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from fork_runner import run_forked
 
 from signet_rl.kg.trainer import CHECKPOINT, PREVIOUS, RESULTS
 from signet_rl.tasks.kg import run_kg, train_kg
@@ -128,7 +128,7 @@ def test_the_train_command_prints_the_table_and_where_the_files_are(root, tmp_pa
         f"hydra.run.dir={tmp_path / 'hydra'}",
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = run_forked(command, cwd=tmp_path, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     # ended by the time budget, and the progress bar says so: 100% of the budget's seconds

@@ -104,6 +104,31 @@ def test_cache_encodes_only_misses_with_a_progress_bar(tmp_path, capsys):
     assert "embedding" in capsys.readouterr().err
 
 
+def test_cache_encodes_misses_shortest_first_and_returns_rows_in_input_order(tmp_path):
+    """Batches of like lengths pad less (MiniLM on entity names: 2-3x less CPU); rows come back as asked."""
+    batches: list[list[str]] = []
+
+    class Recording(Counting):
+        def encode(self, texts, batch_size=256, progress=False):
+            batches.append(list(texts))
+            return super().encode(texts, batch_size=batch_size)
+
+    texts = ["a much longer text than the others", "mid length text", "x", "short", "mid length text"]
+    out = CachedEncoder(Recording(HashingEncoder()), tmp_path / "chars").encode(texts, batch_size=2)
+    assert batches == [["x", "short"], ["mid length text", "a much longer text than the others"]]
+    np.testing.assert_array_equal(out, HashingEncoder().encode(texts))
+
+    class Words(Recording):  # an encoder whose batches pad to their most words (MiniLM: tokens)
+        def lengths(self, texts):
+            return [len(t.split()) for t in texts]
+
+    batches.clear()
+    texts = ["one two three", "a b c d e f", "xxxxxxxxxxxxxxxxxxxx", "p q"]
+    out = CachedEncoder(Words(HashingEncoder()), tmp_path / "words").encode(texts, batch_size=2)
+    assert batches == [["xxxxxxxxxxxxxxxxxxxx", "p q"], ["one two three", "a b c d e f"]]
+    np.testing.assert_array_equal(out, HashingEncoder().encode(texts))
+
+
 def test_cache_rejects_a_file_written_with_another_dimension(tmp_path):
     CachedEncoder(Counting(HashingEncoder(dim=16), name="enc"), tmp_path).encode(["x"])
     with pytest.raises(ValueError, match=r"dimension mismatch.*dimension 16.*dimension 32"):
@@ -151,6 +176,7 @@ def test_minilm_embeds_offline_and_normalised(tmp_path):
     np.testing.assert_allclose(np.linalg.norm(x[:3], axis=1), 1.0, rtol=1e-5)
     assert not x[3].any()
     assert x[0] @ x[1] > x[0] @ x[2] + 0.2
+    assert enc.lengths(["The cat sleeps on the sofa.", "", "x " * 5000]) == [9, 2, 256]  # tokens, truncated
     cached = make_encoder("minilm", cache_dir=tmp_path)
     np.testing.assert_allclose(cached.encode(["The cat sleeps on the sofa."])[0], x[0], atol=1e-5)
 

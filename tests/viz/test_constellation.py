@@ -11,6 +11,7 @@ from pathlib import Path
 import matplotlib.image as mpimg
 import numpy as np
 import pytest
+from fork_runner import run_forked
 
 from signet_rl.datasets import load_dataset
 from signet_rl.graph.arrays import GraphArrays
@@ -41,13 +42,8 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "signet_rl.viz", "constellation", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    return run_forked(
+        [sys.executable, "-m", "signet_rl.viz", "constellation", *args], cwd=cwd, env=env, timeout=120
     )
 
 
