@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def baseline(db: sqlite3.Connection, *, before: str | None = None, history: int = 12) -> list[Any]:
     """``timeline_records`` as it was before the SQL filter (review 55): reads every session's results."""
-    from signet_rl.learning.feedback_log import FeedbackRecord
+    from signet_rl.serving.exploration import recall_records
 
     start = None
     if before is not None:
@@ -52,24 +52,7 @@ def baseline(db: sqlite3.Connection, *, before: str | None = None, history: int 
     for row in rows:
         if row[1] in keep:
             by_recall.setdefault(row[0], []).append(row)
-    out = []
-    for step, (rid, items) in enumerate(by_recall.items()):
-        cands, ratings, explorer = [], [], []
-        for _, _, _, result_id, path, mids, _, _, _ in items:
-            p = json.loads(path)
-            memory_ids = json.loads(mids)
-            flat = f"memory:{','.join(memory_ids)}" if memory_ids else result_id
-            cands.append(str(p.get("walk") or flat))
-            r = latest.get(result_id)
-            ratings.append(None if r is None else float((r > 0) - (r < 0)))
-            explorer.append(bool(p.get("explorer", False)))
-        out.append(FeedbackRecord(
-            run_id="serve", step=step, query_id=rid, timestamp=items[0][2], session=str(items[0][1]),
-            intent=str(items[0][8]), context={"entries": [], "graph_id": "main"}, candidates=cands,
-            candidate_scores=[float(x[6]) if math.isfinite(x[6]) else 0.0 for x in items],
-            shown=list(range(len(items))), positions=list(range(len(items))),
-            pscores=[float(x[7]) for x in items], ratings=ratings, explorer=explorer, policy_version="serve"))
-    return out
+    return recall_records(by_recall, latest)
 
 
 def fill(path: Path, sessions: int) -> int:

@@ -219,6 +219,14 @@ def timeline_records(db: sqlite3.Connection, *, before: str | None = None,
     by_recall: dict[str, list[tuple[Any, ...]]] = {}
     for row in rows:
         by_recall.setdefault(row[0], []).append(row)
+    return recall_records(by_recall, latest)
+
+
+def recall_records(by_recall: dict[str, list[tuple[Any, ...]]],
+                   latest: dict[str, float]) -> list[FeedbackRecord]:
+    """One :class:`FeedbackRecord` per recall, in the order of ``by_recall`` (recall id → its result rows:
+    recall id, session key, created at, result id, path, memory ids, score, propensity, intent), rated with
+    the latest rating of each result in ``latest`` (its sign; None: unrated)."""
     out = []
     for step, (rid, items) in enumerate(by_recall.items()):
         cands, ratings, explorer = [], [], []
