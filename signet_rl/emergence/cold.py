@@ -487,6 +487,14 @@ def _restore(conn: sqlite3.Connection, ids: tuple[str, ...], where: Path,
     return ColdMove(entity_ids=ids, rows=counts, memory_ids=tuple(restored), dropped=tuple(dropped))
 
 
+def _hot_and_cold(conn: sqlite3.Connection) -> tuple[set[str], set[str]]:
+    """The ids of the hot entities and of the entities in the cold tier."""
+    hot = {r[0] for r in conn.execute("SELECT id FROM entities")}
+    cold = {r[0] for r in conn.execute(
+        "SELECT row_key FROM signet_rl_cold_rows WHERE table_name = 'entities'")}
+    return hot, cold
+
+
 def cold_orphans(path: str | os.PathLike[str]) -> list[tuple[str, str, str, str]]:
     """Cold rows no restore can bring back as they are: ``(table, row_key, entity_id, why)`` for a row
     filed under an entity that is not in the cold tier, and a cold dependency with an endpoint that is
@@ -496,9 +504,7 @@ def cold_orphans(path: str | os.PathLike[str]) -> list[tuple[str, str, str, str]
     with closing(open_read_only(path)) as conn:
         if "signet_rl_cold_rows" not in _tables(conn):
             return []
-        hot = {r[0] for r in conn.execute("SELECT id FROM entities")}
-        cold = {r[0] for r in conn.execute(
-            "SELECT row_key FROM signet_rl_cold_rows WHERE table_name = 'entities'")}
+        hot, cold = _hot_and_cold(conn)
         columns = _columns(conn, "entity_dependencies")
         out = []
         for table, key, owner, text in conn.execute(
@@ -530,9 +536,7 @@ def cold_frontier(path: str | os.PathLike[str]) -> list[tuple[str, str, str, int
     with closing(open_read_only(path)) as conn:
         if "signet_rl_cold_rows" not in _tables(conn):
             return []
-        hot = {r[0] for r in conn.execute("SELECT id FROM entities")}
-        cold = {r[0] for r in conn.execute(
-            "SELECT row_key FROM signet_rl_cold_rows WHERE table_name = 'entities'")}
+        hot, cold = _hot_and_cold(conn)
         columns = _columns(conn, "entity_dependencies")
         out = []
         for key, text in conn.execute("SELECT row_key, row_json FROM signet_rl_cold_rows WHERE "

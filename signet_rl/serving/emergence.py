@@ -263,16 +263,22 @@ class ServiceEmergence:
         when the last snapshot was stored (:meth:`prune`)."""
         if not self.config.health or self.graph is None:
             return {"enabled": False}
+        frame = self._health_frame(rated)
+        last = self.pruning()
+        snapshot = None if last is None else {k: last[k] for k in ("seq", "computed_at", "until")}
+        return {"enabled": True, **self._summary(frame), "last_snapshot": snapshot}
+
+    def _health_frame(self, rated: Iterable[tuple[IssuedResult, FeedbackRow]]) -> Any:
+        """Each entity's health from the rated results' paths (every entity a path touched shares its
+        rating)."""
         g = self.graph
+        assert g is not None
         touches = [(touched_entities(g, entities=r.path.get("entities", []),
                                      aspects=r.path.get("aspects", []),
                                      attributes=r.path.get("attributes", []),
                                      dependencies=r.path.get("dependencies", [])), fb.rating)
                    for r, fb in rated]
-        frame = health_from_touches(g, touches, thresholds=self.config.health_thresholds)
-        last = self.pruning()
-        snapshot = None if last is None else {k: last[k] for k in ("seq", "computed_at", "until")}
-        return {"enabled": True, **self._summary(frame), "last_snapshot": snapshot}
+        return health_from_touches(g, touches, thresholds=self.config.health_thresholds)
 
     def outcome(self, rated: Iterable[tuple[IssuedResult, FeedbackRow]]) -> dict[str, Any]:
         """The service's emergence outcome in the shape a run folder's has
@@ -281,13 +287,7 @@ class ServiceEmergence:
         last pruning plan, bridges by status with the promoted ones, the principles' records."""
         out: dict[str, Any] = {"enabled": list(self.config.enabled)}
         if self.config.health and self.graph is not None:
-            g = self.graph
-            touches = [(touched_entities(g, entities=r.path.get("entities", []),
-                                         aspects=r.path.get("aspects", []),
-                                         attributes=r.path.get("attributes", []),
-                                         dependencies=r.path.get("dependencies", [])), fb.rating)
-                       for r, fb in rated]
-            frame = health_from_touches(g, touches, thresholds=self.config.health_thresholds)
+            frame = self._health_frame(rated)
             summary = self._summary(frame)
             out["health"], out["communities"] = summary["entities"], summary["communities"]
             out["statuses"] = dict(zip(frame["entity_id"].astype(str), frame["status"].astype(str),
