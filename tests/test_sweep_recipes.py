@@ -19,8 +19,11 @@ SHARED = {"base", "traversal_best"}  # included by the recipes, not recipes of t
 RECIPES = sorted(p.stem for p in SWEEPS.glob("*.yaml") if p.stem not in SHARED)
 SCORERS = {
     "traversal": "prior", "gnn": "gnn", "linucb": "linucb", "prior": "prior", "ppr": "ppr", "fused": "fused",
-    "signet_predictor": "signet_predictor",
+    "signet_predictor": "signet_predictor", "exploration-gnn": "gnn", "exploration-linucb": "linucb",
+    "exploration-signet_predictor": "signet_predictor",
 }  # fmt: skip
+#: The calibrated-exploration studies (issue 25 §1): the task's exploration, one study per learned scorer.
+EXPLORATION = ("exploration-gnn", "exploration-linucb", "exploration-signet_predictor")
 
 
 def _compose(recipe: str):
@@ -48,8 +51,31 @@ def test_each_sweep_recipe_composes_to_a_valid_search(recipe):
     assert cfg.optimized_metric.startswith("val/") and cfg.task.budget_chars == 400
     space = search_space(OmegaConf.to_container(sweeper.params), [])
     check_keys(list(space), cfg)  # raises on a key the config lacks
-    expected = "traversal." if recipe == "traversal" else "scorer."
+    expected = {"traversal": "traversal.", **dict.fromkeys(EXPLORATION, "task.")}.get(recipe, "scorer.")
     assert space and all(k.startswith(expected) for k in space)
+
+
+def test_every_learned_scorer_gets_the_same_exploration_search():
+    """The same keys, ranges and trial count for the GNN, LinUCB and Signet's predictor; the predictor's
+    strategies lack only thompson, which it cannot run (no sample_scores)."""
+    spaces = {}
+    for recipe in EXPLORATION:
+        sweeper = _compose(recipe).hydra.sweeper
+        assert sweeper.n_trials == 16
+        spaces[recipe] = search_space(OmegaConf.to_container(sweeper.params), [])
+    gnn, linucb, predictor = (spaces[r] for r in EXPLORATION)
+    assert gnn == linucb and set(predictor) == set(gnn) == {
+        "task.exploration",
+        "task.epsilon",
+        "task.temperature",
+    }
+    assert gnn["task.exploration"].choices == ("epsilon", "softmax", "thompson")
+    assert predictor["task.exploration"].choices == ("epsilon", "softmax")
+    assert (
+        predictor["task.epsilon"] == gnn["task.epsilon"]
+        and predictor["task.temperature"] == gnn["task.temperature"]
+    )
+    assert (gnn["task.epsilon"].low, gnn["task.epsilon"].high, gnn["task.epsilon"].log) == (0.01, 0.3, True)
 
 
 def test_every_scorer_sweep_shares_the_one_traversal():
