@@ -45,6 +45,7 @@ PRE_SWEEP: dict[str, dict[str, object]] = {
         "epochs": 3,
         "final_alpha": 0.5,
         "baseline": "prior",
+        "base_scores": False,
     },
 }
 #: The recipes rerun with the sweep-tuned defaults and traversal (issue 25 §3, session 4).
