@@ -29,7 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 STORAGE = ROOT / "data" / "sweeps" / "learning.db"
 TRAVERSAL_BEST = ROOT / "conf" / "experiment" / "learning" / "sweep" / "traversal_best.yaml"
 EXPLORATION = ("exploration-gnn", "exploration-linucb", "exploration-signet_predictor")
-RECIPES = ("traversal", "gnn", "linucb", "signet_predictor", "prior", "ppr", "fused", *EXPLORATION)
+RECIPES = (
+    "traversal", "gnn", "linucb", "signet_predictor", "prior", "ppr", "fused", *EXPLORATION, "linucb-sigma",
+)  # fmt: skip
 SWEEP_DIR = TRAVERSAL_BEST.parent
 
 
@@ -129,6 +131,22 @@ def write_exploration_best(recipe: str, storage: Path = STORAGE, folder: Path = 
     return params
 
 
+def enqueue_defaults(recipe: str, storage: Path = STORAGE) -> dict[str, Any]:
+    """Enqueue, as the study's next trial, the values the searched keys have in the recipe's own config (the
+    defaults the sweep would replace), so the study measures them beside its draws under the same protocol;
+    run the recipe with ``hydra.sweeper.n_trials`` one higher to evaluate it. Returns the parameters."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    study = load(recipe, storage)
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=[f"+experiment=learning/sweep/{recipe}"], return_hydra_config=True)
+    keys = sorted({k for t in study.trials for k in t.params})
+    params = {k: OmegaConf.select(cfg, k) for k in keys}
+    study.enqueue_trial(params, user_attrs={"defaults": True})
+    return params
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--table", nargs="*", choices=RECIPES, help="print these studies' trial tables")
@@ -136,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--exploration-best", action="store_true", help="write exploration_best-<scorer>.yaml for each scorer"
     )
+    parser.add_argument(
+        "--enqueue-defaults", nargs="*", choices=RECIPES, default=[],
+        help="enqueue the recipe's own values of the searched keys as the study's next trial",
+    )  # fmt: skip
     parser.add_argument("--storage", type=Path, default=STORAGE)
     args = parser.parse_args(argv)
     if args.traversal_best:
@@ -144,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         for recipe in EXPLORATION:
             print(f"exploration_best-{recipe.removeprefix('exploration-')}.yaml: "
                   f"{write_exploration_best(recipe, args.storage)}")  # fmt: skip
+    for recipe in args.enqueue_defaults:
+        print(f"learning-{recipe}: enqueued {enqueue_defaults(recipe, args.storage)}")
     for recipe in args.table or []:
         print(table(recipe, args.storage) + "\n")
     return 0
