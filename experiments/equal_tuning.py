@@ -29,9 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STORAGE = ROOT / "data" / "sweeps" / "learning.db"
 TRAVERSAL_BEST = ROOT / "conf" / "experiment" / "learning" / "sweep" / "traversal_best.yaml"
 EXPLORATION = ("exploration-gnn", "exploration-linucb", "exploration-signet_predictor")
-RECIPES = (
-    "traversal", "gnn", "linucb", "signet_predictor", "prior", "ppr", "fused", *EXPLORATION, "linucb-sigma",
-)  # fmt: skip
+RECIPES = ("traversal", "gnn", "linucb", "signet_predictor", "prior", "ppr", "fused", *EXPLORATION)
 SWEEP_DIR = TRAVERSAL_BEST.parent
 
 
@@ -109,11 +107,13 @@ def write_traversal_best(storage: Path = STORAGE, path: Path = TRAVERSAL_BEST) -
 
 def write_exploration_best(recipe: str, storage: Path = STORAGE, folder: Path = SWEEP_DIR) -> dict[str, Any]:
     """Write the study ``learning-<recipe>``'s best trial into ``exploration_best-<scorer>.yaml`` (a
-    ``task:`` block: the strategy and the parameter it reads; epsilon and temperature are written as drawn,
-    the one the strategy does not read moves nothing); returns the parameters."""
+    ``task:`` block: the strategy and the parameter it reads, epsilon for ``epsilon``, temperature for
+    ``softmax``, none for ``thompson``; the other was drawn too but moved nothing); returns them."""
     study = load(recipe, storage)
     best = study.best_trial
-    params = {k.removeprefix("task."): v for k, v in sorted(best.params.items())}
+    drawn = {k.removeprefix("task."): v for k, v in best.params.items()}
+    reads = {"epsilon": "epsilon", "softmax": "temperature"}.get(drawn["exploration"])
+    params = {"exploration": drawn["exploration"], **({reads: drawn[reads]} if reads else {})}
     n = sum(1 for t in study.trials if t.state.name == "COMPLETE")
     scorer = recipe.removeprefix("exploration-")
     lines = [

@@ -15,7 +15,9 @@ from hydra_plugins.signet_rl_optuna.space import check_keys, search_space
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = ROOT / "conf" / "experiment" / "learning" / "sweep"
-SHARED = {"base", "traversal_best"}  # included by the recipes, not recipes of their own
+# included by the recipes, not recipes of their own
+SHARED = {"base", "traversal_best", "exploration_best-gnn", "exploration_best-linucb",
+          "exploration_best-signet_predictor"}  # fmt: skip
 RECIPES = sorted(p.stem for p in SWEEPS.glob("*.yaml") if p.stem not in SHARED)
 SCORERS = {
     "traversal": "prior", "gnn": "gnn", "linucb": "linucb", "prior": "prior", "ppr": "ppr", "fused": "fused",
@@ -85,3 +87,21 @@ def test_every_scorer_sweep_shares_the_one_traversal():
             continue
         traversal = _compose(recipe).traversal
         assert {k: traversal[k] for k in shared} == dict(shared), recipe
+
+
+def test_each_scorers_tuned_exploration_sets_the_strategy_and_only_the_parameter_it_reads():
+    """``sweep/exploration_best-<scorer>.yaml`` (written from the study's best trial by
+    ``experiments/equal_tuning.py --exploration-best``): a strategy the scorer can run and its one parameter,
+    inside the searched range; the task's shared default stays epsilon 0.1 for every run not rerun."""
+    reads = {"epsilon": {"epsilon"}, "softmax": {"temperature"}, "thompson": set()}
+    for recipe in EXPLORATION:
+        scorer = recipe.removeprefix("exploration-")
+        task = OmegaConf.to_container(OmegaConf.load(SWEEPS / f"exploration_best-{scorer}.yaml"))["task"]
+        space = search_space(OmegaConf.to_container(_compose(recipe).hydra.sweeper.params), [])
+        assert task["exploration"] in space["task.exploration"].choices, scorer
+        assert set(task) == {"exploration"} | reads[task["exploration"]], scorer
+        for key in set(task) - {"exploration"}:
+            dist = space[f"task.{key}"]
+            assert dist.low <= task[key] <= dist.high, (scorer, key)
+    bandit = OmegaConf.load(ROOT / "conf" / "task" / "bandit.yaml")
+    assert (bandit.exploration, bandit.epsilon) == ("epsilon", 0.1)
