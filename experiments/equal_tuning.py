@@ -13,6 +13,8 @@ resumable by running its command again::
     ...                                                         # ppr, fused
     python experiments/equal_tuning.py --table gnn linucb ...
     python -m signet_rl.train -m +experiment=learning/sweep/exploration-gnn   # and -linucb, -signet_predictor
+    python experiments/equal_tuning.py --enqueue-defaults exploration-gnn   # the default as one more trial
+    python -m signet_rl.train -m +experiment=learning/sweep/exploration-gnn hydra.sweeper.n_trials=17
     python experiments/equal_tuning.py --exploration-best
 
 Only the studies' objective (a validation metric) is read; nothing here looks at a test figure.
