@@ -21,7 +21,8 @@ SHARED = {"base", "traversal_best", "exploration_best-gnn", "exploration_best-li
 RECIPES = sorted(p.stem for p in SWEEPS.glob("*.yaml") if p.stem not in SHARED)
 SCORERS = {
     "traversal": "prior", "gnn": "gnn", "linucb": "linucb", "prior": "prior", "ppr": "ppr", "fused": "fused",
-    "signet_predictor": "signet_predictor", "exploration-gnn": "gnn", "exploration-linucb": "linucb",
+    "signet_predictor": "signet_predictor", "signet_predictor-base": "signet_predictor",
+    "exploration-gnn": "gnn", "exploration-linucb": "linucb",
     "exploration-signet_predictor": "signet_predictor",
 }  # fmt: skip
 #: The calibrated-exploration studies (issue 25 §1): the task's exploration, one study per learned scorer.
@@ -105,3 +106,20 @@ def test_each_scorers_tuned_exploration_sets_the_strategy_and_only_the_parameter
             assert dist.low <= task[key] <= dist.high, (scorer, key)
     bandit = OmegaConf.load(ROOT / "conf" / "task" / "bandit.yaml")
     assert (bandit.exploration, bandit.epsilon) == ("epsilon", 0.1)
+
+
+def test_the_predictor_studies_differ_only_in_the_base_scores():
+    """sweep/signet_predictor reruns session 4's study of Signet's 17-feature network (base_scores pinned
+    false, whatever the scorer's default); sweep/signet_predictor-base searches the same space, on the same
+    base, traversal and exploration, for the network with the 3 base scores as inputs."""
+    old, new = _compose("signet_predictor"), _compose("signet_predictor-base")
+    assert old.scorer.base_scores is False and new.scorer.base_scores is True
+    assert old.hydra.sweeper.params == new.hydra.sweeper.params
+    assert (old.task.exploration, old.task.epsilon) == ("epsilon", 0.1)
+    strip = ("hydra", "scorer")
+    assert {k: v for k, v in old.items() if k not in strip} == {
+        k: v for k, v in new.items() if k not in strip
+    }
+    assert {k: v for k, v in old.scorer.items() if k != "base_scores"} == {
+        k: v for k, v in new.scorer.items() if k != "base_scores"
+    }
