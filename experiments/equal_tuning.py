@@ -31,7 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 STORAGE = ROOT / "data" / "sweeps" / "learning.db"
 TRAVERSAL_BEST = ROOT / "conf" / "experiment" / "learning" / "sweep" / "traversal_best.yaml"
 EXPLORATION = ("exploration-gnn", "exploration-linucb", "exploration-signet_predictor")
-RECIPES = ("traversal", "gnn", "linucb", "signet_predictor", "prior", "ppr", "fused", *EXPLORATION)
+RECIPES = (
+    "traversal", "gnn", "linucb", "signet_predictor", "signet_predictor-base", "prior", "ppr", "fused",
+    *EXPLORATION,
+)  # fmt: skip
 SWEEP_DIR = TRAVERSAL_BEST.parent
 
 
@@ -136,11 +139,17 @@ def write_exploration_best(recipe: str, storage: Path = STORAGE, folder: Path = 
 def enqueue_defaults(recipe: str, storage: Path = STORAGE) -> dict[str, Any]:
     """Enqueue, as the study's next trial, the values the searched keys have in the recipe's own config (the
     defaults the sweep would replace), so the study measures them beside its draws under the same protocol;
-    run the recipe with ``hydra.sweeper.n_trials`` one higher to evaluate it. Returns the parameters."""
+    run the recipe with ``hydra.sweeper.n_trials`` one higher to evaluate it. Returns the parameters.
+    Refuses a study that already holds its default trial (waiting, running or done), so running the step twice
+    cannot measure the default twice."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     study = load(recipe, storage)
+    already = [t.number for t in study.trials if t.user_attrs.get("defaults")]
+    if already:
+        raise SystemExit(f"learning-{recipe} already holds its default trial (trial {already[0]}, "
+                         f"{study.trials[already[0]].state.name.lower()}); not enqueued again")  # fmt: skip
     with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=[f"+experiment=learning/sweep/{recipe}"], return_hydra_config=True)
     keys = sorted({k for t in study.trials for k in t.params})
