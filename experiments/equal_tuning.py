@@ -12,6 +12,7 @@ resumable by running its command again::
     python -m signet_rl.train -m +experiment=learning/sweep/gnn   # then linucb, signet_predictor, prior,
     ...                                                         # ppr, fused
     python experiments/equal_tuning.py --table gnn linucb ...
+    python -m signet_rl.train -m +experiment=learning/sweep/signet_predictor-base   # with base scores
     python -m signet_rl.train -m +experiment=learning/sweep/exploration-gnn   # and -linucb, -signet_predictor
     python experiments/equal_tuning.py --enqueue-defaults exploration-gnn   # the default as one more trial
     python -m signet_rl.train -m +experiment=learning/sweep/exploration-gnn hydra.sweeper.n_trials=17
