@@ -45,10 +45,18 @@ PRE_SWEEP: dict[str, dict[str, object]] = {
         "epochs": 3,
         "final_alpha": 0.5,
         "baseline": "prior",
+        "base_scores": False,
     },
 }
-#: The recipes rerun with the sweep-tuned defaults and traversal (issue 25 §3, session 4).
+#: The recipes rerun with the sweep-tuned defaults and traversal (issue 25 §3, session 4), and again with
+#: each scorer's calibrated exploration and the predictor's base scores (issue 25 §1, session 5).
 HEADLINE = r"(medium|tight)-(gnn|linucb|signet_predictor)"
+#: The exploration studies' best trials (sweep/exploration_best-<scorer>.yaml; issue 25 §1, session 5).
+TUNED_EXPLORATION = {
+    "gnn": ("task.exploration=epsilon", "task.epsilon=0.1422119973969722"),
+    "linucb": ("task.exploration=epsilon", "task.epsilon=0.1"),
+    "signet_predictor": ("task.exploration=epsilon", "task.epsilon=0.1477317633429356"),
+}
 #: The traversal sweep's best trial (study learning-traversal, trial 11), which every scorer sweep walked.
 TUNED_TRAVERSAL = ("traversal.max_branching=3", "traversal.max_paths=90", "traversal.max_depth=3",
                    "traversal.min_confidence=0.7884428793713362")  # fmt: skip
@@ -132,7 +140,8 @@ def _reported_overrides() -> dict[str, list[str]]:
     # run was not rerun and keeps the pre-sweep settings of its scorer (its own knob aside)
     for name, over in out.items():
         if re.fullmatch(HEADLINE + r"-s\d", name):
-            out[name] = [*over, *TUNED_TRAVERSAL]
+            scorer = next(o.split("=", 1)[1] for o in over if o.startswith("scorer="))
+            out[name] = [*over, *TUNED_TRAVERSAL, *TUNED_EXPLORATION[scorer]]
             continue
         scorer = next(o.split("=", 1)[1] for o in over if o.startswith("scorer="))
         own = {o.split("=", 1)[0].removeprefix("++scorer.") for o in over if o.startswith("++scorer.")}
@@ -277,6 +286,7 @@ def test_every_recipe_not_rerun_pins_its_scorers_pre_sweep_settings_and_the_head
         if re.fullmatch(HEADLINE, path.stem):
             headline.append(path.stem)
             assert "/experiment/learning/sweep/traversal_best" in node["defaults"], path.name
+            assert f"/experiment/learning/sweep/exploration_best-{scorer}" in node["defaults"], path.name
             assert "scorer" not in node and "traversal" not in node, path.name
             continue
         if scorer not in PRE_SWEEP:

@@ -15,12 +15,18 @@ from hydra_plugins.signet_rl_optuna.space import check_keys, search_space
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = ROOT / "conf" / "experiment" / "learning" / "sweep"
-SHARED = {"base", "traversal_best"}  # included by the recipes, not recipes of their own
+# included by the recipes, not recipes of their own
+SHARED = {"base", "traversal_best", "exploration_best-gnn", "exploration_best-linucb",
+          "exploration_best-signet_predictor"}  # fmt: skip
 RECIPES = sorted(p.stem for p in SWEEPS.glob("*.yaml") if p.stem not in SHARED)
 SCORERS = {
     "traversal": "prior", "gnn": "gnn", "linucb": "linucb", "prior": "prior", "ppr": "ppr", "fused": "fused",
-    "signet_predictor": "signet_predictor",
+    "signet_predictor": "signet_predictor", "signet_predictor-base": "signet_predictor",
+    "exploration-gnn": "gnn", "exploration-linucb": "linucb",
+    "exploration-signet_predictor": "signet_predictor",
 }  # fmt: skip
+#: The calibrated-exploration studies (issue 25 §1): the task's exploration, one study per learned scorer.
+EXPLORATION = ("exploration-gnn", "exploration-linucb", "exploration-signet_predictor")
 
 
 def _compose(recipe: str):
@@ -48,8 +54,31 @@ def test_each_sweep_recipe_composes_to_a_valid_search(recipe):
     assert cfg.optimized_metric.startswith("val/") and cfg.task.budget_chars == 400
     space = search_space(OmegaConf.to_container(sweeper.params), [])
     check_keys(list(space), cfg)  # raises on a key the config lacks
-    expected = "traversal." if recipe == "traversal" else "scorer."
+    expected = {"traversal": "traversal.", **dict.fromkeys(EXPLORATION, "task.")}.get(recipe, "scorer.")
     assert space and all(k.startswith(expected) for k in space)
+
+
+def test_every_learned_scorer_gets_the_same_exploration_search():
+    """The same keys, ranges and trial count for the GNN, LinUCB and Signet's predictor; the predictor's
+    strategies lack only thompson, which it cannot run (no sample_scores)."""
+    spaces = {}
+    for recipe in EXPLORATION:
+        sweeper = _compose(recipe).hydra.sweeper
+        assert sweeper.n_trials == 16
+        spaces[recipe] = search_space(OmegaConf.to_container(sweeper.params), [])
+    gnn, linucb, predictor = (spaces[r] for r in EXPLORATION)
+    assert gnn == linucb and set(predictor) == set(gnn) == {
+        "task.exploration",
+        "task.epsilon",
+        "task.temperature",
+    }
+    assert gnn["task.exploration"].choices == ("epsilon", "softmax", "thompson")
+    assert predictor["task.exploration"].choices == ("epsilon", "softmax")
+    assert (
+        predictor["task.epsilon"] == gnn["task.epsilon"]
+        and predictor["task.temperature"] == gnn["task.temperature"]
+    )
+    assert (gnn["task.epsilon"].low, gnn["task.epsilon"].high, gnn["task.epsilon"].log) == (0.01, 0.3, True)
 
 
 def test_every_scorer_sweep_shares_the_one_traversal():
@@ -59,3 +88,38 @@ def test_every_scorer_sweep_shares_the_one_traversal():
             continue
         traversal = _compose(recipe).traversal
         assert {k: traversal[k] for k in shared} == dict(shared), recipe
+
+
+def test_each_scorers_tuned_exploration_sets_the_strategy_and_only_the_parameter_it_reads():
+    """``sweep/exploration_best-<scorer>.yaml`` (written from the study's best trial by
+    ``experiments/equal_tuning.py --exploration-best``): a strategy the scorer can run and its one parameter,
+    inside the searched range; the task's shared default stays epsilon 0.1 for every run not rerun."""
+    reads = {"epsilon": {"epsilon"}, "softmax": {"temperature"}, "thompson": set()}
+    for recipe in EXPLORATION:
+        scorer = recipe.removeprefix("exploration-")
+        task = OmegaConf.to_container(OmegaConf.load(SWEEPS / f"exploration_best-{scorer}.yaml"))["task"]
+        space = search_space(OmegaConf.to_container(_compose(recipe).hydra.sweeper.params), [])
+        assert task["exploration"] in space["task.exploration"].choices, scorer
+        assert set(task) == {"exploration"} | reads[task["exploration"]], scorer
+        for key in set(task) - {"exploration"}:
+            dist = space[f"task.{key}"]
+            assert dist.low <= task[key] <= dist.high, (scorer, key)
+    bandit = OmegaConf.load(ROOT / "conf" / "task" / "bandit.yaml")
+    assert (bandit.exploration, bandit.epsilon) == ("epsilon", 0.1)
+
+
+def test_the_predictor_studies_differ_only_in_the_base_scores():
+    """sweep/signet_predictor reruns session 4's study of Signet's 17-feature network (base_scores pinned
+    false, whatever the scorer's default); sweep/signet_predictor-base searches the same space, on the same
+    base, traversal and exploration, for the network with the 3 base scores as inputs."""
+    old, new = _compose("signet_predictor"), _compose("signet_predictor-base")
+    assert old.scorer.base_scores is False and new.scorer.base_scores is True
+    assert old.hydra.sweeper.params == new.hydra.sweeper.params
+    assert (old.task.exploration, old.task.epsilon) == ("epsilon", 0.1)
+    strip = ("hydra", "scorer")
+    assert {k: v for k, v in old.items() if k not in strip} == {
+        k: v for k, v in new.items() if k not in strip
+    }
+    assert {k: v for k, v in old.scorer.items() if k != "base_scores"} == {
+        k: v for k, v in new.scorer.items() if k != "base_scores"
+    }

@@ -10,9 +10,9 @@ from signet_rl.scorers.prior import PPRScorer, PriorScorer, RandomScorer
 
 #: The learned scorers' settings before issue 25 §3 made their sweeps' best trials the defaults (GNN: hidden,
 #: lr, weight_decay, steps_per_update; LinUCB: alpha, lam; Signet's predictor: Signet's own lr, temperature,
-#: epochs, final_alpha and prior baseline). A reported run or script that was not rerun under the new
-#: defaults pins these, so it still reproduces its committed figure (docs/results.md, "Tuned defaults
-#: applied").
+#: epochs, final_alpha and prior baseline, and without the base scores as inputs, issue 25 §1 session 5). A
+#: reported run or script that was not rerun under the new defaults pins these, so it still reproduces its
+#: committed figure (docs/results.md, "Tuned defaults applied").
 PRE_SWEEP_DEFAULTS: dict[str, dict[str, Any]] = {
     "gnn": {"hidden": 32, "lr": 0.01, "weight_decay": 0.0, "steps_per_update": 1},
     "linucb": {"alpha": 1.0, "lam": 1.0},
@@ -22,6 +22,7 @@ PRE_SWEEP_DEFAULTS: dict[str, dict[str, Any]] = {
         "epochs": 3,
         "final_alpha": 0.5,
         "baseline": "prior",
+        "base_scores": False,
     },
 }
 

@@ -18,12 +18,19 @@ it constructs: its facts, or its end entity), from what the candidate and the gr
    name (``embedded`` = 0 then). The **query embedding** is Signet's: the mean embedding of the top
    ``context_top`` (10) baseline candidates, not the query text.
 3. **Features.** 17 per candidate, :data:`PREDICTOR_FEATURES`, as Signet lists them (see
-   :meth:`SignetPredictorScorer.features` for how each is read off a path).
+   :meth:`SignetPredictorScorer.features` for how each is read off a path). With ``base_scores`` (the
+   framework's default, issue 25 §1: the inputs the GNN and LinUCB get) the candidate also carries the
+   non-learned scorers' standardised prior / PPR / flat scores (:class:`~signet_rl.scorers.fused.BaseScores`,
+   :data:`~signet_rl.scorers.fused.BASE_SCORES`), projected into :math:`h_i` by one more matrix
+   :math:`W_b z_i`; these are **not** part of Signet's 17-feature sidecar contract, so :meth:`predict` on
+   the sidecar's inputs alone is refused for such a predictor, naming the option (``base_scores=false`` is
+   Signet's exact predictor).
 4. **Network** (:class:`PredictorNet`, a plain torch module over dense tensors): the query embedding and
    each candidate are projected ``d -> H`` (``hidden``, 64);
 
    .. math:: q = W_q c + b_q, \\qquad
              h_i = W_c x_i + b_c + W_f f_i + E_{ent}[\\mathrm{slot}_e(f_i)] + E_{asp}[\\mathrm{slot}_a(f_i)]
+                   \\; [+ W_b z_i]
 
    .. math:: s_i = \\frac{\\langle q, h_i \\rangle}{\\sqrt{H}} + w_o^\\top \\mathrm{ReLU}(h_i) + b_o
 
@@ -87,6 +94,7 @@ from signet_rl.scorers.features import (
     floor_first,
     time_features,
 )
+from signet_rl.scorers.fused import BASE_SCORES, BaseScores
 from signet_rl.traversal.path import Path
 
 __all__ = [
@@ -188,6 +196,7 @@ def check_predictor_inputs(
     features: np.ndarray,
     embed_dim: int,
     name_of: Callable[[int], str] | None = None,
+    base: np.ndarray | None = None,
 ) -> None:
     """Refuse inputs the predictor would silently mis-score: embeddings of another dimension than its
     encoder's, a feature matrix of another shape, non-finite features or embeddings.
@@ -198,6 +207,7 @@ def check_predictor_inputs(
         features: ``[n, 17]``.
         embed_dim: the predictor's ``d``.
         name_of: a candidate's name for the messages, by index (default ``candidate <i>``).
+        base: the standardised base scores ``[n, 3]`` of a predictor built with ``base_scores`` (else None).
 
     Raises:
         ValueError: naming the input, the value and the way out, e.g. ``SignetPredictorScorer: feature
@@ -228,6 +238,20 @@ def check_predictor_inputs(
     for what, x in (("context_embedding", context), ("candidate_embeddings", candidates)):
         if not np.isfinite(x).all():
             raise ValueError(f"{_WHO}: {what} holds a non-finite value; embeddings must be finite")
+    if base is not None:
+        k = len(BASE_SCORES)
+        if base.shape != (n, k):
+            raise ValueError(
+                f"{_WHO}: base_scores has shape {base.shape}; expected ({n}, {k}): one row of the "
+                f"standardised {', '.join(BASE_SCORES)} scores per candidate"
+            )
+        bad = ~np.isfinite(base)
+        if bad.any():
+            i, j = (int(x) for x in np.argwhere(bad)[0])
+            who = name_of(i) if name_of is not None else f"candidate {i}"
+            raise ValueError(
+                f"{_WHO}: base score {BASE_SCORES[j]!r} of {who} is {base[i, j]}; must be finite"
+            )
 
 
 # -- the network ----------------------------------------------------------------------------------------
@@ -241,14 +265,17 @@ class PredictorNet(nn.Module):
         embed_dim: ``d``, the encoder's dimension.
         hidden: ``H``, the internal projection (Signet: 64).
         hash_slots: buckets of the entity and aspect hash slots.
+        base_dim: columns of extra per-candidate inputs (the standardised base scores, 3) projected into
+            ``h`` by ``base_proj`` (0: none, Signet's network; its parameters are then exactly Signet's, and
+            drawn from the seed in the same order).
 
     Shapes:
-        ``forward(context [d], candidates [n, d], features [n, 17]) -> [n]``.
+        ``forward(context [d], candidates [n, d], features [n, 17], base [n, base_dim]?) -> [n]``.
     """
 
-    def __init__(self, embed_dim: int, hidden: int = 64, hash_slots: int = 32) -> None:
+    def __init__(self, embed_dim: int, hidden: int = 64, hash_slots: int = 32, base_dim: int = 0) -> None:
         super().__init__()
-        self.embed_dim, self.hidden, self.hash_slots = embed_dim, hidden, hash_slots
+        self.embed_dim, self.hidden, self.hash_slots, self.base_dim = embed_dim, hidden, hash_slots, base_dim
         self.query_proj = nn.Linear(embed_dim, hidden)
         self.cand_proj = nn.Linear(embed_dim, hidden)
         self.feat_proj = nn.Linear(len(PREDICTOR_FEATURES), hidden, bias=False)
@@ -257,6 +284,8 @@ class PredictorNet(nn.Module):
         self.value = nn.Linear(hidden, 1)
         nn.init.normal_(self.entity_slots.weight, std=0.1)
         nn.init.normal_(self.aspect_slots.weight, std=0.1)
+        # created last, so a net without it draws Signet's parameters from the seed unchanged
+        self.base_proj = nn.Linear(base_dim, hidden, bias=False) if base_dim else None
 
     def slots(self, features: Tensor) -> tuple[Tensor, Tensor]:
         """The entity and aspect slot indices ``[n]`` encoded in the features (``slot / hash_slots``)."""
@@ -264,7 +293,9 @@ class PredictorNet(nn.Module):
         idx = idx.clamp(0, self.hash_slots - 1)
         return idx[:, 0], idx[:, 1]
 
-    def forward(self, context: Tensor, candidates: Tensor, features: Tensor) -> Tensor:
+    def forward(
+        self, context: Tensor, candidates: Tensor, features: Tensor, base: Tensor | None = None
+    ) -> Tensor:
         q = self.query_proj(context.reshape(1, -1))  # [1, H]
         ent, asp = self.slots(features)
         h = (
@@ -273,6 +304,10 @@ class PredictorNet(nn.Module):
             + self.entity_slots(ent)
             + self.aspect_slots(asp)
         )  # [n, H]
+        if self.base_proj is not None:
+            if base is None:
+                raise ValueError(f"PredictorNet: built with base_dim={self.base_dim}, called without base")
+            h = h + self.base_proj(base)
         attn = (h @ q.reshape(-1, 1)).reshape(-1) / math.sqrt(self.hidden)
         return attn + self.value(torch.relu(h)).reshape(-1)
 
@@ -325,6 +360,10 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         floor_baseline: with the hybrid entry's floor among the candidates, the baseline ranking is the
             floor in best_flat's order, then the rest in ``baseline``'s order (false: ``baseline``'s order
             alone, the behaviour before the switch).
+        base_scores: also read the non-learned scorers' standardised prior / PPR / flat scores
+            (:class:`~signet_rl.scorers.fused.BaseScores`), the inputs the GNN and LinUCB get (issue 25 §1;
+            the framework's default). False: Signet's exact 17-feature predictor, the one its sidecar contract
+            can serve (:meth:`predict` refuses the sidecar's inputs alone when this is on).
         session_size: interactions per session for queries with neither a session nor a time.
         encoder: the text encoder of candidate embeddings (``hashing`` or ``minilm``).
         seed: seeds the initial weights (training draws no random numbers).
@@ -355,6 +394,7 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         context_top: int = 10,
         baseline: str = "ppr",
         floor_baseline: bool = True,
+        base_scores: bool = True,
         session_size: int = 20,
         encoder: str = "hashing",
         seed: int = 0,
@@ -374,11 +414,14 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
             raise ValueError(f"{_WHO}: baseline must be one of {', '.join(BASELINES)}, got {baseline!r}")
         if not isinstance(floor_baseline, bool):
             raise ValueError(f"{_WHO}: floor_baseline must be true or false, got {floor_baseline!r}")
+        if not isinstance(base_scores, bool):
+            raise ValueError(f"{_WHO}: base_scores must be true or false, got {base_scores!r}")
         self.config: dict[str, Any] = {
             "hidden": hidden, "hash_slots": hash_slots, "lr": lr, "temperature": temperature,
             "epochs": epochs, "rrf_k": rrf_k, "cold_start_sessions": cold_start_sessions,
             "ramp_sessions": ramp_sessions, "final_alpha": final_alpha, "context_top": context_top,
-            "baseline": baseline, "floor_baseline": floor_baseline, "session_size": session_size,
+            "baseline": baseline, "floor_baseline": floor_baseline, "base_scores": base_scores,
+            "session_size": session_size,
             "encoder": encoder, "seed": seed,
         }  # fmt: skip
         self.temperature = float(temperature)
@@ -386,12 +429,15 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         self.rrf_k = float(rrf_k)
         self.context_top = context_top
         self.baseline: PathScorer = make_scorer(baseline)
+        self.base = BaseScores() if base_scores else None
         self.query_featurizer = QueryFeaturizer(encoder)
         self._init_graph_states(edge_stats)
         self.embed_dim = self.query_featurizer.embedding_dim
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            self.net = PredictorNet(self.embed_dim, hidden, hash_slots)
+            self.net = PredictorNet(
+                self.embed_dim, hidden, hash_slots, len(BASE_SCORES) if base_scores else 0
+            )
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=lr)
         self.updates = 0
         self._session_keys: set[str] = set()
@@ -430,6 +476,8 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         """Build the graph's lookups and prepare the baseline scorer."""
         self._graph_state(graph, arrays)
         self.baseline.prepare(graph, arrays)
+        if self.base is not None:
+            self.base.prepare(graph, arrays)
 
     def forget(self, arrays: GraphArrays) -> None:
         """Drop what is kept for ``arrays``, and the baseline's (its graph was replaced)."""
@@ -546,35 +594,60 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
 
     def _inputs(
         self, query: Query, paths: Sequence[Path], context: ScoringContext
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(baseline scores, context embedding, candidate embeddings, features) of all ``paths``."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """(baseline scores, context embedding, candidate embeddings, features, standardised base scores or
+        None without ``base_scores``) of all ``paths``."""
         base = self._baseline_scores(query, paths, context)
         emb, feats = self.features(paths, context)
         ctx = self.context_embedding(base, emb)
+        z = None if self.base is None else self.base.features(query, paths, context).astype(np.float64)
         check_predictor_inputs(
-            ctx, emb, feats, self.embed_dim, lambda i: f"candidate {i} ({paths[i].serialise()})"
+            ctx, emb, feats, self.embed_dim, lambda i: f"candidate {i} ({paths[i].serialise()})", z
         )
-        return base, ctx, emb, feats
+        return base, ctx, emb, feats, z
 
     # -- scoring ------------------------------------------------------------------------------------
 
     def predict(
-        self, context_embedding: Any, candidate_embeddings: Any, candidate_features: Any
+        self,
+        context_embedding: Any,
+        candidate_embeddings: Any,
+        candidate_features: Any,
+        base_scores: Any = None,
     ) -> np.ndarray:
-        """The predictor's raw scores ``[n]`` (before fusion), from the sidecar's ``score`` inputs.
+        """The predictor's raw scores ``[n]`` (before fusion), from the sidecar's ``score`` inputs (Signet's
+        17 features) and, for a predictor built with ``base_scores``, the candidates' standardised base
+        scores ``[n, 3]``, which Signet's contract does not carry.
 
         Raises:
             ValueError: mismatched embedding dimensions, a feature matrix of another shape, non-finite
-                features (:func:`check_predictor_inputs`).
+                features (:func:`check_predictor_inputs`); base scores missing for a predictor built with
+                ``base_scores`` (Signet's sidecar inputs alone cannot score it), or given to one without.
         """
+        if self.base is not None and base_scores is None:
+            raise ValueError(
+                f"{_WHO}: this predictor was built with base_scores=true: it reads the standardised "
+                f"{', '.join(BASE_SCORES)} scores beside Signet's {len(PREDICTOR_FEATURES)} features, which "
+                "Signet's sidecar contract does not carry; pass base_scores, or train it with "
+                "scorer.base_scores=false to serve Signet's 17-feature contract"
+            )
+        if self.base is None and base_scores is not None:
+            raise ValueError(
+                f"{_WHO}: base_scores given to a predictor built with base_scores=false (Signet's "
+                f"{len(PREDICTOR_FEATURES)} features only); build it with base_scores=true to read them"
+            )
         ctx = np.asarray(context_embedding, dtype=np.float32)
         emb = np.asarray(candidate_embeddings, dtype=np.float32)
         feats = np.asarray(candidate_features, dtype=np.float64)
+        z = None if base_scores is None else np.asarray(base_scores, dtype=np.float64)
         if emb.ndim == 2 and emb.shape[0] == 0:
             return np.zeros(0)
-        check_predictor_inputs(ctx, emb, feats, self.embed_dim)
+        check_predictor_inputs(ctx, emb, feats, self.embed_dim, base=z)
         with torch.no_grad():
-            out = self.net(torch.from_numpy(ctx), torch.from_numpy(emb), torch.from_numpy(feats).float())
+            out = self.net(
+                torch.from_numpy(ctx), torch.from_numpy(emb), torch.from_numpy(feats).float(),
+                None if z is None else torch.from_numpy(z).float(),
+            )  # fmt: skip
         return out.double().numpy()
 
     def score(self, query: Query, paths: Sequence[Path], context: ScoringContext) -> np.ndarray:
@@ -586,8 +659,8 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         if alpha >= 1.0:  # cold start: the predictor's ranking carries no weight
             base = self._baseline_scores(query, paths, context)
             return rrf_fuse(base, base, 1.0, self.rrf_k)
-        base, ctx, emb, feats = self._inputs(query, paths, context)
-        return rrf_fuse(base, self.predict(ctx, emb, feats), alpha, self.rrf_k)
+        base, ctx, emb, feats, z = self._inputs(query, paths, context)
+        return rrf_fuse(base, self.predict(ctx, emb, feats, z), alpha, self.rrf_k)
 
     # -- learning -----------------------------------------------------------------------------------
 
@@ -603,7 +676,7 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         """
         for fb in feedback:
             check_feedback(fb)
-        lists: list[tuple[Tensor, Tensor, Tensor, Tensor]] = []
+        lists: list[tuple[Tensor, ...]] = []
         rated_queries: list[Query] = []
         for fb in feedback:
             rated = [(i, float(r)) for i, r in zip(fb.shown, fb.ratings, strict=True) if r is not None]
@@ -612,30 +685,32 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
             rated_queries.append(fb.query)
             if len(rated) < 2:
                 continue
-            _, ctx, emb, feats = self._inputs(fb.query, fb.paths, fb.context)
+            # the base scores are standardised over every candidate, as when the query was scored
+            _, ctx, emb, feats, z = self._inputs(fb.query, fb.paths, fb.context)
             idx = [i for i, _ in rated]
-            lists.append((
-                torch.from_numpy(ctx), torch.from_numpy(emb[idx]), torch.from_numpy(feats[idx]).float(),
-                torch.tensor([r for _, r in rated], dtype=torch.float32),
-            ))  # fmt: skip
+            inputs = [torch.from_numpy(ctx), torch.from_numpy(emb[idx]), torch.from_numpy(feats[idx]).float()]
+            if z is not None:
+                inputs.append(torch.from_numpy(z[idx]).float())
+            lists.append((*inputs, torch.tensor([r for _, r in rated], dtype=torch.float32)))
         for q in rated_queries:
             self._count_session(q)
         if lists:
             self.fit(lists)
 
-    def fit(self, lists: Sequence[tuple[Tensor, Tensor, Tensor, Tensor]]) -> float:
+    def fit(self, lists: Sequence[tuple[Tensor, ...]]) -> float:
         """``epochs`` Adam steps on the mean listwise KL of ``lists``; returns the last step's loss.
 
         Args:
             lists: per list, the context embedding ``[d]``, candidate embeddings ``[m, d]``, features
-                ``[m, 17]`` and labels ``[m]`` (ratings), as float32 tensors.
+                ``[m, 17]``, with ``base_scores`` the standardised base scores ``[m, 3]``, and labels ``[m]``
+                (ratings), as float32 tensors.
         """
         self.updates += 1
         value = math.nan
         for _ in range(self.epochs):
             self.optimizer.zero_grad()
             loss = torch.stack(
-                [listwise_kl(self.net(c, x, f), r, self.temperature) for c, x, f, r in lists]
+                [listwise_kl(self.net(*inputs), r, self.temperature) for *inputs, r in lists]
             ).mean()
             loss.backward()
             self.optimizer.step()
@@ -661,8 +736,10 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         """
         if state.get("format") != _FORMAT:
             raise ValueError(f"not a {_WHO} checkpoint: format {state.get('format')!r}")
-        shape_keys = ("hidden", "hash_slots", "encoder")
-        diff = [k for k in shape_keys if state.get("config", {}).get(k) != self.config[k]]
+        shape_keys = ("hidden", "hash_slots", "encoder", "base_scores")
+        # a checkpoint from before the base_scores option is Signet's 17-feature network
+        old = {"base_scores": False, **state.get("config", {})}
+        diff = [k for k in shape_keys if old.get(k) != self.config[k]]
         if diff:
             raise ValueError(f"checkpoint was built with other arguments: {', '.join(diff)}")
         self.net.load_state_dict(state["net"])

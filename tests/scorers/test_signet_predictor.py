@@ -92,6 +92,104 @@ def test_forward_is_a_plain_module_over_dense_tensors():
     torch.testing.assert_close(exported(*more), net(*more))
 
 
+def test_forward_pass_with_base_scores_matches_the_hand_computed_scores():
+    """With ``base_dim`` 3 the standardised base scores enter ``h`` through ``base_proj`` (here: PPR's column
+    into h's third unit); zero base scores give Signet's scores exactly."""
+    signet = _hand_net()
+    net = PredictorNet(embed_dim=2, hidden=4, hash_slots=2, base_dim=3)
+    with torch.no_grad():
+        for name, p in signet.named_parameters():
+            net.get_parameter(name).copy_(p)
+        net.base_proj.weight.zero_()
+        net.base_proj.weight[2, 1] = 1.0  # ppr
+    base = torch.tensor([[0.0, 1.0, 0.0], [0.0, -1.0, 0.0], [0.0, 2.0, 0.0]])
+    # h_A = [1, 0, 1.5, 0], h_B = [0, 1, 0, 2], h_C = [-1, 0, 2, 0]; q = [2, 0, 0, 1]
+    # attention: A 1, B 1, C -1; value relu(h).[1, 1, 1, -1]: A 2.5, B -1, C 2
+    assert net(*_hand_inputs(), base).tolist() == pytest.approx([3.5, 0.0, 1.0], abs=1e-6)
+    assert net(*_hand_inputs(), torch.zeros(3, 3)).tolist() == pytest.approx([2.5, 1.0, -1.0], abs=1e-6)
+    with pytest.raises(ValueError, match=r"^PredictorNet: built with base_dim=3, called without base$"):
+        net(*_hand_inputs())
+
+
+def test_without_base_scores_the_network_is_signets_drawn_from_the_same_seed():
+    """base_scores=false keeps Signet's exact network: the same parameters, drawn in the same order from the
+    seed, as the predictor before the option; with it, only ``base_proj`` is added."""
+    off, on = SignetPredictorScorer(base_scores=False), SignetPredictorScorer(base_scores=True)
+    assert off.net.base_proj is None and on.net.base_proj.weight.shape == (64, 3)
+    signet = dict(off.net.named_parameters())
+    assert set(dict(on.net.named_parameters())) - set(signet) == {"base_proj.weight"}
+    for name, p in on.net.named_parameters():
+        if name in signet:
+            assert torch.equal(p, signet[name]), name
+
+
+def test_with_base_scores_it_learns_a_preference_only_the_base_scores_carry():
+    """Lists of 4 candidates with random embeddings and features; the one with the highest PPR base score is
+    rated +1. The predictor reading the base scores learns to rank it first on held-out lists; Signet's
+    17-feature predictor, which cannot see them, stays near chance."""
+    rng = np.random.default_rng(1)
+    d = SignetPredictorScorer(base_scores=False).embed_dim
+
+    def make(n: int) -> list[tuple[torch.Tensor, ...]]:
+        out = []
+        for _ in range(n):
+            emb = rng.standard_normal((4, d)).astype(np.float32)
+            emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+            feats = rng.random((4, 17)).astype(np.float32)
+            base = rng.standard_normal((4, 3)).astype(np.float32)
+            labels = np.full(4, -1.0, dtype=np.float32)
+            labels[int(np.argmax(base[:, 1]))] = 1.0
+            out.append(tuple(torch.from_numpy(x) for x in (emb.mean(0), emb, feats, base, labels)))
+        return out
+
+    train, held = make(400), make(100)
+    accuracy = {}
+    for on in (True, False):
+        s = SignetPredictorScorer(lr=1e-2, epochs=1, seed=0, base_scores=on)
+        drop = (lambda t: t) if on else (lambda t: (*t[:3], t[4]))  # Signet's inputs: no base scores
+        for i in range(0, len(train), 4):
+            s.fit([drop(t) for t in train[i : i + 4]])
+        hits = [int(np.argmax(s.predict(c.numpy(), x.numpy(), f.numpy(), *([b.numpy()] if on else []))))
+                == int(r.argmax()) for c, x, f, b, r in held]  # fmt: skip
+        accuracy[on] = float(np.mean(hits))
+    assert accuracy[True] >= 0.8 and accuracy[False] <= 0.4  # 0.88 and 0.23 here; chance is 0.25
+
+
+def test_a_predictor_with_base_scores_refuses_signets_17_feature_inputs_alone(graph, arrays):
+    """Signet's sidecar contract carries 17 features: a predictor trained with base scores cannot be served by
+    it, and says so, naming the option; the mismatch the other way and a wrong shape are refused too."""
+    on, off = SignetPredictorScorer(), SignetPredictorScorer(base_scores=False)
+    ctx, cands, feats = np.zeros(384), np.zeros((2, 384)), np.zeros((2, 17))
+    with pytest.raises(ValueError) as err:
+        on.predict(ctx, cands, feats)
+    assert str(err.value) == (
+        "SignetPredictorScorer: this predictor was built with base_scores=true: it reads the standardised "
+        "prior, ppr, flat scores beside Signet's 17 features, which Signet's sidecar contract does not "
+        "carry; pass base_scores, or train it with scorer.base_scores=false to serve Signet's 17-feature "
+        "contract"
+    )
+    with pytest.raises(ValueError) as err:
+        off.predict(ctx, cands, feats, np.zeros((2, 3)))
+    assert str(err.value) == (
+        "SignetPredictorScorer: base_scores given to a predictor built with base_scores=false (Signet's 17 "
+        "features only); build it with base_scores=true to read them"
+    )
+    with pytest.raises(ValueError) as err:
+        on.predict(ctx, cands, feats, np.zeros((2, 2)))
+    assert str(err.value) == (
+        "SignetPredictorScorer: base_scores has shape (2, 2); expected (2, 3): one row of the standardised "
+        "prior, ppr, flat scores per candidate"
+    )
+    assert on.predict(ctx, cands, feats, np.zeros((2, 3))).shape == (2,)
+    with pytest.raises(ValueError, match=r"^checkpoint was built with other arguments: base_scores$"):
+        off.load_state_dict(on.state_dict())
+    old = off.state_dict()
+    del old["config"]["base_scores"]  # a checkpoint from before the option: Signet's network
+    SignetPredictorScorer(base_scores=False).load_state_dict(old)
+    with pytest.raises(ValueError, match=r"^checkpoint was built with other arguments: base_scores$"):
+        on.load_state_dict(old)
+
+
 def test_listwise_kl_matches_the_hand_computed_divergence():
     scores, labels = torch.tensor([2.5, 1.0, -1.0]), torch.tensor([1.0, -1.0, 0.0])
     # target softmax(labels / 0.5) = softmax([2, -2, 0]); prediction softmax(scores)
@@ -167,7 +265,7 @@ def test_it_learns_a_known_preference():
     """Lists of 4 random candidates; the one with the constraint flag is rated +1, the others -1. After
     training, the held-out lists rank it first."""
     rng = np.random.default_rng(0)
-    s = SignetPredictorScorer(lr=1e-2, epochs=1, seed=0)
+    s = SignetPredictorScorer(lr=1e-2, epochs=1, seed=0, base_scores=False)  # Signet's 17 features
     d = s.embed_dim
 
     def make(n: int) -> list[tuple[torch.Tensor, ...]]:
@@ -244,7 +342,7 @@ def test_registered_and_built_by_name():
 
 
 def test_mismatched_embedding_dimensions_are_refused():
-    s = SignetPredictorScorer()
+    s = SignetPredictorScorer(base_scores=False)
     feats = np.zeros((2, 17))
     with pytest.raises(ValueError) as err:
         s.predict(np.zeros(768), np.zeros((2, 384)), feats)
@@ -263,7 +361,7 @@ def test_mismatched_embedding_dimensions_are_refused():
 
 
 def test_nan_features_are_refused_naming_the_value():
-    s = SignetPredictorScorer()
+    s = SignetPredictorScorer(base_scores=False)
     feats = np.zeros((3, 17))
     feats[2, F["importance"]] = np.nan
     with pytest.raises(ValueError) as err:
@@ -293,6 +391,7 @@ def test_a_nan_time_is_refused_naming_the_path(graph, arrays):
         ({"baseline": "flat"}, "SignetPredictorScorer: baseline must be one of prior, ppr, got 'flat'"),
         ({"hash_slots": 1}, "SignetPredictorScorer: hash_slots must be an integer >= 2, got 1"),
         ({"floor_baseline": "yes"}, "SignetPredictorScorer: floor_baseline must be true or false, got 'yes'"),
+        ({"base_scores": 1}, "SignetPredictorScorer: base_scores must be true or false, got 1"),
     ],
 )
 def test_bad_arguments(kwargs, message):
