@@ -116,7 +116,13 @@ def prune(args: argparse.Namespace) -> int:
 
 
 def restore(args: argparse.Namespace) -> int:
-    moved = restore_from_cold(args.store, args.ids, copy=args.copy, drop_orphaned=args.drop_orphaned)
+    if bool(args.ids) == args.all:
+        raise ValueError("restore: name the entity ids or --all (every cold entity), "
+                         "not both and not neither")
+    ids = cold_entities(args.store) if args.all else args.ids
+    if not ids:
+        raise ValueError(f"{args.store}: the cold tier holds no entity; nothing to restore")
+    moved = restore_from_cold(args.store, ids, copy=args.copy, drop_orphaned=args.drop_orphaned)
     print(f"restored {len(moved.entity_ids):,} entities from the cold tier of {args.store}; rows per table:")
     print("\n".join(_rows(moved)))
     for dep, gone in moved.dropped:
@@ -157,7 +163,8 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(run=prune)
     r = sub.add_parser("restore", help="bring entities back from the cold tier of a store copy")
     r.add_argument("store", type=Path)
-    r.add_argument("ids", nargs="+", help="entity ids")
+    r.add_argument("ids", nargs="*", help="entity ids")
+    r.add_argument("--all", action="store_true", help="every entity in the cold tier")
     r.add_argument("--copy", action="store_true", required=True,
                    help="say the store is an offline copy no daemon uses (required)")
     r.add_argument("--drop-orphaned", action="store_true",

@@ -47,9 +47,15 @@ def test_a_plan_is_applied_to_a_copy_and_restored_byte_for_byte(store: Path, tmp
         f"2 cold entities in {out}", "  e1", "  e3",
         "cold frontier: 2 dependencies from a hot entity to a cold one",
         "  E:e0>D+:d0>E:e1", "  E:e2>D-:d1>E:e1"]
-    assert main(["restore", str(out), "e1", "e3", "--copy"]) == 0
+    assert main(["restore", str(out), "--all", "--copy"]) == 0
     assert capsys.readouterr().out.startswith(f"restored 2 entities from the cold tier of {out}")
     assert snapshot(out) == before
+    assert main(["restore", str(out), "--all", "--copy"]) == 2  # nothing cold any more
+    assert capsys.readouterr().err == f"error: {out}: the cold tier holds no entity; nothing to restore\n"
+    for argv in (["restore", str(out), "--copy"], ["restore", str(out), "e1", "--all", "--copy"]):
+        assert main(argv) == 2
+        assert capsys.readouterr().err == ("error: restore: name the entity ids or --all (every cold "
+                                           "entity), not both and not neither\n")
 
 
 def test_in_place_copy_and_the_real_command_line(store: Path, tmp_path: Path) -> None:
