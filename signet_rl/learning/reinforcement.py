@@ -365,6 +365,18 @@ class EdgeStats:
 
     # -- checkpoints -----------------------------------------------------------------------------------
 
+    def carry_over(self, old: EdgeStats, old_index: Mapping[str, int], new_index: Mapping[str, int]) -> None:
+        """Take ``old``'s learning onto these statistics of a re-indexed graph: for every edge both
+        indexes hold (dependency id -> edge row), its weights, walks and last update; and ``old``'s step.
+        An edge only this graph has keeps what it starts with here."""
+        pairs = np.asarray([(i, new_index[e]) for e, i in old_index.items() if e in new_index],
+                           dtype=np.int64)
+        if len(pairs):
+            self.weights[pairs[:, 1]] = old.weights[pairs[:, 0]]
+            self.walks[pairs[:, 1]] = old.walks[pairs[:, 0]]
+            self.last_update[pairs[:, 1]] = old.last_update[pairs[:, 0]]
+        self.step = old.step
+
     def state_dict(self) -> dict[str, np.ndarray]:
         """The learned state and the hyperparameters, as numpy arrays (``np.savez`` them, no pickle)."""
         return {

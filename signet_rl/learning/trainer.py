@@ -346,13 +346,7 @@ class BanditTrainer:
         arrays = self.retriever.replace_graph(graph_id, graph)
         new = EdgeStats(arrays.num_dependencies, old.intents, old.time_buckets, old.lr, old.floor,
                         old.ceiling, old.cool_rate, old.init)
-        before, after = edge_index(old_arrays), edge_index(arrays)
-        pairs = np.array([(before[d], i) for d, i in after.items() if d in before], dtype=np.int64)
-        if len(pairs):
-            new.weights[pairs[:, 1]] = old.weights[pairs[:, 0]]
-            new.walks[pairs[:, 1]] = old.walks[pairs[:, 0]]
-            new.last_update[pairs[:, 1]] = old.last_update[pairs[:, 0]]
-        new.step = old.step
+        new.carry_over(old, edge_index(old_arrays), edge_index(arrays))
         self.stats[graph_id] = new
         attach = getattr(self.scorer, "attach_edge_stats", None)
         if attach is not None and self.config.reinforcement:

@@ -287,13 +287,7 @@ class Service:
         arrays = desire._state("main").arrays
         stats = self.policy.edge_stats(arrays)
         index = {str(e): i for i, e in enumerate(arrays.edge_ids)}
-        old_stats, old_index = self.stats, self.edge_index
-        pairs = np.asarray([(i, index[e]) for e, i in old_index.items() if e in index], dtype=np.int64)
-        if len(pairs):
-            stats.weights[pairs[:, 1]] = old_stats.weights[pairs[:, 0]]
-            stats.walks[pairs[:, 1]] = old_stats.walks[pairs[:, 0]]
-            stats.last_update[pairs[:, 1]] = old_stats.last_update[pairs[:, 0]]
-        stats.step = old_stats.step
+        stats.carry_over(self.stats, self.edge_index, index)
 
         def swap() -> None:
             old = self.desire

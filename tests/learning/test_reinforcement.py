@@ -395,3 +395,16 @@ def test_apply_counts_hybrid_entry_paths_as_walked_without_reinforcing_an_intent
     assert stats.walks[far] == 0 and stats.step == 1  # no intent learned from it
     assert (stats.weights[far] == 2).all()  # walked, so not cooled
     assert (stats.weights[near] == 1.5).all()  # not walked: halfway back to init
+
+
+def test_carry_over_moves_learning_by_edge_id_and_leaves_a_new_edge_at_its_start() -> None:
+    old = EdgeStats(3)
+    old.reinforce([0, 2], "what", 0, 1.0)
+    old.reinforce([1], "what", 0, -1.0)
+    new = EdgeStats(3)  # the re-indexed graph: d2 first, d0 second, d9 new; d1 is gone
+    new.carry_over(old, {"d0": 0, "d1": 1, "d2": 2}, {"d2": 0, "d0": 1, "d9": 2})
+    np.testing.assert_array_equal(new.weights[0], old.weights[2])
+    np.testing.assert_array_equal(new.weights[1], old.weights[0])
+    np.testing.assert_array_equal(new.walks[[0, 1]], old.walks[[2, 0]])
+    np.testing.assert_array_equal(new.weights[2], EdgeStats(3).weights[2])  # d9: untouched
+    assert new.step == old.step and float(new.weights[1].max()) > float(EdgeStats(1).weights.max())
