@@ -190,6 +190,16 @@ def listwise_kl(scores: Tensor, labels: Tensor, temperature: float = 0.5) -> Ten
     return (target * (torch.log(target) - log_pred)).sum()
 
 
+def _first_nonfinite(x: np.ndarray, name_of: Callable[[int], str] | None) -> tuple[str, int, float] | None:
+    """The first non-finite entry of the candidates-by-columns ``x``: (its candidate's name, its column,
+    its value); None when every entry is finite."""
+    bad = ~np.isfinite(x)
+    if not bad.any():
+        return None
+    i, j = (int(v) for v in np.argwhere(bad)[0])
+    return (name_of(i) if name_of is not None else f"candidate {i}"), j, float(x[i, j])
+
+
 def check_predictor_inputs(
     context: np.ndarray,
     candidates: np.ndarray,
@@ -227,12 +237,11 @@ def check_predictor_inputs(
             f"{_WHO}: candidate_features has shape {features.shape}; expected ({n}, {k}): one row of the "
             f"{k} features ({', '.join(PREDICTOR_FEATURES)}) per candidate"
         )
-    bad = ~np.isfinite(features)
-    if bad.any():
-        i, j = (int(x) for x in np.argwhere(bad)[0])
-        who = name_of(i) if name_of is not None else f"candidate {i}"
+    bad = _first_nonfinite(features, name_of)
+    if bad is not None:
+        who, j, value = bad
         raise ValueError(
-            f"{_WHO}: feature {PREDICTOR_FEATURES[j]!r} of {who} is {features[i, j]}; features must be "
+            f"{_WHO}: feature {PREDICTOR_FEATURES[j]!r} of {who} is {value}; features must be "
             "finite numbers (a NaN importance or time in the store?)"
         )
     for what, x in (("context_embedding", context), ("candidate_embeddings", candidates)):
@@ -245,13 +254,10 @@ def check_predictor_inputs(
                 f"{_WHO}: base_scores has shape {base.shape}; expected ({n}, {k}): one row of the "
                 f"standardised {', '.join(BASE_SCORES)} scores per candidate"
             )
-        bad = ~np.isfinite(base)
-        if bad.any():
-            i, j = (int(x) for x in np.argwhere(bad)[0])
-            who = name_of(i) if name_of is not None else f"candidate {i}"
-            raise ValueError(
-                f"{_WHO}: base score {BASE_SCORES[j]!r} of {who} is {base[i, j]}; must be finite"
-            )
+        bad = _first_nonfinite(base, name_of)
+        if bad is not None:
+            who, j, value = bad
+            raise ValueError(f"{_WHO}: base score {BASE_SCORES[j]!r} of {who} is {value}; must be finite")
 
 
 # -- the network ----------------------------------------------------------------------------------------
