@@ -51,6 +51,7 @@ from signet_rl.pipeline.desire import DesirePathRetriever
 from signet_rl.reporting import SCRATCH, Section, publish
 from signet_rl.retrieval.flat import BEST_FLAT, UNCAPPED, flat_variant
 from signet_rl.retrieval.ppr import PPRRetriever
+from signet_rl.scorers import PRE_SWEEP_DEFAULTS, make_scorer
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = ["needed_recall", "precision", "f1", "ndcg@10", "mrr", "tokens", "misleading_items"]
@@ -60,6 +61,12 @@ START, END = "<!-- desire:start -->", "<!-- desire:end -->"
 SECONDS = re.compile(r", \d+ s\)")
 #: The synthetic generator version every report uses by default (v1 stays selectable).
 SYNTHETIC_VERSION = REPORT_SYNTHETIC_VERSION
+
+
+def _reported_prior():
+    """The prior of the reported tables: its 90-day half-life before issue 25 §3 tuned the default (not
+    rerun since)."""
+    return make_scorer("prior", **PRE_SWEEP_DEFAULTS["prior"])
 
 
 def configured_traversal(dataset: str, conf_dir: str | Path | None = None) -> dict:
@@ -103,7 +110,7 @@ def ablation_retrievers(ds, traversal: dict | None, encoder: str) -> dict:
     for name, pieces in ABLATIONS.items():
         cfg = {**(traversal or {}), **pieces}
         out[f"desire_prior[{name}]"] = DesirePathRetriever(
-            "prior", config=cfg, encoder=encoder, flat=floor, name=f"desire_prior[{name}]"
+            _reported_prior(), config=cfg, encoder=encoder, flat=floor, name=f"desire_prior[{name}]"
         )
         out[f"candidate_ceiling[{name}]"] = DesirePathRetriever(
             OracleScorer(ds), config=cfg, encoder=encoder, flat=floor, name=f"candidate_ceiling[{name}]"
@@ -118,7 +125,7 @@ def retrievers(ds, traversal: dict | None) -> dict:
     return {
         "best_flat": flat_variant(BEST_FLAT),  # the frozen choice for ds's family, read when indexed
         "flat_signet_uncapped": flat,
-        "desire_prior": DesirePathRetriever("prior", config=traversal),
+        "desire_prior": DesirePathRetriever(_reported_prior(), config=traversal),
         "desire_ppr": DesirePathRetriever("ppr", config=traversal),
         "desire_random": DesirePathRetriever("random", config=traversal),
         "candidate_ceiling": DesirePathRetriever(

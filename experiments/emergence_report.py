@@ -764,9 +764,12 @@ def choose_rediscovery(args: argparse.Namespace, t: HealthThresholds) -> dict[st
 def recall_and_latency(ds: Dataset, budget: int, max_queries: int | None, seed: int) -> dict[str, float]:
     from signet_rl.evaluation.harness import evaluate
     from signet_rl.pipeline.desire import DesirePathRetriever
+    from signet_rl.scorers import PRE_SWEEP_DEFAULTS
+    from signet_rl.scorers.base import make_scorer
 
     _log(f"test recall and latency on {len(ds.graph.entities):,} entities")
-    res = evaluate(ds, {"prior": DesirePathRetriever("prior")}, split="test", budget_chars=budget,
+    prior = make_scorer("prior", **PRE_SWEEP_DEFAULTS["prior"])  # as reported: the 90-day prior (issue 25 §3)
+    res = evaluate(ds, {"prior": DesirePathRetriever(prior)}, split="test", budget_chars=budget,
                    ks=(10,), max_queries=max_queries, seed=seed, n_boot=200)
     rows = res.rows
     return {"recall@10": float(rows["recall@10"].mean()), "latency_ms": float(rows["latency_s"].mean() * 1e3),

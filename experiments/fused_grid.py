@@ -23,6 +23,7 @@ from signet_rl.core.types import Query, Unit
 from signet_rl.datasets import load_dataset
 from signet_rl.evaluation.harness import evaluate, select_queries
 from signet_rl.pipeline.desire import Candidates, DesirePathRetriever
+from signet_rl.scorers import PRE_SWEEP_DEFAULTS
 from signet_rl.scorers.fused import BaseScores
 
 TRAVERSAL = {"max_branching": 4, "max_paths": 50, "max_depth": 2, "min_confidence": 0.5}
@@ -57,7 +58,7 @@ def grid_search(spec: str, version: int, seeds: Sequence[int], budgets: Sequence
         ds = load_dataset(f"synthetic:{spec.split(':')[1]}:{seed}", options={"version": version})
         walker = DesirePathRetriever("prior", config=TRAVERSAL, encoder="hashing")
         walker.index(ds)
-        base = BaseScores()
+        base = BaseScores(**PRE_SWEEP_DEFAULTS["prior"])  # the 90-day prior column its grid was run with
         cached = {}
         for q in select_queries(ds, "validation", max_queries, seed):
             cands = walker.candidates(q)

@@ -77,7 +77,8 @@ def run_seed(preset: str, seed: int, epochs: int, eval_every: int, budgets: list
         print(f"seed {seed} {label}: trained in {curves[label]['seconds']:.0f} s", flush=True)
     if baselines:
         for name in NON_LEARNED:
-            named[f"desire_{name}"] = DesirePathRetriever(name, config=TRAVERSAL, encoder="hashing")
+            scorer_of = make_scorer(name, **PRE_SWEEP_DEFAULTS.get(name, {}))  # as reported (90-day prior)
+            named[f"desire_{name}"] = DesirePathRetriever(scorer_of, config=TRAVERSAL, encoder="hashing")
         named["best_flat"] = best_flat(f"synthetic:{preset}:{seed}")
     frames = []
     for budget in budgets:

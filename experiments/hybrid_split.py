@@ -30,6 +30,7 @@ from signet_rl.evaluation.harness import evaluate
 from signet_rl.evaluation.oracle import OracleScorer
 from signet_rl.pipeline.desire import DesirePathRetriever
 from signet_rl.retrieval.flat import BEST_FLAT, flat_variant
+from signet_rl.scorers import PRE_SWEEP_DEFAULTS, make_scorer
 
 #: The hybrid pieces switched on (the issue's *full* ablation without the graph walk, which adds
 #: aspect/attribute paths only).
@@ -84,7 +85,8 @@ def main(argv: list[str] | None = None) -> dict:
     for share in args.shares:
         cfg = {**PIECES, **POOLS[pool], "floor_share": share}
         named[f"desire_prior[share={share:g}]"] = DesirePathRetriever(
-            "prior", config=cfg, encoder=args.encoder, flat=floor, name=f"desire_prior[share={share:g}]"
+            make_scorer("prior", **PRE_SWEEP_DEFAULTS["prior"]),  # as its choice was made: the 90-day prior
+            config=cfg, encoder=args.encoder, flat=floor, name=f"desire_prior[share={share:g}]",
         )
     res = evaluate(ds, named, split="validation", budget_chars=args.budget, max_queries=args.max_queries,
                    n_boot=args.n_boot)

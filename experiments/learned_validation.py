@@ -65,7 +65,9 @@ def run(spec: str, version: int, scorer_name: str, overrides: dict[str, Any], ta
     seconds = time.perf_counter() - t0
     named: dict[str, Any] = {"learned": trainer.frozen("learned")}
     for name in baselines:
-        scorer_or_name: Any = OracleScorer(ds) if name == "ceiling" else name  # an oracle: evaluation only
+        # an oracle: evaluation only; the others as reported (the 90-day prior of PRE_SWEEP_DEFAULTS)
+        scorer_or_name: Any = (OracleScorer(ds) if name == "ceiling"
+                               else make_scorer(name, **PRE_SWEEP_DEFAULTS.get(name, {})))  # fmt: skip
         named[f"desire_{name}"] = DesirePathRetriever(scorer_or_name, config=TRAVERSAL, encoder="hashing")
     out: dict[str, Any] = {"spec": spec, "version": version, "scorer": scorer_name, "overrides": overrides,
                            "task": task, "seed": seed, "train_seconds": round(seconds, 1),

@@ -337,6 +337,7 @@ def run_transfer() -> None:
     from signet_rl.evaluation.harness import EvaluationResult, evaluate
     from signet_rl.pipeline.desire import DesirePathRetriever
     from signet_rl.retrieval.flat import BEST_FLAT, UNCAPPED, flat_variant
+    from signet_rl.scorers import PRE_SWEEP_DEFAULTS, make_scorer
     from signet_rl.scorers.gnn import GNNPathScorer
     from signet_rl.train import traversal_config
 
@@ -348,7 +349,10 @@ def run_transfer() -> None:
     flat.name = "flat_signet_uncapped"
     retrievers = {
         "trained gnn (seed-0 graph)": DesirePathRetriever(GNNPathScorer.load(policy), config=traversal),
-        "desire_prior": DesirePathRetriever("prior", config=traversal),
+        # the 90-day prior of the reported transfer table (issue 25 §3 moved the default; not rerun)
+        "desire_prior": DesirePathRetriever(
+            make_scorer("prior", **PRE_SWEEP_DEFAULTS["prior"]), config=traversal
+        ),
         "desire_ppr": DesirePathRetriever("ppr", config=traversal),
         "best_flat": flat_variant(BEST_FLAT),
         "flat_signet_uncapped": flat,

@@ -170,7 +170,8 @@ def _export_gnn(run: RunContents, out: Path, dataset: Any) -> dict[str, Any]:
 EXPORTED_GNN_OPTIONS = frozenset({
     "hidden", "layers", "n_heads", "uncertainty", "lr", "weight_decay", "steps_per_update",
     "importance_weighted", "max_importance_weight", "edge_features", "communities", "time_features",
-    "hand_features", "base_scores", "base_scale", "lr_decay_updates", "refresh_edge_stats", "aspect_buckets",
+    "hand_features", "base_scores", "base_scale", "prior_half_life_days", "lr_decay_updates",
+    "refresh_edge_stats", "aspect_buckets",
     "hand_feature_count", "name_dim", "type_buckets", "edge_type_buckets", "community_buckets", "encoder",
     "seed", "query_text", "aspect_intent", "zero_residual", "loss",
 })  # fmt: skip

@@ -146,6 +146,28 @@ def build_scorer(cfg: DictConfig, traversal: dict[str, Any] | None = None) -> An
     return make_scorer(str(name), **node)
 
 
+def baseline_scorers(cfg: DictConfig) -> dict[str, Any]:
+    """The scorers of the non-learned rows ``cfg.baselines`` names, each built with its constructor arguments
+    under ``cfg.baseline_options`` (its defaults when it has none there).
+
+    Raises:
+        ValueError: options for a scorer that is not among the baselines (naming it), or a bad argument (the
+            scorer's own message).
+    """
+    names = [str(n) for n in cfg.get("baselines") or []]
+    node = cfg.get("baseline_options")
+    options = OmegaConf.to_container(node, resolve=True) if node is not None else {}
+    if not isinstance(options, dict):
+        raise ValueError(f"baseline_options must map a baseline's name to its arguments, got {options!r}")
+    stray = sorted(str(k) for k in options if k not in names)
+    if stray:
+        raise ValueError(
+            f"baseline_options has {', '.join(stray)}, which baselines "
+            f"({', '.join(names) or 'empty'}) does not list: add it to baselines or drop its options"
+        )
+    return {name: make_scorer(name, **dict(options.get(name) or {})) for name in names}
+
+
 def _neutral(key: str) -> bool:
     return any(key == k or (k.endswith(".") and key.startswith(k)) for k in RESULTS_NEUTRAL)
 
@@ -287,6 +309,7 @@ def train_bandit(cfg: DictConfig) -> float:
     regulator = explorer_regulator(config)
     seed_everything(seed)
     scorer = build_scorer(cfg, traversal)
+    baseline_scorers(cfg)  # a bad baseline option fails now, not after training
     seed_everything(seed)  # the dataset loads from a freshly seeded state, as it always has
     torch.set_num_threads(int(cfg.get("threads") or torch.get_num_threads()))
     out = run_dir(cfg)
@@ -421,9 +444,9 @@ def _train_bandit(
         "best_flat": flat,
         "flat_signet_uncapped": flat_variant("flat_signet_uncapped", encoder=str(cfg.encoder)),
     }
-    for name in cfg.get("baselines") or []:
+    for name, scorer in baseline_scorers(cfg).items():
         extra[f"desire_{name}"] = DesirePathRetriever(
-            name, config=traversal, encoder=str(cfg.encoder), name=f"desire_{name}"
+            scorer, config=traversal, encoder=str(cfg.encoder), name=f"desire_{name}"
         )
     if cfg.get("ceiling", True):
         extra["candidate_ceiling"] = DesirePathRetriever(

@@ -37,8 +37,10 @@ SECOND_PASS = ("++dataset.hybrid.floor_keep=0.5", "task.slate_size=10")
 #: The sweep-tuned keys' defaults before issue 25 §3 took the sweeps' best trials: every reported recipe that
 #: was not rerun with the new defaults pins these (tested below).
 PRE_SWEEP: dict[str, dict[str, object]] = {
-    "gnn": {"hidden": 32, "lr": 0.01, "weight_decay": 0.0, "steps_per_update": 1},
-    "linucb": {"alpha": 1.0, "lam": 1.0},
+    "gnn": {
+        "hidden": 32, "lr": 0.01, "weight_decay": 0.0, "steps_per_update": 1, "prior_half_life_days": 90.0,
+    },
+    "linucb": {"alpha": 1.0, "lam": 1.0, "prior_half_life_days": 90.0},
     "signet_predictor": {
         "lr": 0.001,
         "temperature": 0.5,
@@ -46,8 +48,12 @@ PRE_SWEEP: dict[str, dict[str, object]] = {
         "final_alpha": 0.5,
         "baseline": "prior",
         "base_scores": False,
+        "prior_half_life_days": 90.0,
     },
+    "prior": {"half_life_days": 90.0},
 }
+#: The desire_prior row of a run that was not rerun after the prior's study (issue 25 §3, session 7).
+PRIOR_ROW_PIN = "++baseline_options.prior.half_life_days=90.0"
 #: The recipes rerun with the sweep-tuned defaults and traversal (issue 25 §3, session 4), and again with
 #: each scorer's calibrated exploration and the predictor's base scores (issue 25 §1, session 5).
 HEADLINE = r"(medium|tight)-(gnn|linucb|signet_predictor)"
@@ -146,6 +152,8 @@ def _reported_overrides() -> dict[str, list[str]]:
         scorer = next(o.split("=", 1)[1] for o in over if o.startswith("scorer="))
         own = {o.split("=", 1)[0].removeprefix("++scorer.") for o in over if o.startswith("++scorer.")}
         pins = [f"++scorer.{k}={v}" for k, v in PRE_SWEEP.get(scorer, {}).items() if k not in own]
+        if "baselines=[]" not in over:
+            pins.append(PRIOR_ROW_PIN)
         out[name] = [*over, *pins]
     return out
 
@@ -288,6 +296,7 @@ def test_every_recipe_not_rerun_pins_its_scorers_pre_sweep_settings_and_the_head
             assert "/experiment/learning/sweep/traversal_best" in node["defaults"], path.name
             assert f"/experiment/learning/sweep/exploration_best-{scorer}" in node["defaults"], path.name
             assert "scorer" not in node and "traversal" not in node, path.name
+            assert "baseline_options" not in node, path.name
             continue
         if scorer not in PRE_SWEEP:
             continue
@@ -297,7 +306,9 @@ def test_every_recipe_not_rerun_pins_its_scorers_pre_sweep_settings_and_the_head
             if own and key == own.group(1):
                 continue  # the tuning run's own knob
             assert node["scorer"][key] == old and type(node["scorer"][key]) is type(old), (path.name, key)
-    assert len(headline) == 6 and len(pinned) == 19
+        if node.get("baselines") != []:  # its desire_prior row as reported too
+            assert node["baseline_options"] == {"prior": {"half_life_days": 90.0}}, path.name
+    assert len(headline) == 6 and len(pinned) == 22
     # the pins are the OLD values: each differs from today's default in at least one key per scorer
     for scorer, old in PRE_SWEEP.items():
         defaults = {k: p.default for k, p in inspect.signature(SCORERS[scorer]).parameters.items()}

@@ -12,10 +12,13 @@ from signet_rl.scorers.prior import PPRScorer, PriorScorer, RandomScorer
 #: lr, weight_decay, steps_per_update; LinUCB: alpha, lam; Signet's predictor: Signet's own lr, temperature,
 #: epochs, final_alpha and prior baseline, and without the base scores as inputs, issue 25 §1 session 5). A
 #: reported run or script that was not rerun under the new defaults pins these, so it still reproduces its
-#: committed figure (docs/results.md, "Tuned defaults applied").
+#: committed figure (docs/results.md, "Tuned defaults applied"). The prior's half-life (the prior scorer's,
+#: and the prior the learned scorers read) was 90 days before its study (issue 25 §3, session 7).
 PRE_SWEEP_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gnn": {"hidden": 32, "lr": 0.01, "weight_decay": 0.0, "steps_per_update": 1},
-    "linucb": {"alpha": 1.0, "lam": 1.0},
+    "gnn": {
+        "hidden": 32, "lr": 0.01, "weight_decay": 0.0, "steps_per_update": 1, "prior_half_life_days": 90.0,
+    },
+    "linucb": {"alpha": 1.0, "lam": 1.0, "prior_half_life_days": 90.0},
     "signet_predictor": {
         "lr": 0.001,
         "temperature": 0.5,
@@ -23,7 +26,9 @@ PRE_SWEEP_DEFAULTS: dict[str, dict[str, Any]] = {
         "final_alpha": 0.5,
         "baseline": "prior",
         "base_scores": False,
+        "prior_half_life_days": 90.0,
     },
+    "prior": {"half_life_days": 90.0},
 }
 
 

@@ -71,8 +71,11 @@ EDGE_STAT_DIM = 3
 #: Queries embed their first this many characters.
 MAX_QUERY_CHARS = 1000
 DAY = 86400.0
-#: Half-life of the recency factor inside the ``prior`` feature (as in ``PriorScorer``).
-PRIOR_HALF_LIFE_DAYS = 90.0
+#: Half-life of the recency factor inside the hand-made ``prior`` feature: PriorScorer's default before its
+#: study (issue 25 §3) and fixed since, because it is part of a feature's definition (a saved or exported
+#: policy reads the feature as it was trained on); ``log_age`` beside it lets a learned scorer weigh recency
+#: as it likes, and the tuned half-life reaches the learned scorers through their base scores.
+PRIOR_FEATURE_HALF_LIFE_DAYS = 90.0
 
 
 def time_features(ts: pd.Timestamp | float | None) -> FloatArray:
@@ -595,7 +598,7 @@ class PathFeaturizer:
         if t is not None:
             age = np.maximum(0.0, (float(t) - newest[has_att]) / DAY)
             log_age[has_att] = np.log1p(age)
-            recency[has_att] = 0.5 ** (age / PRIOR_HALF_LIFE_DAYS)
+            recency[has_att] = 0.5 ** (age / PRIOR_FEATURE_HALF_LIFE_DAYS)
             stale = (self._sb_created[b.att] <= float(t)).astype(np.float64)
         else:
             stale = np.zeros(len(b.att))

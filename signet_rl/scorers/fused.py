@@ -37,7 +37,7 @@ from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.scorers.base import ScoringContext, register
-from signet_rl.scorers.prior import PPRScorer, PriorScorer
+from signet_rl.scorers.prior import PRIOR_HALF_LIFE_DAYS, PPRScorer, PriorScorer
 from signet_rl.traversal.path import Path
 
 __all__ = ["BASE_SCORES", "DEFAULT_FUSED_WEIGHTS", "BaseScores", "FusedScorer", "standardise"]
@@ -74,7 +74,7 @@ class BaseScores:
     dim = len(BASE_SCORES)
     names = BASE_SCORES
 
-    def __init__(self, half_life_days: float | None = 90.0, damping: float = 0.5) -> None:
+    def __init__(self, half_life_days: float | None = PRIOR_HALF_LIFE_DAYS, damping: float = 0.5) -> None:
         self.prior = PriorScorer(half_life_days=half_life_days, relevance=True)
         self.ppr = PPRScorer(damping=damping)
         self._attr: dict[int, tuple[GraphArrays, dict[str, int]]] = {}
@@ -151,7 +151,7 @@ class FusedScorer:
         prior: float = DEFAULT_FUSED_WEIGHTS["prior"],
         ppr: float = DEFAULT_FUSED_WEIGHTS["ppr"],
         flat: float = DEFAULT_FUSED_WEIGHTS["flat"],
-        half_life_days: float | None = 90.0,
+        half_life_days: float | None = PRIOR_HALF_LIFE_DAYS,
         damping: float = 0.5,
     ) -> None:
         for arg, value in (("prior", prior), ("ppr", ppr), ("flat", flat)):

@@ -110,6 +110,7 @@ from signet_rl.scorers.gnn_inputs import (  # torch-free: shared with the served
     path_inputs,
     query_vector,
 )
+from signet_rl.scorers.prior import PRIOR_HALF_LIFE_DAYS
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.path import Path
 
@@ -130,6 +131,8 @@ ADDED_ARGUMENTS: dict[str, Any] = {
     "zero_residual": False, "loss": "squared",
     # a residual over the hybrid entry's floor (issue 24): off before it
     "floor_prior": 0.0,
+    # the base scores' prior column took the prior's tuned half-life (issue 25 §3, session 7): 90 days before
+    "prior_half_life_days": 90.0,
 }  # fmt: skip
 
 
@@ -460,6 +463,9 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             ``base_scale``) adds them to every head, so the untrained scorer already ranks like
             ``desire_fused`` and learning corrects it.
         base_scale: the skip's starting scale (>= 0).
+        prior_half_life_days: the recency half-life of the base scores' prior column (> 0, or None: no
+            recency term); by default the prior's tuned one
+            (:data:`~signet_rl.scorers.prior.PRIOR_HALF_LIFE_DAYS`), 90 in a scorer saved without it.
         floor_prior: > 0: learn a residual over the hybrid entry's floor (issue 24): every head's output is
             :func:`~signet_rl.scorers.features.floor_prior` (``floor_prior / (1 + flat's rank)`` on the floor,
             0 off it) plus the net's, and the output heads and the skip start at 0, so the untrained scorer
@@ -512,6 +518,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         hand_features: bool = True,
         base_scores: bool = True,
         base_scale: float = 0.2,
+        prior_half_life_days: float | None = PRIOR_HALF_LIFE_DAYS,
         lr_decay_updates: int = 200,
         refresh_edge_stats: bool = True,
         aspect_buckets: int = 64,
@@ -546,6 +553,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         check_range("weight_decay", weight_decay, 0, owner=who)
         check_range("max_importance_weight", max_importance_weight, 1, owner=who)
         check_range("base_scale", base_scale, 0, owner=who)
+        check_range("prior_half_life_days", prior_half_life_days, 0, lo_open=True, optional=True, owner=who)
         if loss not in ("squared", "pairwise", "both"):
             raise ValueError(f"{who}: loss must be 'squared', 'pairwise' or 'both', got {loss!r}")
         check_range("floor_prior", floor_prior, 0, owner=who)
@@ -559,7 +567,8 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             "importance_weighted": importance_weighted, "max_importance_weight": max_importance_weight,
             "edge_features": edge_features, "communities": communities, "time_features": time_features,
             "hand_features": hand_features, "base_scores": base_scores, "base_scale": base_scale,
-            "lr_decay_updates": lr_decay_updates, "refresh_edge_stats": refresh_edge_stats,
+            "prior_half_life_days": prior_half_life_days, "lr_decay_updates": lr_decay_updates,
+            "refresh_edge_stats": refresh_edge_stats,
             "aspect_buckets": aspect_buckets, "hand_feature_count": hand_feature_count,
             "query_text": query_text, "aspect_intent": aspect_intent, "floor_prior": floor_prior,
             "zero_residual": zero_residual, "loss": loss,
@@ -577,7 +586,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         self.lr = float(lr)
         self.lr_decay_updates = int(lr_decay_updates)
         self.refresh_edge_stats = refresh_edge_stats
-        self.base = BaseScores() if base_scores else None
+        self.base = BaseScores(half_life_days=prior_half_life_days) if base_scores else None
         if aspect_buckets == 1:
             raise ValueError(f"{who}: aspect_buckets must be 0 (off) or >= 2, got 1")
         self.aspect_buckets = aspect_buckets

@@ -52,11 +52,18 @@ from signet_rl.scorers.features import (
     floor_prior,
 )
 from signet_rl.scorers.fused import BASE_SCORES, BaseScores
+from signet_rl.scorers.prior import PRIOR_HALF_LIFE_DAYS
 from signet_rl.traversal.path import Path
 
 __all__ = ["LinUCBScorer"]
 
 _FORMAT = "signet_rl.LinUCBScorer/1"
+#: Constructor arguments added after format 1 was first written, with the values that reproduce a scorer
+#: saved without them (an exported policy or a checkpoint missing a key loads with that value).
+ADDED_ARGUMENTS: dict[str, Any] = {
+    # the base scores' prior column took the prior's tuned half-life (issue 25 §3, session 7): 90 days before
+    "prior_half_life_days": 90.0,
+}
 
 
 @register("linucb")
@@ -72,6 +79,10 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         intent_interactions: add one block of features per predicted intent (else one block only).
         base_scores: append the non-learned scorers' standardised scores (prior, PPR, flat:
             :class:`~signet_rl.scorers.fused.BaseScores`) to :math:`z`, the inputs the GNN's residual gets.
+        prior_half_life_days: the recency half-life of the base scores' prior column (> 0, or None: no
+            recency term); by default the prior's tuned one
+            (:data:`~signet_rl.scorers.prior.PRIOR_HALF_LIFE_DAYS`), 90 in a state saved without it
+            (:data:`ADDED_ARGUMENTS`).
         encoder: text encoder name (query similarity features).
         classifier: predicts the query intent (default rule-based).
         edge_stats: learned desire-path statistics per edge (features ``desire_*``).
@@ -105,6 +116,7 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         max_importance_weight: float = 10.0,
         intent_interactions: bool = True,
         base_scores: bool = True,
+        prior_half_life_days: float | None = PRIOR_HALF_LIFE_DAYS,
         encoder: str = "hashing",
         classifier: IntentClassifier | None = None,
         edge_stats: EdgeStats | None = None,
@@ -115,6 +127,7 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         check_range("alpha", alpha, 0, owner=who)
         check_range("lam", lam, 0, lo_open=True, owner=who)
         check_range("sigma", sigma, 0, owner=who)
+        check_range("prior_half_life_days", prior_half_life_days, 0, lo_open=True, optional=True, owner=who)
         check_range("max_importance_weight", max_importance_weight, 1, owner=who)
         self.alpha = float(alpha)
         self.lam = float(lam)
@@ -127,12 +140,13 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         self.config: dict[str, Any] = {
             "alpha": self.alpha, "lam": self.lam, "sigma": self.sigma,
             "importance_weighted": importance_weighted, "max_importance_weight": self.max_importance_weight,
-            "intent_interactions": intent_interactions, "base_scores": base_scores, "encoder": encoder,
+            "intent_interactions": intent_interactions, "base_scores": base_scores,
+            "prior_half_life_days": prior_half_life_days, "encoder": encoder,
         }  # fmt: skip
         self.floor_prior = float(floor_prior)
         if self.floor_prior:  # (a state saved without the key is a scorer without the column)
             self.config["floor_prior"] = self.floor_prior
-        self.base = BaseScores() if base_scores else None
+        self.base = BaseScores(half_life_days=prior_half_life_days) if base_scores else None
         self.base_dim = 1 + len(PATH_FEATURES) + (len(BASE_SCORES) if base_scores else 0)
         self.base_dim += 1 if self.floor_prior else 0  # the floor prior's column, last in z
         self.dim = self.base_dim * (1 + len(INTENTS) if intent_interactions else 1)
@@ -290,6 +304,13 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         a_inv, b = np.asarray(state["A_inv"], dtype=np.float64), np.asarray(state["b"], dtype=np.float64)
         if a_inv.shape != (self.dim, self.dim) or b.shape != (self.dim,):
             raise ValueError(f"state has dimension {b.shape[0]}, this scorer {self.dim}")
+        if "config" in state and self.base is not None:  # the same inputs, or the posterior means nothing
+            saved = {**ADDED_ARGUMENTS, **state["config"]}.get("prior_half_life_days")
+            if saved != self.config["prior_half_life_days"]:
+                raise ValueError(
+                    f"state was built with prior_half_life_days={saved!r}, this scorer with "
+                    f"{self.config['prior_half_life_days']!r} (set scorer.prior_half_life_days={saved!r})"
+                )
         self.A_inv, self.b = a_inv.copy(), b.copy()
         self.updates = int(state.get("updates", 0))
         self._theta = self._chol = None

@@ -7,7 +7,8 @@
 
   where :math:`w_a` is the weight of the aspect the path ends in (1 when none), :math:`\\bar\\imath` the mean
   importance of its attributes (1 when none), :math:`\\Delta t` the age in days of its newest attribute at
-  the query time and :math:`h` the half-life (``half_life_days``, default 90; recency off when ``None``).
+  the query time and :math:`h` the half-life (``half_life_days``, default :data:`PRIOR_HALF_LIFE_DAYS`, about
+  27 days; recency off when ``None``).
   When the retriever supplies query relevance (``ScoringContext.relevance``, the cosine similarity of each
   attribute's text to the query) and ``relevance=True``, the score is also multiplied by the mean relevance
   of the path's attributes (floored at 0.01), so of an aspect's several chunks of facts the one about the
@@ -43,9 +44,19 @@ from signet_rl.graph.timeslice import TimeSlices
 from signet_rl.scorers.base import ScoringContext, register
 from signet_rl.traversal.path import Path
 
-__all__ = ["PPRScorer", "PriorScorer", "RandomScorer"]
+__all__ = ["PRIOR_HALF_LIFE_DAYS", "PPRScorer", "PriorScorer", "RandomScorer"]
 
 DAY = 86400.0
+#: The prior's recency half-life in days: trial 0 of the prior's equal-tuning study (``python -m signet_rl.train
+#: -m +experiment=learning/sweep/prior``, study ``learning-prior``, 16 trials over 0.5-730 days on synthetic v2
+#: medium validation; issue 25 §3), chosen among its trials by the worse of two validation sets: the study's
+#: own (synthetic) and LoCoMo's validation fold (``experiments/prior_half_life.py``). The synthetic study alone
+#: prefers about 2 days (0.2700 there, 27 days 0.2343), but there LoCoMo's needed recall falls to 0.245 (0.336
+#: at 27 days, 0.387 at its best, 332 days): the generator's questions ask about recent facts, real
+#: conversations about any session. The default of :class:`PriorScorer` and of the prior column of
+#: :class:`~signet_rl.scorers.fused.BaseScores` (desire_fused's and the learned scorers' inputs); the runs that
+#: were not rerun pin the 90 days before it (``signet_rl.scorers.PRE_SWEEP_DEFAULTS``).
+PRIOR_HALF_LIFE_DAYS = 27.2652561911619
 
 
 class _Lookups:
@@ -63,7 +74,7 @@ class PriorScorer:
 
     name = "prior"
 
-    def __init__(self, half_life_days: float | None = 90.0, relevance: bool = True) -> None:
+    def __init__(self, half_life_days: float | None = PRIOR_HALF_LIFE_DAYS, relevance: bool = True) -> None:
         check_range("half_life_days", half_life_days, 0, lo_open=True, optional=True)
         self.half_life_days = half_life_days
         self.relevance = relevance

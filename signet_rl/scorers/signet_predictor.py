@@ -95,6 +95,7 @@ from signet_rl.scorers.features import (
     time_features,
 )
 from signet_rl.scorers.fused import BASE_SCORES, BaseScores
+from signet_rl.scorers.prior import PRIOR_HALF_LIFE_DAYS
 from signet_rl.traversal.path import Path
 
 __all__ = [
@@ -370,6 +371,10 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
             (:class:`~signet_rl.scorers.fused.BaseScores`), the inputs the GNN and LinUCB get (issue 25 §1;
             the framework's default). False: Signet's exact 17-feature predictor, the one its sidecar contract
             can serve (:meth:`predict` refuses the sidecar's inputs alone when this is on).
+        prior_half_life_days: the recency half-life of the prior this predictor reads: the base scores'
+            prior column and, with ``baseline="prior"``, the baseline ranking (> 0, or None: no recency
+            term); by default the prior's tuned one (:data:`~signet_rl.scorers.prior.PRIOR_HALF_LIFE_DAYS`),
+            90 in a checkpoint saved without it.
         session_size: interactions per session for queries with neither a session nor a time.
         encoder: the text encoder of candidate embeddings (``hashing`` or ``minilm``).
         seed: seeds the initial weights (training draws no random numbers).
@@ -401,6 +406,7 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         baseline: str = "ppr",
         floor_baseline: bool = True,
         base_scores: bool = True,
+        prior_half_life_days: float | None = PRIOR_HALF_LIFE_DAYS,
         session_size: int = 20,
         encoder: str = "hashing",
         seed: int = 0,
@@ -416,6 +422,7 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         check_range("temperature", temperature, 0, lo_open=True, owner=_WHO)
         check_range("rrf_k", rrf_k, 0, owner=_WHO)
         check_range("final_alpha", final_alpha, 0, 1, owner=_WHO)
+        check_range("prior_half_life_days", prior_half_life_days, 0, lo_open=True, optional=True, owner=_WHO)
         if baseline not in BASELINES:
             raise ValueError(f"{_WHO}: baseline must be one of {', '.join(BASELINES)}, got {baseline!r}")
         if not isinstance(floor_baseline, bool):
@@ -427,15 +434,16 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
             "epochs": epochs, "rrf_k": rrf_k, "cold_start_sessions": cold_start_sessions,
             "ramp_sessions": ramp_sessions, "final_alpha": final_alpha, "context_top": context_top,
             "baseline": baseline, "floor_baseline": floor_baseline, "base_scores": base_scores,
-            "session_size": session_size,
+            "prior_half_life_days": prior_half_life_days, "session_size": session_size,
             "encoder": encoder, "seed": seed,
         }  # fmt: skip
         self.temperature = float(temperature)
         self.epochs = epochs
         self.rrf_k = float(rrf_k)
         self.context_top = context_top
-        self.baseline: PathScorer = make_scorer(baseline)
-        self.base = BaseScores() if base_scores else None
+        half_life = {"half_life_days": prior_half_life_days} if baseline == "prior" else {}
+        self.baseline: PathScorer = make_scorer(baseline, **half_life)
+        self.base = BaseScores(half_life_days=prior_half_life_days) if base_scores else None
         self.query_featurizer = QueryFeaturizer(encoder)
         self._init_graph_states(edge_stats)
         self.embed_dim = self.query_featurizer.embedding_dim
@@ -742,9 +750,10 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         """
         if state.get("format") != _FORMAT:
             raise ValueError(f"not a {_WHO} checkpoint: format {state.get('format')!r}")
-        shape_keys = ("hidden", "hash_slots", "encoder", "base_scores")
-        # a checkpoint from before the base_scores option is Signet's 17-feature network
-        old = {"base_scores": False, **state.get("config", {})}
+        shape_keys = ("hidden", "hash_slots", "encoder", "base_scores", "prior_half_life_days")
+        # a checkpoint from before the base_scores option is Signet's 17-feature network, and one from before
+        # the prior's tuned half-life read 90 days
+        old = {"base_scores": False, "prior_half_life_days": 90.0, **state.get("config", {})}
         diff = [k for k in shape_keys if old.get(k) != self.config[k]]
         if diff:
             raise ValueError(f"checkpoint was built with other arguments: {', '.join(diff)}")

@@ -105,7 +105,10 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
         self.time_features = bool(self.config.get("time_features", True))
         self.hand_features = bool(self.config.get("hand_features", True))
         self.hand_feature_count = int(self.config.get("hand_feature_count") or len(PATH_FEATURES))
-        self.base = BaseScores() if self.config.get("base_scores") else None
+        # an export written before the base scores took the prior's tuned half-life read 90 days
+        # (signet_rl.scorers.gnn.ADDED_ARGUMENTS)
+        half_life = self.config.get("prior_half_life_days", 90.0)
+        self.base = BaseScores(half_life_days=half_life) if self.config.get("base_scores") else None
         self.aspect_buckets = int(self.config.get("aspect_buckets") or 0)
         self.query_featurizer = QueryFeaturizer(str(self.config.get("encoder", "hashing")))
         self.encoder = self.query_featurizer.encoder

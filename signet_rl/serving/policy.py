@@ -172,9 +172,9 @@ def _load_fixed(directory: FsPath, manifest: Mapping[str, Any]) -> PathScorer:
 
 @register_loader("linucb")
 def _load_linucb(directory: FsPath, manifest: Mapping[str, Any]) -> PathScorer:
-    from signet_rl.scorers.linear import LinUCBScorer
+    from signet_rl.scorers.linear import ADDED_ARGUMENTS, LinUCBScorer
 
-    config = dict(manifest["scorer"]["config"])
+    config = {**ADDED_ARGUMENTS, **manifest["scorer"]["config"]}
     scorer = LinUCBScorer(**config)
     blob = np.load(directory / "linucb.npz")
     scorer.load_state_dict({"format": "signet_rl.LinUCBScorer/1", "A_inv": blob["A_inv"], "b": blob["b"],

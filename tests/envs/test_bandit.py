@@ -57,7 +57,8 @@ def test_observation_holds_candidates_in_walk_order_and_never_ground_truth(env):
     assert obs["mask"].tolist() == [1] * n + [0] * (env.config.max_paths - n)
     assert np.all(obs["paths"][n:] == 0)
     assert obs["paths"][:n, -1].tolist() == pytest.approx([i / env.config.max_paths for i in range(n)])
-    prior = PriorScorer().score(cands.query, cands.paths, cands.context)
+    # the observation's prior feature keeps its 90-day half-life (PRIOR_FEATURE_HALF_LIFE_DAYS)
+    prior = PriorScorer(half_life_days=90.0).score(cands.query, cands.paths, cands.context)
     assert obs["paths"][:n, PATH_FEATURES.index("prior")] == pytest.approx(prior, rel=1e-5)
     # the same dataset with its ground truth emptied gives the same observations
     ds = env.pipeline.dataset

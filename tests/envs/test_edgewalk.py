@@ -116,7 +116,7 @@ def test_priors_in_the_observation_are_the_prior_scorers():
     query = env.pipeline.query(info["query_id"])
     state = env.pipeline.state(query.graph_id)
     ctx = ScoringContext(state.graph, state.arrays, (), query.timestamp.timestamp())
-    scorer = PriorScorer()
+    scorer = PriorScorer(half_life_days=90.0)  # the env's priors keep their 90-day half-life
     continue_prior = obs["edges"][0, COL["continue_prior"]]
     env.step(0)
     obs, *_ = env.step(env.STOP)

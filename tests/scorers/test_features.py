@@ -22,6 +22,7 @@ from signet_rl.scorers.base import ScoringContext
 from signet_rl.scorers.features import (
     INTENTS,
     PATH_FEATURES,
+    PRIOR_FEATURE_HALF_LIFE_DAYS,
     PathFeaturizer,
     QueryFeaturizer,
     intent_one_hot,
@@ -181,7 +182,10 @@ def test_path_features_known_values(graph, arrays):
     assert f["importance_mean"] == pytest.approx([0.9, 0.8, 0.3, 1.0])
     # newest attribute of ROUTE_D is td1 (T0): 9 days old
     assert f["log_age_days"] == pytest.approx([math.log(10), math.log(10), math.log(10), 0.0])
-    prior = PriorScorer().score(Query(id="q", text="", graph_id="g", split="test"), [ROUTE_A, ROUTE_D], ctx)
+    # the feature keeps the 90-day half-life it was defined with (PRIOR_FEATURE_HALF_LIFE_DAYS)
+    prior = PriorScorer(half_life_days=PRIOR_FEATURE_HALF_LIFE_DAYS).score(
+        Query(id="q", text="", graph_id="g", split="test"), [ROUTE_A, ROUTE_D], ctx
+    )
     assert f["prior"][[0, d]] == pytest.approx(prior, rel=1e-5)
     assert f["starts_at_entry"].tolist() == [1, 1, 1, 0]
     assert f["end_log_degree"] == pytest.approx([math.log(2), math.log(2), math.log(2), math.log(2)])

@@ -1,0 +1,120 @@
+"""The prior's half-life comes from its study (issue 25 §3), reaches every scorer that reads the prior, and
+what was saved or reported under the old 90 days still loads and reruns as it was."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from bandit_task import ROUTES, T0, A, D, E, T, build_graph, make_queries
+from omegaconf import OmegaConf
+
+from signet_rl.graph.arrays import GraphArrays
+from signet_rl.scorers import PRE_SWEEP_DEFAULTS, LinUCBScorer, PriorScorer, make_scorer
+from signet_rl.scorers.base import ScoringContext
+from signet_rl.scorers.fused import BaseScores, FusedScorer
+from signet_rl.scorers.prior import PRIOR_HALF_LIFE_DAYS
+from signet_rl.traversal.path import Path
+
+#: Trial 0 of study learning-prior: the best of its trials by the worse of synthetic and LoCoMo validation
+#: (experiments/prior_half_life.py; docs/results.md).
+STUDY_BEST = 27.2652561911619
+
+
+def test_the_default_is_the_studys_best_trial_everywhere_the_prior_is_read():
+    assert PRIOR_HALF_LIFE_DAYS == STUDY_BEST
+    assert PriorScorer().half_life_days == STUDY_BEST
+    assert BaseScores().prior.half_life_days == STUDY_BEST
+    assert FusedScorer().base.prior.half_life_days == STUDY_BEST
+    for name in ("gnn", "linucb", "signet_predictor"):
+        scorer = make_scorer(name)
+        assert scorer.config["prior_half_life_days"] == STUDY_BEST, name
+        assert scorer.base.prior.half_life_days == STUDY_BEST, name
+    assert PRE_SWEEP_DEFAULTS["prior"] == {"half_life_days": 90.0}
+
+
+def test_the_learned_scorers_read_the_half_life_they_are_given():
+    for name in ("gnn", "linucb", "signet_predictor"):
+        assert make_scorer(name, prior_half_life_days=90.0).base.prior.half_life_days == 90.0, name
+        assert make_scorer(name, prior_half_life_days=None).base.prior.half_life_days is None, name
+    # the predictor's prior baseline ranking reads it too (the pre-sweep predictor fused with the prior)
+    predictor = make_scorer("signet_predictor", baseline="prior", prior_half_life_days=90.0)
+    assert predictor.baseline.half_life_days == 90.0
+    with pytest.raises(ValueError, match=r"prior_half_life_days must be .*> 0.*got -1"):
+        make_scorer("linucb", prior_half_life_days=-1.0)
+
+
+def test_the_tuned_half_life_changes_the_prior_column_on_aged_facts():
+    """27 days against ninety, on facts 10 days old and one 5 days old: the log prior of the route to the
+    younger fact gains 5 * (1/27 - 1/90) * ln 2 over the others, so the setting is not a no-op."""
+    graph = build_graph()
+    at = (T0 + pd.Timedelta(days=10)).timestamp()
+    ctx = ScoringContext(graph, GraphArrays.from_graph(graph), ("hub",), at)
+    routes = [*ROUTES, Path.of(E("hub"), D("hb"), E("b"), A("asp-b"), T("tb2"), strategy="what")]
+    q = make_queries(1)[0]
+    gain = BaseScores().raw(q, routes, ctx)[:, 0] - BaseScores(half_life_days=90.0).raw(q, routes, ctx)[:, 0]
+    expected = 5 * (1 / STUDY_BEST - 1 / 90) * np.log(2)
+    assert gain[-1] - gain[0] == pytest.approx(expected)
+    assert gain[:-1] == pytest.approx(np.full(len(ROUTES), gain[0]))
+
+
+def _linucb_artifact(tmp_path, config: dict) -> dict:
+    trained = LinUCBScorer(**{**config})
+    np.savez(tmp_path / "linucb.npz", A_inv=trained.A_inv, b=trained.b, updates=np.asarray(0))
+    manifest = {"scorer": {"name": "linucb", "kind": "linucb", "config": config}}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    return manifest
+
+
+def test_a_linucb_saved_without_the_key_loads_with_the_ninety_days_it_was_trained_with(tmp_path):
+    from signet_rl.serving.policy import LOADERS
+
+    old = {"alpha": 1.0, "lam": 1.0, "sigma": 0.5, "importance_weighted": False,
+           "max_importance_weight": 10.0, "intent_interactions": True, "base_scores": True,
+           "encoder": "hashing"}  # fmt: skip
+    manifest = _linucb_artifact(tmp_path, {**old, "prior_half_life_days": 90.0})
+    manifest["scorer"]["config"] = old  # an artifact exported before the key existed
+    served = LOADERS["linucb"](tmp_path, manifest)
+    assert served.base.prior.half_life_days == 90.0
+    assert served.config["prior_half_life_days"] == 90.0
+
+
+def test_a_linucb_state_of_another_half_life_is_refused_naming_the_key():
+    saved = LinUCBScorer(prior_half_life_days=90.0).state_dict()
+    with pytest.raises(ValueError) as err:
+        LinUCBScorer().load_state_dict(saved)
+    assert str(err.value) == (
+        f"state was built with prior_half_life_days=90.0, this scorer with {STUDY_BEST!r} "
+        "(set scorer.prior_half_life_days=90.0)"
+    )
+    old = dict(saved)
+    old["config"] = {k: v for k, v in saved["config"].items() if k != "prior_half_life_days"}
+    LinUCBScorer(prior_half_life_days=90.0).load_state_dict(old)  # saved before the key: 90 days
+
+
+def test_a_predictor_checkpoint_without_the_key_is_a_ninety_day_one():
+    saved = make_scorer("signet_predictor", prior_half_life_days=90.0).state_dict()
+    saved["config"].pop("prior_half_life_days")
+    make_scorer("signet_predictor", prior_half_life_days=90.0).load_state_dict(saved)
+    with pytest.raises(ValueError, match="^checkpoint was built with other arguments: prior_half_life_days$"):
+        make_scorer("signet_predictor").load_state_dict(saved)
+
+
+def test_baseline_rows_take_their_options_and_a_stray_option_is_refused():
+    from signet_rl.train import baseline_scorers
+
+    cfg = OmegaConf.create(
+        {"baselines": ["prior", "ppr"], "baseline_options": {"prior": {"half_life_days": 90.0}}}
+    )
+    built = baseline_scorers(cfg)
+    assert list(built) == ["prior", "ppr"] and built["prior"].half_life_days == 90.0
+    assert baseline_scorers(OmegaConf.create({"baselines": ["prior"]}))["prior"].half_life_days == STUDY_BEST
+    bad = OmegaConf.create({"baselines": ["ppr"], "baseline_options": {"prior": {"half_life_days": 90.0}}})
+    with pytest.raises(ValueError) as err:
+        baseline_scorers(bad)
+    assert str(err.value) == (
+        "baseline_options has prior, which baselines (ppr) does not list: add it to baselines or drop its "
+        "options"
+    )
