@@ -47,15 +47,15 @@ from signet_rl.traversal.path import Path
 __all__ = ["PRIOR_HALF_LIFE_DAYS", "PPRScorer", "PriorScorer", "RandomScorer"]
 
 DAY = 86400.0
-#: The prior's recency half-life in days: trial 0 of the prior's equal-tuning study (``python -m signet_rl.train
-#: -m +experiment=learning/sweep/prior``, study ``learning-prior``, 16 trials over 0.5-730 days on synthetic v2
-#: medium validation; issue 25 §3), chosen among its trials by the worse of two validation sets: the study's
-#: own (synthetic) and LoCoMo's validation fold (``experiments/prior_half_life.py``). The synthetic study alone
-#: prefers about 2 days (0.2700 there, 27 days 0.2343), but there LoCoMo's needed recall falls to 0.245 (0.336
-#: at 27 days, 0.387 at its best, 332 days): the generator's questions ask about recent facts, real
-#: conversations about any session. The default of :class:`PriorScorer` and of the prior column of
-#: :class:`~signet_rl.scorers.fused.BaseScores` (desire_fused's and the learned scorers' inputs); the runs that
-#: were not rerun pin the 90 days before it (``signet_rl.scorers.PRE_SWEEP_DEFAULTS``).
+#: The prior's recency half-life in days: trial 0 of the prior's equal-tuning study (``python -m
+#: signet_rl.train -m +experiment=learning/sweep/prior``, study ``learning-prior``, 16 trials over 0.5-730 days
+#: on synthetic v2 medium validation; issue 25 §3), chosen among its trials by the worse of two validation
+#: sets: the study's own (synthetic) and LoCoMo's validation fold (``experiments/prior_half_life.py``). The
+#: synthetic study alone prefers about 2 days (0.2700 there, 27 days 0.2343), but there LoCoMo's needed recall
+#: falls to 0.245 (0.336 at 27 days, 0.387 at its best, 332 days): the generator's questions ask about recent
+#: facts, real conversations about any session. The default of :class:`PriorScorer` and of the prior column
+#: of :class:`~signet_rl.scorers.fused.BaseScores` (desire_fused's and the learned scorers' inputs); the runs
+#: that were not rerun pin the 90 days before it (``signet_rl.scorers.PRE_SWEEP_DEFAULTS``).
 PRIOR_HALF_LIFE_DAYS = 27.2652561911619
 
 
