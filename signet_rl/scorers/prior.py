@@ -48,7 +48,7 @@ __all__ = ["PRIOR_HALF_LIFE_DAYS", "PPRScorer", "PriorScorer", "RandomScorer"]
 
 DAY = 86400.0
 #: The prior's recency half-life in days: trial 0 of the prior's equal-tuning study (``python -m
-#: signet_rl.train -m +experiment=learning/sweep/prior``, study ``learning-prior``, 16 trials over 0.5-730 days
+#: signet_rl.train -m +experiment=learning/sweep/prior``, study ``learning-prior``, 16 trials, 0.5-730 days
 #: on synthetic v2 medium validation; issue 25 §3), chosen among its trials by the worse of two validation
 #: sets: the study's own (synthetic) and LoCoMo's validation fold (``experiments/prior_half_life.py``). The
 #: synthetic study alone prefers about 2 days (0.2700 there, 27 days 0.2343), but there LoCoMo's needed recall
