@@ -462,3 +462,41 @@ def test_hybrid_learned_validation_pins_pre_sweep_settings_only_where_nothing_se
     assert hlv.compose_config(["scorer=gnn", "scorer.lr=0.05"]).scorer.lr == 0.05
     # a recipe's own scorer block wins (it was overwritten with the pre-sweep lr 0.01 before)
     assert hlv.compose_config(["+experiment=learning/tune-gnn-lr-0.001"]).scorer.lr == 0.001
+
+
+def test_prior_half_life_chooses_the_trial_whose_worse_validation_is_best(tmp_path, capsys):
+    """The script reads a study's trials, scores each half-life on a second dataset's validation split, and
+    chooses by the worse of the two relative scores; a missing study storage is refused naming the file."""
+    import optuna
+    from optuna.distributions import FloatDistribution
+
+    script = load_experiment("prior_half_life")
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    study = optuna.create_study(study_name="learning-prior", storage=storage, direction="maximize")
+    dist = {"scorer.half_life_days": FloatDistribution(0.5, 730.0, log=True)}
+    for value, hl in ((0.30, 1.0), (0.29, 30.0), (0.10, 365.0)):
+        study.add_trial(optuna.trial.create_trial(params={"scorer.half_life_days": hl}, distributions=dist,
+                                                  value=value))  # fmt: skip
+    out = tmp_path / "choice.json"
+    assert script.main(["--storage", storage, "--real", "synthetic:tiny:0", "--out", str(out)]) == 0
+    saved = json.loads(out.read_text())
+    real = {t["half_life_days"]: t["real"] for t in saved["trials"]}
+    assert set(real) == {1.0, 30.0, 365.0} and all(0.0 <= v <= 1.0 for v in real.values())
+    expected = script.choose([dict(t) for t in saved["trials"]])
+    assert saved["chosen"]["number"] == expected["number"]
+    assert f"chosen: trial {expected['number']}," in capsys.readouterr().out
+    missing = tmp_path / "none.db"
+    assert script.main(["--storage", f"sqlite:///{missing}", "--out", str(out)]) == 2
+    assert f"error: {missing} does not exist" in capsys.readouterr().err
+
+
+def test_prior_half_life_choice_rule_by_hand():
+    choose = load_experiment("prior_half_life").choose
+    trials = [{"number": 0, "synthetic": 0.27, "real": 0.24}, {"number": 1, "synthetic": 0.23, "real": 0.34},
+              {"number": 2, "synthetic": 0.23, "real": 0.34}, {"number": 3, "synthetic": 0.22, "real": 0.39}]
+    chosen = choose(trials)
+    # min(0.23/0.27, 0.34/0.39) = 0.852 beats 0.615 and 0.815; trial 2 ties it, the lower number wins
+    assert chosen["number"] == 1
+    assert chosen["relative"] == pytest.approx(0.23 / 0.27)
+    with pytest.raises(ValueError, match=r"^no finished trials to choose from$"):
+        choose([])
