@@ -7,6 +7,7 @@ gain over the untrained policy. The untrained default GNN ranks exactly as ``des
 (``zero_residual``), so its validation value is desire_fused's on the same validation queries.
 
     python experiments/gnn_report_pairs.py --l0 runs/scratch/l25b
+    python experiments/gnn_report_pairs.py --l0 runs/scratch/l25f --prior-half-life 1.9664395166409434
 """
 
 from __future__ import annotations
@@ -51,11 +52,38 @@ def _fused_validation(folder: Path, seed: int) -> float:
     return validate(DesirePathRetriever("fused", config=traversal, encoder="hashing"))["val/ndcg@10"]
 
 
+def _prior_rows(folder: Path, seed: int, days: float) -> pd.DataFrame:
+    """The non-learned prior at another half-life (``desire_prior_<days>d``) on the run's own test queries,
+    budget and walk: a row the run did not print, evaluated as its closing comparison would have."""
+    from omegaconf import OmegaConf
+
+    from signet_rl.datasets import load_dataset
+    from signet_rl.evaluation.harness import evaluate
+    from signet_rl.pipeline.desire import DesirePathRetriever
+    from signet_rl.scorers import make_scorer
+    from signet_rl.train import traversal_config
+
+    cfg = yaml.safe_load((folder / "artifacts" / "config.yaml").read_text())
+    ds = load_dataset(cfg["dataset"]["spec"], options=cfg["dataset"].get("options") or {})
+    task = cfg["task"]
+    name = f"desire_prior_{days:g}d"
+    retriever = DesirePathRetriever(make_scorer("prior", half_life_days=days),
+                                    config=traversal_config(OmegaConf.create(cfg)),
+                                    encoder=str(cfg["encoder"]), name=name)  # fmt: skip
+    res = evaluate(ds, {name: retriever}, split="test", budget_chars=task["budget_chars"],
+                   max_queries=task["max_test_queries"], seed=seed, n_boot=1)  # fmt: skip
+    rows = res.rows.assign(seed=seed)
+    rows["budget"] = rows["budget"].astype(str)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--report", default=str(ROOT / "runs" / "report"))
     ap.add_argument("--l0", default=None, help="folder of the <prefix>-gnn-l0-s<seed> runs")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--prior-half-life", type=float, nargs="*", default=[],
+                    help="also pair against the prior at these half-lives (days), on the same test queries")
     args = ap.parse_args()
     report = Path(args.report)
     out: dict[str, dict[str, object]] = {}
@@ -72,6 +100,8 @@ def main() -> None:
                     frames.append(_rows(report / f"{prefix}-{other}-s{s}", other, s, ("learned",)))
             if args.l0 and (Path(args.l0) / f"{prefix}-gnn-l0-s{s}").exists():
                 frames.append(_rows(Path(args.l0) / f"{prefix}-gnn-l0-s{s}", "gnn_l0", s, ("learned",)))
+            for days in args.prior_half_life:
+                frames.append(_prior_rows(report / f"{prefix}-gnn-s{s}", s, days))
         rows = pd.concat(frames)
         real = rows[rows["n_needed"] > 0]
         res: dict[str, object] = {
@@ -79,8 +109,9 @@ def main() -> None:
         }
         # flat_signet_uncapped: Signet's own flat retriever at the same budget (flat_signet, under Signet's
         # own caps, has no budget to pair on; its mean is in "means")
-        for b in ("desire_fused", "linucb", "signet_predictor", "gnn_l0", "best_flat",
-                  "flat_signet_uncapped"):
+        priors = [f"desire_prior_{d:g}d" for d in args.prior_half_life]
+        for b in ("desire_fused", "desire_prior", *priors, "linucb", "signet_predictor", "gnn_l0",
+                  "best_flat", "flat_signet_uncapped"):  # fmt: skip
             if b in set(rows["retriever"]):
                 for metric in ("ndcg@10", "needed_recall"):
                     # every seed scores the same test queries of one dataset: each query counts once

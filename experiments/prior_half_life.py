@@ -11,7 +11,8 @@ whose worse score, each relative to its set's best trial, is highest (ties: the 
 default has to serve the benchmark it was tuned on and real conversations both. Nothing here reads a test
 split.
 
-    python experiments/prior_half_life.py       # prints the table, writes data/sweeps/prior_half_life.json
+    python experiments/prior_half_life.py       # the table; data/sweeps/learning-prior-choice.json
+    python experiments/prior_half_life.py --study learning-fused      # the same check of desire_fused
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-STUDY = "learning-prior"
-PARAM = "scorer.half_life_days"
+#: The studies this script reads, and the scorer each tunes (its trial parameters are ``scorer.<argument>``).
+STUDIES = {"learning-prior": "prior", "learning-fused": "fused"}
 
 
 def choose(trials: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -49,9 +50,11 @@ def choose(trials: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return max(trials, key=lambda t: (t["relative"], -t["number"]))
 
 
-def real_validation(half_lives: Iterable[float | None], spec: str = "locomo", budget: int = 2000,
-                    max_queries: int | None = None) -> dict[float | None, float]:  # fmt: skip
-    """Mean needed recall of the prior's walk at each half-life on ``spec``'s validation fold."""
+def real_validation(scorer: str, settings: Sequence[dict[str, Any]], spec: str = "locomo",
+                    budget: int = 2000, max_queries: int | None = None) -> list[float]:  # fmt: skip
+    """Mean needed recall of ``scorer``'s walk under each of ``settings`` (constructor arguments) on
+    ``spec``'s validation fold (its 5-fold learning split's, fold 0, when it has no validation split of its
+    own)."""
     from signet_rl.datasets import load_dataset
     from signet_rl.evaluation.harness import evaluate
     from signet_rl.pipeline.desire import DesirePathRetriever
@@ -60,53 +63,57 @@ def real_validation(half_lives: Iterable[float | None], spec: str = "locomo", bu
     ds = load_dataset(spec, options={"version": 2} if spec.startswith("synthetic") else None)
     if not ds.split("validation"):
         ds = ds.learning_split(k=5, fold=0, seed=0, group="graph")
-    out: dict[float | None, float] = {}
-    for hl in dict.fromkeys(half_lives):
-        retriever = DesirePathRetriever(make_scorer("prior", half_life_days=hl), name="desire_prior")
-        res = evaluate(ds, {"desire_prior": retriever}, split="validation", budget_chars=budget,
+    out = []
+    for kwargs in settings:
+        retriever = DesirePathRetriever(make_scorer(scorer, **kwargs), name=f"desire_{scorer}")
+        res = evaluate(ds, {retriever.name: retriever}, split="validation", budget_chars=budget,
                        max_queries=max_queries, n_boot=1)  # fmt: skip
-        out[hl] = float(res.rows["needed_recall"].mean())
+        out.append(float(res.rows["needed_recall"].mean()))
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--study", default="learning-prior", choices=sorted(STUDIES))
     ap.add_argument("--storage", default="sqlite:///data/sweeps/learning.db", help="the studies' storage")
     ap.add_argument("--real", default="locomo", help="the real dataset scored on its validation fold")
-    ap.add_argument("--out", default=str(ROOT / "data" / "sweeps" / "prior_half_life.json"))
+    ap.add_argument("--out", default=None, help="default: data/sweeps/<study>-choice.json")
     args = ap.parse_args(argv)
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     db = args.storage.removeprefix("sqlite:///")
     if args.storage.startswith("sqlite:///") and not Path(db).exists():
+        recipe = args.study.removeprefix("learning-")
         print(f"error: {db} does not exist: run the study first (python -m signet_rl.train -m "
-              "+experiment=learning/sweep/prior)", file=sys.stderr)  # fmt: skip
+              f"+experiment=learning/sweep/{recipe})", file=sys.stderr)  # fmt: skip
         return 2
     try:
-        study = optuna.load_study(study_name=STUDY, storage=args.storage)
+        study = optuna.load_study(study_name=args.study, storage=args.storage)
     except KeyError:
-        print(f"error: {args.storage} holds no study {STUDY!r}", file=sys.stderr)
+        print(f"error: {args.storage} holds no study {args.study!r}", file=sys.stderr)
         return 2
-    done = [t for t in study.trials if t.state.name == "COMPLETE" and PARAM in t.params]
+    done = [t for t in study.trials if t.state.name == "COMPLETE"]
+    settings = [{k.removeprefix("scorer."): v for k, v in t.params.items()} for t in done]
     t0 = time.perf_counter()
-    real = real_validation([t.params[PARAM] for t in done], spec=args.real)
-    trials = [{"number": t.number, "half_life_days": t.params[PARAM], "synthetic": float(t.value),
-               "real": real[t.params[PARAM]]}
-              for t in done]  # fmt: skip
+    real = real_validation(STUDIES[args.study], settings, spec=args.real)
+    trials = [{"number": t.number, **kw, "synthetic": float(t.value), "real": r}
+              for t, kw, r in zip(done, settings, real, strict=True)]  # fmt: skip
     chosen = choose(trials)
-    print(f"| trial | half-life (days) | synthetic v2 medium val nDCG@10 | {args.real} val needed recall "
+    keys = sorted(settings[0]) if settings else []
+    print(f"| trial | {' | '.join(keys)} | synthetic v2 medium val nDCG@10 | {args.real} val needed recall "
           "| worse, relative |")  # fmt: skip
-    print("|---:|---:|---:|---:|---:|")
-    for t in sorted(trials, key=lambda t: t["half_life_days"]):
+    print("|---:|" + "---:|" * (len(keys) + 3))
+    for t in sorted(trials, key=lambda t: [t[k] for k in reversed(keys)]):
         mark = " (chosen)" if t is chosen else ""
-        print(f"| {t['number']}{mark} | {t['half_life_days']:.2f} | {t['synthetic']:.4f} | {t['real']:.3f} | "
-              f"{t['relative']:.3f} |")  # fmt: skip
-    print(f"chosen: trial {chosen['number']}, half_life_days {chosen['half_life_days']!r} "
+        cells = " | ".join(f"{t[k]:.4g}" for k in keys)
+        print(f"| {t['number']}{mark} | {cells} | {t['synthetic']:.4f} | {t['real']:.3f} "
+              f"| {t['relative']:.3f} |")
+    print(f"chosen: trial {chosen['number']}, {', '.join(f'{k} {chosen[k]!r}' for k in keys)} "
           f"({time.perf_counter() - t0:.0f} s)")
-    out = Path(args.out)
+    out = Path(args.out or ROOT / "data" / "sweeps" / f"{args.study}-choice.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"study": STUDY, "real": args.real, "trials": trials, "chosen": chosen},
+    out.write_text(json.dumps({"study": args.study, "real": args.real, "trials": trials, "chosen": chosen},
                               indent=2))  # fmt: skip
     print(f"wrote {out}")
     return 0

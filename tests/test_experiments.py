@@ -481,6 +481,7 @@ def test_prior_half_life_chooses_the_trial_whose_worse_validation_is_best(tmp_pa
     assert script.main(["--storage", storage, "--real", "synthetic:tiny:0", "--out", str(out)]) == 0
     saved = json.loads(out.read_text())
     real = {t["half_life_days"]: t["real"] for t in saved["trials"]}
+    assert saved["study"] == "learning-prior" and saved["chosen"]["half_life_days"] in real
     assert set(real) == {1.0, 30.0, 365.0} and all(0.0 <= v <= 1.0 for v in real.values())
     expected = script.choose([dict(t) for t in saved["trials"]])
     assert saved["chosen"]["number"] == expected["number"]
