@@ -24,6 +24,7 @@ SCORERS = {
     "signet_predictor": "signet_predictor", "signet_predictor-base": "signet_predictor",
     "exploration-gnn": "gnn", "exploration-linucb": "linucb",
     "exploration-signet_predictor": "signet_predictor",
+    "exploration-linucb-thompson": "linucb",
 }  # fmt: skip
 #: The calibrated-exploration studies (issue 25 §1): the task's exploration, one study per learned scorer.
 EXPLORATION = ("exploration-gnn", "exploration-linucb", "exploration-signet_predictor")
@@ -123,3 +124,15 @@ def test_the_predictor_studies_differ_only_in_the_base_scores():
     assert {k: v for k, v in old.scorer.items() if k != "base_scores"} == {
         k: v for k, v in new.scorer.items() if k != "base_scores"
     }
+
+
+def test_linucbs_thompson_study_searches_only_sigma_under_thompson_as_its_exploration_study_ran():
+    """LinUCB's sigma is read only by Thompson draws: its study runs thompson and searches sigma alone, on the
+    same base, traversal, prior and trial count as LinUCB's exploration study it is compared with."""
+    cfg, explored = _compose("exploration-linucb-thompson"), _compose("exploration-linucb")
+    space = search_space(OmegaConf.to_container(cfg.hydra.sweeper.params), [])
+    sigma = space["scorer.sigma"]
+    assert list(space) == ["scorer.sigma"] and (sigma.low, sigma.high, sigma.log) == (0.01, 4.0, True)
+    assert cfg.task.exploration == "thompson"
+    assert cfg.hydra.sweeper.n_trials == explored.hydra.sweeper.n_trials
+    assert cfg.scorer == explored.scorer and cfg.traversal == explored.traversal
