@@ -51,15 +51,14 @@ import numpy as np
 
 from signet_rl.core.timing import DESIRE_STAGES as STAGES
 from signet_rl.core.timing import StageTimer
+from signet_rl.scorers import PRE_SWEEP_DEFAULTS
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "data" / "bench"
 #: The GNN's and LinUCB's settings before issue 25 §3 (signet_rl.scorers.PRE_SWEEP_DEFAULTS), pinned: the
 #: reported serving figures were not rerun with the sweep-tuned defaults (the GNN is now 64 wide).
-_GNN_PRE_SWEEP = [
-    "scorer.hidden=32", "scorer.lr=0.01", "scorer.weight_decay=0.0", "scorer.steps_per_update=1"
-]  # fmt: skip
-_LINUCB_PRE_SWEEP = ["scorer.alpha=1.0", "scorer.lam=1.0"]
+_GNN_PRE_SWEEP = [f"scorer.{k}={v}" for k, v in PRE_SWEEP_DEFAULTS["gnn"].items()]
+_LINUCB_PRE_SWEEP = [f"scorer.{k}={v}" for k, v in PRE_SWEEP_DEFAULTS["linucb"].items()]
 SCORERS = {
     "gnn": ["scorer=gnn", *_GNN_PRE_SWEEP],  # the GNN (base-score residual, intent x aspect bias), exported
     # without them

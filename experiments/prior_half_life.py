@@ -4,14 +4,15 @@ twice, and the choice among them.
 The study (``python -m signet_rl.train -m +experiment=learning/sweep/prior``, study ``learning-prior`` in
 ``data/sweeps/learning.db``) tunes the half-life on synthetic v2 medium validation, where questions ask
 about recently written facts; its best trials are 0.5-11 days. Real conversations ask about any session, so
-every trial's half-life is also scored on LoCoMo's validation fold (fold 0 of its 5-fold learning split by
-conversation, never its test fold): the prior's graph walk (``desire_prior``, the default traversal, no
+every trial's half-life is also scored on LoCoMo's validation fold (the validation fold of its 5-fold
+learning split by conversation with test fold 0, i.e. fold 1: the fold best_flat and the LoCoMo recipes were
+chosen on, never a test fold): the prior's graph walk (``desire_prior``, the default traversal, no
 hybrid entry, whose floor would hide the prior), needed recall at 2,000 characters. The default is the trial
 whose worse score, each relative to its set's best trial, is highest (ties: the lower trial number): a
 default has to serve the benchmark it was tuned on and real conversations both. Nothing here reads a test
 split.
 
-    python experiments/prior_half_life.py       # the table; data/sweeps/learning-prior-choice.json
+    python experiments/prior_half_life.py       # the table; experiments/choices/learning-prior.json
     python experiments/prior_half_life.py --study learning-fused      # the same check of desire_fused
 """
 
@@ -53,8 +54,8 @@ def choose(trials: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def real_validation(scorer: str, settings: Sequence[dict[str, Any]], spec: str = "locomo",
                     budget: int = 2000, max_queries: int | None = None) -> list[float]:  # fmt: skip
     """Mean needed recall of ``scorer``'s walk under each of ``settings`` (constructor arguments) on
-    ``spec``'s validation fold (its 5-fold learning split's, fold 0, when it has no validation split of its
-    own)."""
+    ``spec``'s validation split (when it has none of its own, the validation fold of its 5-fold learning split
+    with test fold 0)."""
     from signet_rl.datasets import load_dataset
     from signet_rl.evaluation.harness import evaluate
     from signet_rl.pipeline.desire import DesirePathRetriever
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--study", default="learning-prior", choices=sorted(STUDIES))
     ap.add_argument("--storage", default="sqlite:///data/sweeps/learning.db", help="the studies' storage")
     ap.add_argument("--real", default="locomo", help="the real dataset scored on its validation fold")
-    ap.add_argument("--out", default=None, help="default: data/sweeps/<study>-choice.json")
+    ap.add_argument("--out", default=None, help="default: experiments/choices/<study>.json (committed)")
     args = ap.parse_args(argv)
     import optuna
 
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
               f"| {t['relative']:.3f} |")
     print(f"chosen: trial {chosen['number']}, {', '.join(f'{k} {chosen[k]!r}' for k in keys)} "
           f"({time.perf_counter() - t0:.0f} s)")
-    out = Path(args.out or ROOT / "data" / "sweeps" / f"{args.study}-choice.json")
+    out = Path(args.out or ROOT / "experiments" / "choices" / f"{args.study}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"study": args.study, "real": args.real, "trials": trials, "chosen": chosen},
                               indent=2))  # fmt: skip

@@ -464,11 +464,14 @@ def test_hybrid_learned_validation_pins_pre_sweep_settings_only_where_nothing_se
     assert hlv.compose_config(["+experiment=learning/tune-gnn-lr-0.001"]).scorer.lr == 0.001
 
 
-def test_prior_half_life_chooses_the_trial_whose_worse_validation_is_best(tmp_path, capsys):
-    """The script reads a study's trials, scores each half-life on a second dataset's validation split, and
-    chooses by the worse of the two relative scores; a missing study storage is refused naming the file."""
+def test_prior_half_life_chooses_the_trial_whose_worse_validation_is_best(tmp_path, capsys, monkeypatch):
+    """The script reads a study's trials, scores each trial's half-life on the second dataset's validation
+    split only, pairs each score with its own trial, and chooses by the worse of the two relative scores; a
+    missing study storage is refused naming the file."""
     import optuna
     from optuna.distributions import FloatDistribution
+
+    import signet_rl.evaluation.harness as harness
 
     script = load_experiment("prior_half_life")
     storage = f"sqlite:///{tmp_path / 'studies.db'}"
@@ -477,15 +480,33 @@ def test_prior_half_life_chooses_the_trial_whose_worse_validation_is_best(tmp_pa
     for value, hl in ((0.30, 1.0), (0.29, 30.0), (0.10, 365.0)):
         study.add_trial(optuna.trial.create_trial(params={"scorer.half_life_days": hl}, distributions=dist,
                                                   value=value))  # fmt: skip
+    splits, evaluate = [], harness.evaluate
+
+    def spy(ds, retrievers, split="test", **kwargs):
+        splits.append(split)
+        return evaluate(ds, retrievers, split=split, **kwargs)
+
+    monkeypatch.setattr(harness, "evaluate", spy)
     out = tmp_path / "choice.json"
     assert script.main(["--storage", storage, "--real", "synthetic:tiny:0", "--out", str(out)]) == 0
+    assert splits == ["validation"] * 3  # one evaluation per trial, never on test
     saved = json.loads(out.read_text())
     real = {t["half_life_days"]: t["real"] for t in saved["trials"]}
-    assert saved["study"] == "learning-prior" and saved["chosen"]["half_life_days"] in real
-    assert set(real) == {1.0, 30.0, 365.0} and all(0.0 <= v <= 1.0 for v in real.values())
-    expected = script.choose([dict(t) for t in saved["trials"]])
-    assert saved["chosen"]["number"] == expected["number"]
-    assert f"chosen: trial {expected['number']}," in capsys.readouterr().out
+    assert saved["study"] == "learning-prior" and set(real) == {1.0, 30.0, 365.0}
+    assert all(0.0 <= v <= 1.0 for v in real.values())
+    assert f"chosen: trial {saved['chosen']['number']}," in capsys.readouterr().out
+
+    # each trial's real score is its own half-life's (a mis-pairing would move the choice): the recall a
+    # half-life gets, by hand, makes the 30-day trial the worse-best (min(0.29/0.30, 0.4/0.4) = 0.967)
+    recall = {1.0: 0.1, 30.0: 0.4, 365.0: 0.35}
+    def by_hand(scorer, settings, spec):
+        return [recall[s["half_life_days"]] for s in settings]
+
+    monkeypatch.setattr(script, "real_validation", by_hand)
+    assert script.main(["--storage", storage, "--out", str(out)]) == 0
+    chosen = json.loads(out.read_text())["chosen"]
+    assert (chosen["half_life_days"], chosen["real"]) == (30.0, 0.4)
+    assert chosen["relative"] == pytest.approx(0.29 / 0.30)
     missing = tmp_path / "none.db"
     assert script.main(["--storage", f"sqlite:///{missing}", "--out", str(out)]) == 2
     assert f"error: {missing} does not exist" in capsys.readouterr().err

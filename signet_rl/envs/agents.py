@@ -4,10 +4,11 @@ Both agents act on the observation alone (plus its mask), so they run behind any
 
 * :class:`RandomAgent` — uniform over the valid actions. On PathBandit: a uniformly random valid path (a
   slate: distinct valid paths in random order); on EdgeWalk: any unmasked action, END included.
-* :class:`PriorAgent` — :class:`~signet_rl.scorers.prior.PriorScorer`'s choice. On PathBandit: the paths with
-  the highest ``prior`` feature (which is PriorScorer's score; ties by candidate order). On EdgeWalk: follow
-  the valid edge with the highest ``continue_prior`` (PriorScorer's score of the memory that following it and
-  stopping would make) when that beats ``stop_prior`` (the score of stopping here), else STOP_PATH; a
+* :class:`PriorAgent` — the prior's choice. On PathBandit: the paths with the highest ``prior`` feature
+  (:class:`~signet_rl.scorers.prior.PriorScorer`'s score with the feature's fixed 90-day half-life,
+  ``PRIOR_FEATURE_HALF_LIFE_DAYS``, not the scorer's tuned default; ties by candidate order). On EdgeWalk:
+  follow the valid edge with the highest ``continue_prior`` (the prior's score of the memory that following
+  it and stopping would make) when that beats ``stop_prior`` (the score of stopping here), else STOP_PATH; a
   memory that would duplicate one already stopped counts as no option (edges leading to one are left out,
   unless none is left); when neither following nor stopping is an option, END.
 
@@ -85,7 +86,7 @@ class RandomAgent:
 
 
 class PriorAgent:
-    """PriorScorer's choice, from the observation's prior features (see the module docstring).
+    """The 90-day prior's choice, from the observation's prior features (see the module docstring).
 
     Args:
         slate_size: the bandit's slate size (1: a single path).

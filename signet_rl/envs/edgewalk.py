@@ -52,7 +52,8 @@ Observation (``Dict``, fixed shapes, ``float32`` unless noted; :data:`NODE_FEATU
 
 ``prior`` columns are :class:`~signet_rl.scorers.prior.PriorScorer`'s score of the memory a stop would
 make (the path's confidence × strength product × the aspect's weight × mean attribute importance × recency
-with a 90-day half-life), so a prior policy can act from the observation alone.
+with a 90-day half-life, the hand-made feature's fixed one, not the scorer's tuned default), so a prior policy
+can act from the observation alone.
 
 **Hybrid entry.** With a traversal config that switches on the floor or session steps
 (:class:`~signet_rl.traversal.config.TraversalConfig`'s ``floor`` / ``session``), the hybrid pool's memory

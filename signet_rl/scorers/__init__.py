@@ -6,7 +6,7 @@ from typing import Any
 from signet_rl.scorers.base import SCORERS, PathScorer, ScoringContext, make_scorer
 from signet_rl.scorers.fused import FusedScorer
 from signet_rl.scorers.linear import LinUCBScorer
-from signet_rl.scorers.prior import PPRScorer, PriorScorer, RandomScorer
+from signet_rl.scorers.prior import PRE_STUDY_PRIOR_HALF_LIFE_DAYS, PPRScorer, PriorScorer, RandomScorer
 
 #: The learned scorers' settings before issue 25 §3 made their sweeps' best trials the defaults (GNN: hidden,
 #: lr, weight_decay, steps_per_update; LinUCB: alpha, lam; Signet's predictor: Signet's own lr, temperature,
@@ -16,9 +16,10 @@ from signet_rl.scorers.prior import PPRScorer, PriorScorer, RandomScorer
 #: and the prior the learned scorers read) was 90 days before its study (issue 25 §3, session 7).
 PRE_SWEEP_DEFAULTS: dict[str, dict[str, Any]] = {
     "gnn": {
-        "hidden": 32, "lr": 0.01, "weight_decay": 0.0, "steps_per_update": 1, "prior_half_life_days": 90.0,
+        "hidden": 32, "lr": 0.01, "weight_decay": 0.0, "steps_per_update": 1,
+        "prior_half_life_days": PRE_STUDY_PRIOR_HALF_LIFE_DAYS,
     },
-    "linucb": {"alpha": 1.0, "lam": 1.0, "prior_half_life_days": 90.0},
+    "linucb": {"alpha": 1.0, "lam": 1.0, "prior_half_life_days": PRE_STUDY_PRIOR_HALF_LIFE_DAYS},
     "signet_predictor": {
         "lr": 0.001,
         "temperature": 0.5,
@@ -26,9 +27,9 @@ PRE_SWEEP_DEFAULTS: dict[str, dict[str, Any]] = {
         "final_alpha": 0.5,
         "baseline": "prior",
         "base_scores": False,
-        "prior_half_life_days": 90.0,
+        "prior_half_life_days": PRE_STUDY_PRIOR_HALF_LIFE_DAYS,
     },
-    "prior": {"half_life_days": 90.0},
+    "prior": {"half_life_days": PRE_STUDY_PRIOR_HALF_LIFE_DAYS},
 }
 
 

@@ -110,7 +110,7 @@ from signet_rl.scorers.gnn_inputs import (  # torch-free: shared with the served
     path_inputs,
     query_vector,
 )
-from signet_rl.scorers.prior import PRIOR_HALF_LIFE_DAYS
+from signet_rl.scorers.prior import PRE_STUDY_PRIOR_HALF_LIFE_DAYS, PRIOR_HALF_LIFE_DAYS
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.path import Path
 
@@ -132,7 +132,7 @@ ADDED_ARGUMENTS: dict[str, Any] = {
     # a residual over the hybrid entry's floor (issue 24): off before it
     "floor_prior": 0.0,
     # the base scores' prior column took the prior's tuned half-life (issue 25 §3, session 7): 90 days before
-    "prior_half_life_days": 90.0,
+    "prior_half_life_days": PRE_STUDY_PRIOR_HALF_LIFE_DAYS,
 }  # fmt: skip
 
 
@@ -946,7 +946,10 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         if state.get("format") != _FORMAT:
             raise ValueError(f"not a GNNPathScorer checkpoint: format {state.get('format')!r}")
         if "config" in state:
-            shape_keys = [k for k in self.config if k not in ("lr", "weight_decay", "seed")]
+            unread = ("lr", "weight_decay", "seed")
+            if self.base is None:  # no base scores: the prior's half-life is never read
+                unread += ("prior_half_life_days",)
+            shape_keys = [k for k in self.config if k not in unread]
             saved = {**ADDED_ARGUMENTS, **state["config"]}
             diff = [k for k in shape_keys if saved.get(k) != self.config[k]]
             if diff:

@@ -52,7 +52,7 @@ from signet_rl.scorers.features import (
     floor_prior,
 )
 from signet_rl.scorers.fused import BASE_SCORES, BaseScores
-from signet_rl.scorers.prior import PRIOR_HALF_LIFE_DAYS
+from signet_rl.scorers.prior import PRE_STUDY_PRIOR_HALF_LIFE_DAYS, PRIOR_HALF_LIFE_DAYS
 from signet_rl.traversal.path import Path
 
 __all__ = ["LinUCBScorer"]
@@ -62,7 +62,7 @@ _FORMAT = "signet_rl.LinUCBScorer/1"
 #: saved without them (an exported policy or a checkpoint missing a key loads with that value).
 ADDED_ARGUMENTS: dict[str, Any] = {
     # the base scores' prior column took the prior's tuned half-life (issue 25 §3, session 7): 90 days before
-    "prior_half_life_days": 90.0,
+    "prior_half_life_days": PRE_STUDY_PRIOR_HALF_LIFE_DAYS,
 }
 
 

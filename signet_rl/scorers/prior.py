@@ -44,7 +44,9 @@ from signet_rl.graph.timeslice import TimeSlices
 from signet_rl.scorers.base import ScoringContext, register
 from signet_rl.traversal.path import Path
 
-__all__ = ["PRIOR_HALF_LIFE_DAYS", "PPRScorer", "PriorScorer", "RandomScorer"]
+__all__ = [
+    "PRE_STUDY_PRIOR_HALF_LIFE_DAYS", "PRIOR_HALF_LIFE_DAYS", "PPRScorer", "PriorScorer", "RandomScorer",
+]  # fmt: skip
 
 DAY = 86400.0
 #: The prior's recency half-life in days: trial 0 of the prior's equal-tuning study (``python -m
@@ -57,6 +59,8 @@ DAY = 86400.0
 #: of :class:`~signet_rl.scorers.fused.BaseScores` (desire_fused's and the learned scorers' inputs); the runs
 #: that were not rerun pin the 90 days before it (``signet_rl.scorers.PRE_SWEEP_DEFAULTS``).
 PRIOR_HALF_LIFE_DAYS = 27.2652561911619
+#: The half-life before that study: what every policy, checkpoint, recipe and figure made before it read.
+PRE_STUDY_PRIOR_HALF_LIFE_DAYS = 90.0
 
 
 class _Lookups:

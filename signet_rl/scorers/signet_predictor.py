@@ -95,7 +95,7 @@ from signet_rl.scorers.features import (
     time_features,
 )
 from signet_rl.scorers.fused import BASE_SCORES, BaseScores
-from signet_rl.scorers.prior import PRIOR_HALF_LIFE_DAYS
+from signet_rl.scorers.prior import PRE_STUDY_PRIOR_HALF_LIFE_DAYS, PRIOR_HALF_LIFE_DAYS
 from signet_rl.traversal.path import Path
 
 __all__ = [
@@ -750,10 +750,13 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         """
         if state.get("format") != _FORMAT:
             raise ValueError(f"not a {_WHO} checkpoint: format {state.get('format')!r}")
-        shape_keys = ("hidden", "hash_slots", "encoder", "base_scores", "prior_half_life_days")
+        shape_keys = ("hidden", "hash_slots", "encoder", "base_scores")
+        if self.base is not None or self.config["baseline"] == "prior":  # the half-life is read
+            shape_keys += ("prior_half_life_days",)
         # a checkpoint from before the base_scores option is Signet's 17-feature network, and one from before
         # the prior's tuned half-life read 90 days
-        old = {"base_scores": False, "prior_half_life_days": 90.0, **state.get("config", {})}
+        old = {"base_scores": False, "prior_half_life_days": PRE_STUDY_PRIOR_HALF_LIFE_DAYS,
+               **state.get("config", {})}  # fmt: skip
         diff = [k for k in shape_keys if old.get(k) != self.config[k]]
         if diff:
             raise ValueError(f"checkpoint was built with other arguments: {', '.join(diff)}")

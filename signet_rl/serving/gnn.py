@@ -34,6 +34,7 @@ from signet_rl.scorers.gnn_inputs import (
     path_inputs,
     query_vector,
 )
+from signet_rl.scorers.prior import PRE_STUDY_PRIOR_HALF_LIFE_DAYS
 from signet_rl.traversal.path import Path
 
 __all__ = ["OnnxGNNScorer", "query_parts"]
@@ -107,7 +108,7 @@ class OnnxGNNScorer(PerGraphFeaturizers[_Served]):
         self.hand_feature_count = int(self.config.get("hand_feature_count") or len(PATH_FEATURES))
         # an export written before the base scores took the prior's tuned half-life read 90 days
         # (signet_rl.scorers.gnn.ADDED_ARGUMENTS)
-        half_life = self.config.get("prior_half_life_days", 90.0)
+        half_life = self.config.get("prior_half_life_days", PRE_STUDY_PRIOR_HALF_LIFE_DAYS)
         self.base = BaseScores(half_life_days=half_life) if self.config.get("base_scores") else None
         self.aspect_buckets = int(self.config.get("aspect_buckets") or 0)
         self.query_featurizer = QueryFeaturizer(str(self.config.get("encoder", "hashing")))

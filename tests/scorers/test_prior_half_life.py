@@ -20,18 +20,36 @@ from signet_rl.traversal.path import Path
 
 #: Trial 0 of study learning-prior: the best of its trials by the worse of synthetic and LoCoMo validation
 #: (experiments/prior_half_life.py; docs/results.md).
-STUDY_BEST = 27.2652561911619
+CHOSEN = 27.2652561911619
 
 
-def test_the_default_is_the_studys_best_trial_everywhere_the_prior_is_read():
-    assert PRIOR_HALF_LIFE_DAYS == STUDY_BEST
-    assert PriorScorer().half_life_days == STUDY_BEST
-    assert BaseScores().prior.half_life_days == STUDY_BEST
-    assert FusedScorer().base.prior.half_life_days == STUDY_BEST
+def test_the_default_is_the_committed_choice_among_the_studys_trials():
+    """experiments/choices/learning-prior.json is what experiments/prior_half_life.py printed and chose: the
+    default is its chosen trial, and the rule picks that trial again from the committed scores."""
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    table = json.loads((root / "experiments" / "choices" / "learning-prior.json").read_text())
+    sys.path.insert(0, str(root / "experiments"))
+    try:
+        from prior_half_life import choose
+    finally:
+        sys.path.remove(str(root / "experiments"))
+    assert table["study"] == "learning-prior" and len(table["trials"]) == 16
+    assert choose([dict(t) for t in table["trials"]])["number"] == table["chosen"]["number"] == 0
+    assert PRIOR_HALF_LIFE_DAYS == table["chosen"]["half_life_days"] == CHOSEN
+
+
+def test_the_default_is_the_chosen_trial_everywhere_the_prior_is_read():
+    assert PRIOR_HALF_LIFE_DAYS == CHOSEN
+    assert PriorScorer().half_life_days == CHOSEN
+    assert BaseScores().prior.half_life_days == CHOSEN
+    assert FusedScorer().base.prior.half_life_days == CHOSEN
     for name in ("gnn", "linucb", "signet_predictor"):
         scorer = make_scorer(name)
-        assert scorer.config["prior_half_life_days"] == STUDY_BEST, name
-        assert scorer.base.prior.half_life_days == STUDY_BEST, name
+        assert scorer.config["prior_half_life_days"] == CHOSEN, name
+        assert scorer.base.prior.half_life_days == CHOSEN, name
     assert PRE_SWEEP_DEFAULTS["prior"] == {"half_life_days": 90.0}
 
 
@@ -55,7 +73,7 @@ def test_the_tuned_half_life_changes_the_prior_column_on_aged_facts():
     routes = [*ROUTES, Path.of(E("hub"), D("hb"), E("b"), A("asp-b"), T("tb2"), strategy="what")]
     q = make_queries(1)[0]
     gain = BaseScores().raw(q, routes, ctx)[:, 0] - BaseScores(half_life_days=90.0).raw(q, routes, ctx)[:, 0]
-    expected = 5 * (1 / STUDY_BEST - 1 / 90) * np.log(2)
+    expected = 5 * (1 / CHOSEN - 1 / 90) * np.log(2)
     assert gain[-1] - gain[0] == pytest.approx(expected)
     assert gain[:-1] == pytest.approx(np.full(len(ROUTES), gain[0]))
 
@@ -86,12 +104,33 @@ def test_a_linucb_state_of_another_half_life_is_refused_naming_the_key():
     with pytest.raises(ValueError) as err:
         LinUCBScorer().load_state_dict(saved)
     assert str(err.value) == (
-        f"state was built with prior_half_life_days=90.0, this scorer with {STUDY_BEST!r} "
+        f"state was built with prior_half_life_days=90.0, this scorer with {CHOSEN!r} "
         "(set scorer.prior_half_life_days=90.0)"
     )
     old = dict(saved)
     old["config"] = {k: v for k, v in saved["config"].items() if k != "prior_half_life_days"}
     LinUCBScorer(prior_half_life_days=90.0).load_state_dict(old)  # saved before the key: 90 days
+
+
+def test_a_gnn_saved_without_the_key_loads_with_ninety_days(tmp_path):
+    import torch
+
+    from signet_rl.scorers.gnn import GNNPathScorer
+
+    path = GNNPathScorer(hidden=8, n_heads=2, prior_half_life_days=90.0).save(tmp_path / "policy")
+    blob = torch.load(path, weights_only=True)
+    blob["config"].pop("prior_half_life_days")  # a policy saved before the key
+    torch.save(blob, path)
+    loaded = GNNPathScorer.load(path)
+    assert loaded.base.prior.half_life_days == 90.0 and loaded.config["prior_half_life_days"] == 90.0
+    # its checkpoint resumes into a 90-day scorer only; without base scores the half-life is not read
+    state = loaded.state_dict()
+    state["config"].pop("prior_half_life_days")
+    refused = r"^checkpoint was built with other arguments: prior_half_life_days$"
+    with pytest.raises(ValueError, match=refused):
+        GNNPathScorer(hidden=8, n_heads=2).load_state_dict(state)
+    unread = GNNPathScorer(hidden=8, n_heads=2, base_scores=False, prior_half_life_days=90.0).state_dict()
+    GNNPathScorer(hidden=8, n_heads=2, base_scores=False).load_state_dict(unread)
 
 
 def test_a_predictor_checkpoint_without_the_key_is_a_ninety_day_one():
@@ -101,6 +140,9 @@ def test_a_predictor_checkpoint_without_the_key_is_a_ninety_day_one():
     refused = r"^checkpoint was built with other arguments: prior_half_life_days$"
     with pytest.raises(ValueError, match=refused):
         make_scorer("signet_predictor").load_state_dict(saved)
+    # a predictor that reads no prior (Signet's 17 features, PPR baseline) loads it whatever its half-life
+    unread = make_scorer("signet_predictor", base_scores=False, baseline="ppr", prior_half_life_days=90.0)
+    make_scorer("signet_predictor", base_scores=False, baseline="ppr").load_state_dict(unread.state_dict())
 
 
 def test_baseline_rows_take_their_options_and_a_stray_option_is_refused():
@@ -111,7 +153,7 @@ def test_baseline_rows_take_their_options_and_a_stray_option_is_refused():
     )
     built = baseline_scorers(cfg)
     assert list(built) == ["prior", "ppr"] and built["prior"].half_life_days == 90.0
-    assert baseline_scorers(OmegaConf.create({"baselines": ["prior"]}))["prior"].half_life_days == STUDY_BEST
+    assert baseline_scorers(OmegaConf.create({"baselines": ["prior"]}))["prior"].half_life_days == CHOSEN
     bad = OmegaConf.create({"baselines": ["ppr"], "baseline_options": {"prior": {"half_life_days": 90.0}}})
     with pytest.raises(ValueError) as err:
         baseline_scorers(bad)
