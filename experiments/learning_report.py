@@ -257,9 +257,10 @@ def report() -> str:
         "",
         "Settings (issue 25 §3): the `medium-*` and `tight-*` runs of the GNN, LinUCB and Signet's predictor "
         "use the sweep-tuned scorer defaults and walk the tuned traversal (`sweep/traversal_best`: branching "
-        "3, paths 90, depth 3, min_confidence 0.788), shared by every row of their tables; every other run "
-        "(ablations, tuning, drift, LoCoMo, MuSiQue) pins its scorer's pre-sweep settings and walks its "
-        "dataset's traversal, as reported before.",
+        "3, paths 90, depth 3, min_confidence 0.788), shared by every row of their tables; the `locomo-*` "
+        "runs use the sweep-tuned scorer defaults too (rerun in session 7) and walk LoCoMo's traversal; "
+        "every other run (ablations, tuning, drift, MuSiQue) pins its scorer's pre-sweep settings and walks "
+        "its dataset's traversal, as reported before.",
         "",
     ]
     for title, prefix in (("synthetic:medium (generator v2), 2,000 characters", "medium"),

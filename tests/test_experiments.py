@@ -522,3 +522,38 @@ def test_prior_half_life_choice_rule_by_hand():
     assert chosen["relative"] == pytest.approx(0.23 / 0.27)
     with pytest.raises(ValueError, match=r"^no finished trials to choose from$"):
         choose([])
+
+
+
+def test_locomo_learned_pairs_pairs_each_query_over_the_seeds_that_drew_it(tmp_path, capsys):
+    script = load_experiment("locomo_learned_pairs")
+    header = "retriever,query_id,budget,n_needed,needed_recall,ndcg@10\n"
+    # seed 0 draws q1, q2; seed 1 draws q2 alone. The GNN is 0.2 above best_flat at seed 0 and 0.5 at seed 1,
+    # LinUCB 0.1 at both; the predictor (0.0) ran at seed 0 only.
+    draws, base = {0: ("q1", "q2"), 1: ("q2",)}, {"q1": 0.3, "q2": 0.4}
+    lifts = {("gnn", 0): 0.2, ("gnn", 1): 0.5, ("linucb", 0): 0.1, ("linucb", 1): 0.1,
+             ("signet_predictor", 0): 0.0}  # fmt: skip
+    for (scorer, seed), lift in lifts.items():
+        art = tmp_path / f"locomo-{scorer}-s{seed}" / "artifacts"
+        art.mkdir(parents=True)
+        lines = [header, "learned,none,2000,0,0,0\n"]  # a query that needs nothing: left out
+        for q in draws[seed]:
+            for retriever, v in (("learned", base[q] + lift), ("best_flat", base[q]),
+                                 ("flat_signet_uncapped", base[q] - 0.1), ("flat_signet", 0.1)):
+                lines.append(f"{retriever},{q},2000,2,{v},{v}\n")
+        (art / "per_query.csv").write_text("".join(lines))
+    script.main(["--report", str(tmp_path)])
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert "locomo-signet_predictor-s1: not finished; left out" in captured.err
+    assert out["seeds"]["signet_predictor"] == [0] and out["seeds"]["gnn"] == [0, 1]
+    assert out["mean over seeds"]["gnn"]["ndcg@10"] == pytest.approx((0.55 + 0.9) / 2)  # each seed's mean
+    assert out["mean over seeds"]["best_flat"]["needed_recall"] == pytest.approx((0.35 + 0.4) / 2)
+    # q2's difference is its mean over the two seeds; each distinct query counts once
+    expected = {"gnn-linucb ndcg@10": (0.175, 2), "gnn-best_flat needed_recall": (0.275, 2),
+                "gnn-signet_predictor ndcg@10": (0.2, 2), "gnn-flat_signet_uncapped ndcg@10": (0.375, 2),
+                "linucb-best_flat ndcg@10": (0.1, 2), "signet_predictor-best_flat needed_recall": (0.0, 2)}
+    for key, (mean, n) in expected.items():
+        assert out[key]["mean"] == pytest.approx(mean) and out[key]["n"] == n, key
+    assert out["gnn-best_flat ndcg@10"]["lo"] == pytest.approx(0.2)  # two queries: resamples of 0.2 and 0.35
+    assert out["gnn-best_flat ndcg@10"]["hi"] == pytest.approx(0.35)

@@ -57,6 +57,9 @@ PRIOR_ROW_PIN = "++baseline_options.prior.half_life_days=90.0"
 #: The recipes rerun with the sweep-tuned defaults and traversal (issue 25 §3, session 4), and again with
 #: each scorer's calibrated exploration and the predictor's base scores (issue 25 §1, session 5).
 HEADLINE = r"(medium|tight)-(gnn|linucb|signet_predictor)"
+#: The LoCoMo recipes, rerun on the sweep-tuned scorer defaults (the prior's half-life included) with the
+#: task's default exploration and traversal (issue 25, session 7): no pins, no tuned traversal.
+LOCOMO = r"locomo-(gnn|linucb|signet_predictor)"
 #: The exploration studies' best trials (sweep/exploration_best-<scorer>.yaml; issue 25 §1, session 5).
 TUNED_EXPLORATION = {
     "gnn": ("task.exploration=epsilon", "task.epsilon=0.1422119973969722"),
@@ -142,12 +145,15 @@ def _reported_overrides() -> dict[str, list[str]]:
                 if o not in SECOND_PASS + MUSIQUE_THIRD_PASS
             ]
     # Issue 25 §3 (session 4): the headline runs, rerun with the sweep-tuned scorer defaults, walk the tuned
-    # traversal the scorers were swept on (conf/experiment/learning/sweep/traversal_best.yaml); every other
-    # run was not rerun and keeps the pre-sweep settings of its scorer (its own knob aside)
+    # traversal the scorers were swept on (conf/experiment/learning/sweep/traversal_best.yaml); the LoCoMo
+    # runs, rerun in session 7, take the scorer defaults alone; every other run was not rerun and keeps the
+    # pre-sweep settings of its scorer (its own knob aside)
     for name, over in out.items():
         if re.fullmatch(HEADLINE + r"-s\d", name):
             scorer = next(o.split("=", 1)[1] for o in over if o.startswith("scorer="))
             out[name] = [*over, *TUNED_TRAVERSAL, *TUNED_EXPLORATION[scorer]]
+            continue
+        if re.fullmatch(LOCOMO + r"-s\d", name):
             continue
         scorer = next(o.split("=", 1)[1] for o in over if o.startswith("scorer="))
         own = {o.split("=", 1)[0].removeprefix("++scorer.") for o in over if o.startswith("++scorer.")}
@@ -286,7 +292,7 @@ def test_every_recipe_not_rerun_pins_its_scorers_pre_sweep_settings_and_the_head
 
     assert PRE_SWEEP_DEFAULTS == PRE_SWEEP  # the pins of the scripts (experiments/, benchmarks/) too
     tuned_traversal = OmegaConf.load(RECIPE_DIR / "sweep" / "traversal_best.yaml")["traversal"]
-    pinned, headline = [], []
+    pinned, headline, locomo = [], [], []
     for path in sorted(RECIPE_DIR.glob("*.yaml")):
         node = OmegaConf.to_container(OmegaConf.load(path))
         assert isinstance(node, dict)
@@ -298,6 +304,15 @@ def test_every_recipe_not_rerun_pins_its_scorers_pre_sweep_settings_and_the_head
             assert "scorer" not in node and "traversal" not in node, path.name
             assert "baseline_options" not in node, path.name
             continue
+        if re.fullmatch(LOCOMO, path.stem):  # rerun on the defaults (session 7): the task's exploration too
+            locomo.append(path.stem)
+            assert not {"scorer", "traversal", "baseline_options"} & set(node), path.name
+            assert node.get("floor_prior") == (0.1 if scorer == "gnn" else None), path.name
+            assert node["baselines"] == [] and node["defaults"] == [
+                {"override /dataset": "locomo"}, {"override /scorer": scorer}
+            ], path.name  # fmt: skip
+            assert "exploration" not in node["task"] and "epsilon" not in node["task"], path.name
+            continue
         if scorer not in PRE_SWEEP:
             continue
         pinned.append(path.stem)
@@ -308,7 +323,7 @@ def test_every_recipe_not_rerun_pins_its_scorers_pre_sweep_settings_and_the_head
             assert node["scorer"][key] == old and type(node["scorer"][key]) is type(old), (path.name, key)
         if node.get("baselines") != []:  # its desire_prior row as reported too
             assert node["baseline_options"] == {"prior": {"half_life_days": 90.0}}, path.name
-    assert len(headline) == 6 and len(pinned) == 22
+    assert len(headline) == 6 and len(locomo) == 3 and len(pinned) == 19
     # the pins are the OLD values: each differs from today's default in at least one key per scorer
     for scorer, old in PRE_SWEEP.items():
         defaults = {k: p.default for k, p in inspect.signature(SCORERS[scorer]).parameters.items()}
