@@ -135,4 +135,7 @@ def test_linucbs_thompson_study_searches_only_sigma_under_thompson_as_its_explor
     assert list(space) == ["scorer.sigma"] and (sigma.low, sigma.high, sigma.log) == (0.01, 4.0, True)
     assert cfg.task.exploration == "thompson"
     assert cfg.hydra.sweeper.n_trials == explored.hydra.sweeper.n_trials
-    assert cfg.scorer == explored.scorer and cfg.traversal == explored.traversal
+    assert cfg.traversal == explored.traversal and explored.scorer.sigma == 0.5  # as its thompson trials ran
+    assert {k: v for k, v in cfg.scorer.items() if k != "sigma"} == {
+        k: v for k, v in explored.scorer.items() if k != "sigma"
+    }

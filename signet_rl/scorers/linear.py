@@ -111,7 +111,7 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         self,
         alpha: float = 2.594901330624211,
         lam: float = 5.49571618641162,
-        sigma: float = 0.5,
+        sigma: float = 0.37019151914203846,
         importance_weighted: bool = False,
         max_importance_weight: float = 10.0,
         intent_interactions: bool = True,
