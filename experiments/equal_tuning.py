@@ -34,7 +34,7 @@ TRAVERSAL_BEST = ROOT / "conf" / "experiment" / "learning" / "sweep" / "traversa
 EXPLORATION = ("exploration-gnn", "exploration-linucb", "exploration-signet_predictor")
 RECIPES = (
     "traversal", "gnn", "linucb", "signet_predictor", "signet_predictor-base", "prior", "ppr", "fused",
-    *EXPLORATION,
+    *EXPLORATION, "exploration-linucb-thompson",
 )  # fmt: skip
 SWEEP_DIR = TRAVERSAL_BEST.parent
 
