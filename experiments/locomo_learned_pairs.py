@@ -2,9 +2,11 @@
 Signet's predictor of the ``locomo-<scorer>`` recipes (``runs/report/locomo-<scorer>-s<seed>``, each a
 ``python -m signet_rl.train +experiment=learning/locomo-<scorer> seed=S`` job on the sweep-tuned defaults)
 against each other, ``best_flat`` and ``flat_signet_uncapped`` (Signet's own flat retriever at the same
-budget), read from the runs' ``artifacts/per_query.csv``. The non-learned desire rows are not run
-(``baselines: []``): over the hybrid entry with ``floor_share`` 1.0 they inject best_flat's slate exactly, so
-best_flat stands for every non-learned scorer.
+budget), read from the runs' ``artifacts/per_query.csv``. The runs print no non-learned desire rows
+(``baselines: []``, on the belief that over the hybrid entry they inject best_flat's slate); a check after
+the runs found they do not (``desire_fused`` differs from best_flat on 299 of 300 questions), so
+``--nonlearned`` evaluates ``desire_{prior,ppr,random,fused}`` as train's closing comparison builds them (the
+run's own walk, encoder, budget and test draw) and pairs the learned scorers against them.
 
 Means: each seed's mean over its test queries, averaged over the seeds (as the "Learned scorers" tables).
 Intervals: each seed draws its own 300 test questions of one fold, so a query's difference is averaged over
@@ -71,13 +73,53 @@ def collect(report: Path, seeds: list[int], prefix: str = "locomo") -> pd.DataFr
     return pd.concat(frames, ignore_index=True)
 
 
+NONLEARNED = ("prior", "ppr", "random", "fused")
+
+
+def nonlearned_rows(folder: Path, seed: int) -> pd.DataFrame:
+    """``desire_<name>`` for every non-learned scorer, as ``python -m signet_rl.train``'s closing comparison
+    builds its ``baselines`` rows: the run's walk (hybrid entry included), encoder, budget, test fold and the
+    seed's draw of test questions."""
+    import yaml
+    from omegaconf import OmegaConf
+
+    from signet_rl.datasets import load_dataset
+    from signet_rl.evaluation.harness import evaluate
+    from signet_rl.pipeline.desire import DesirePathRetriever
+    from signet_rl.train import traversal_config
+
+    cfg = yaml.safe_load((folder / "artifacts" / "config.yaml").read_text())
+    ds = load_dataset(cfg["dataset"]["spec"], options=cfg["dataset"].get("options") or {})
+    split = cfg["dataset"]["learning_split"]
+    ds = ds.learning_split(k=int(split["k"]), fold=int(split.get("fold", 0)), seed=int(split.get("seed", 0)),
+                           group=split.get("group"))  # fmt: skip
+    walk = traversal_config(OmegaConf.create(cfg))
+    encoder = str(cfg["encoder"])
+    named = {f"desire_{n}": DesirePathRetriever(n, config=walk, encoder=encoder, name=f"desire_{n}")
+             for n in NONLEARNED}  # fmt: skip
+    task = cfg["task"]
+    res = evaluate(ds, named, split="test", budget_chars=task["budget_chars"],
+                   max_queries=task["max_test_queries"], seed=int(cfg["seed"]), n_boot=1)  # fmt: skip
+    rows = res.rows.assign(seed=seed)
+    rows["budget"] = rows["budget"].astype(str)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--report", default=str(ROOT / "runs" / "report"))
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--budget", type=int, default=2000)
+    ap.add_argument("--nonlearned", action="store_true",
+                    help="also evaluate and pair the non-learned desire rows (as train builds them)")
     args = ap.parse_args(argv)
     rows = collect(Path(args.report), args.seeds)
+    pairs = list(PAIRS)
+    if args.nonlearned:
+        extra = [nonlearned_rows(Path(args.report) / f"locomo-gnn-s{s}", s) for s in args.seeds]
+        rows = pd.concat([rows, *extra], ignore_index=True)
+        for name in NONLEARNED:
+            pairs += [("gnn", f"desire_{name}"), ("linucb", f"desire_{name}")]
     real = rows[(rows["n_needed"] > 0) & (rows["budget"] == str(args.budget))]
     per_seed = real.groupby(["retriever", "seed"])[list(METRICS)].mean()
     out: dict[str, object] = {
@@ -91,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
         },
     }
     present = set(real["retriever"])
-    for a, b in PAIRS:
+    for a, b in pairs:
         if a in present and b in present:
             for metric in METRICS:
                 pair = paired(rows, a, b, metric, args.budget, same_queries=True)

@@ -444,9 +444,9 @@ def _train_bandit(
         "best_flat": flat,
         "flat_signet_uncapped": flat_variant("flat_signet_uncapped", encoder=str(cfg.encoder)),
     }
-    for name, scorer in baseline_scorers(cfg).items():
+    for name, baseline in baseline_scorers(cfg).items():
         extra[f"desire_{name}"] = DesirePathRetriever(
-            scorer, config=traversal, encoder=str(cfg.encoder), name=f"desire_{name}"
+            baseline, config=traversal, encoder=str(cfg.encoder), name=f"desire_{name}"
         )
     if cfg.get("ceiling", True):
         extra["candidate_ceiling"] = DesirePathRetriever(

@@ -346,3 +346,19 @@ def test_a_run_folder_from_before_markers_is_adopted_and_resumes(tmp_path):
     (folder / LOCK).unlink()
     assert train(_cfg(f"run_dir={folder}")) == 1.0
     assert (folder / MARKER).exists() and (folder / "artifacts" / "final_metrics.json").exists()
+
+
+def test_a_run_with_baseline_rows_saves_its_own_trained_policy(tmp_path, capsys):
+    """The closing comparison's non-learned rows (baselines, one with baseline_options) never stand in for
+    the trained scorer: the run saves its GNN policy and says where it is."""
+    from signet_rl.scorers.gnn import GNNPathScorer
+
+    folder = tmp_path / "run"
+    train(_cfg(f"run_dir={folder}", "scorer=gnn", "++scorer.hidden=8", "++scorer.n_heads=2",
+               "baselines=[prior,fused]", "+baseline_options={prior: {half_life_days: 90.0}}"))  # fmt: skip
+    policy = folder / "artifacts" / "policy"
+    assert policy.is_file() and GNNPathScorer.load(policy).config["hidden"] == 8
+    out = capsys.readouterr().out
+    assert f"policy: {policy}" in out or str(policy) in out
+    table = (folder / "artifacts" / "table.txt").read_text()
+    assert "desire_prior" in table and "desire_fused" in table
