@@ -54,9 +54,6 @@ PRE_SWEEP: dict[str, dict[str, object]] = {
 }
 #: The desire_prior row of a run that was not rerun after the prior's study (issue 25 §3, session 7).
 PRIOR_ROW_PIN = "++baseline_options.prior.half_life_days=90.0"
-#: The synthetic dataset's traversal before it took the traversal study's choice (issue 25 §3, session 7):
-#: every synthetic run that was not rerun walks it.
-PRE_SWEEP_TRAVERSAL = {"max_branching": 4, "max_paths": 50, "max_depth": 2, "min_confidence": 0.5}
 #: The recipes rerun with the sweep-tuned defaults and traversal (issue 25 §3, session 4), and again with
 #: each scorer's calibrated exploration and the predictor's base scores (issue 25 §1, session 5).
 HEADLINE = r"(medium|tight)-(gnn|linucb|signet_predictor)"
@@ -163,8 +160,6 @@ def _reported_overrides() -> dict[str, list[str]]:
         pins = [f"++scorer.{k}={v}" for k, v in PRE_SWEEP.get(scorer, {}).items() if k not in own]
         if "baselines=[]" not in over:
             pins.append(PRIOR_ROW_PIN)
-        if any(o.startswith("dataset.spec=synthetic") for o in over):
-            pins += [f"dataset.traversal.{k}={v}" for k, v in PRE_SWEEP_TRAVERSAL.items()]
         out[name] = [*over, *pins]
     return out
 
@@ -328,8 +323,6 @@ def test_every_recipe_not_rerun_pins_its_scorers_pre_sweep_settings_and_the_head
             assert node["scorer"][key] == old and type(node["scorer"][key]) is type(old), (path.name, key)
         if node.get("baselines") != []:  # its desire_prior row as reported too
             assert node["baseline_options"] == {"prior": {"half_life_days": 90.0}}, path.name
-        if str(node["dataset"].get("spec", "")).startswith("synthetic"):  # and its walk
-            assert node["dataset"]["traversal"] == PRE_SWEEP_TRAVERSAL, path.name
     assert len(headline) == 6 and len(locomo) == 3 and len(pinned) == 19
     # the pins are the OLD values: each differs from today's default in at least one key per scorer
     for scorer, old in PRE_SWEEP.items():
@@ -337,11 +330,3 @@ def test_every_recipe_not_rerun_pins_its_scorers_pre_sweep_settings_and_the_head
         assert any(defaults[k] != v for k, v in old.items()), scorer
     assert dict(tuned_traversal) == {"max_branching": 3, "max_paths": 90, "max_depth": 3,
                                      "min_confidence": 0.7884428793713362}  # fmt: skip
-
-
-def test_the_synthetic_datasets_traversal_is_the_traversal_studys_choice():
-    """Issue 25 §3: the traversal is tuned once and shared; the synthetic dataset's default walk is the
-    traversal study's best trial (sweep/traversal_best.yaml), which the headline recipes also name."""
-    tuned = OmegaConf.load(RECIPE_DIR / "sweep" / "traversal_best.yaml")["traversal"]
-    dataset = OmegaConf.load(CONF / "dataset" / "synthetic.yaml")["traversal"]
-    assert dict(dataset) == dict(tuned) and dict(tuned) != PRE_SWEEP_TRAVERSAL
