@@ -133,12 +133,12 @@ class DesirePathRetriever:
             switches a hybrid piece on (``floor``, ``session``, ``entity_walks``).
         floor_first: rank the floor first, in flat's order, and every other candidate after it in the
             scorer's order (:func:`~signet_rl.pipeline.hybrid.floor_first`). ``None``: on for the
-            non-learned scorers (``prior``, ``ppr``, ``random``), off for any other (a learned scorer or the
-            oracle ranks every candidate itself).
+            non-learned scorers (``prior``, ``ppr``, ``random``, ``fused``), off for any other (a learned
+            scorer or the oracle ranks every candidate itself).
     """
 
     #: Scorers that rank the floor first by default.
-    NON_LEARNED = frozenset({"prior", "ppr", "random"})
+    NON_LEARNED = frozenset({"prior", "ppr", "random", "fused"})
 
     def __init__(
         self,

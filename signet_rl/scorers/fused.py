@@ -37,7 +37,12 @@ from signet_rl.core.types import Query
 from signet_rl.graph.arrays import GraphArrays
 from signet_rl.graph.model import KnowledgeGraph
 from signet_rl.scorers.base import ScoringContext, register
-from signet_rl.scorers.prior import PRIOR_HALF_LIFE_DAYS, PPRScorer, PriorScorer
+from signet_rl.scorers.prior import (
+    PRE_STUDY_PRIOR_HALF_LIFE_DAYS,
+    PRIOR_HALF_LIFE_DAYS,
+    PPRScorer,
+    PriorScorer,
+)
 from signet_rl.traversal.path import Path
 
 __all__ = ["BASE_SCORES", "DEFAULT_FUSED_WEIGHTS", "BaseScores", "FusedScorer", "standardise"]
@@ -137,7 +142,8 @@ class FusedScorer:
     Args:
         prior, ppr, flat: the weights of the standardised columns (finite; all zero is refused: it ranks
             nothing).
-        half_life_days: the prior's recency half-life.
+        half_life_days: the prior column's recency half-life (read only when ``prior`` is not 0): 90 days,
+            the value of the trial ``desire_fused``'s study chose (trial 16, PPR alone; docs/results.md).
         damping: PPR's damping.
 
     Raises:
@@ -151,7 +157,7 @@ class FusedScorer:
         prior: float = DEFAULT_FUSED_WEIGHTS["prior"],
         ppr: float = DEFAULT_FUSED_WEIGHTS["ppr"],
         flat: float = DEFAULT_FUSED_WEIGHTS["flat"],
-        half_life_days: float | None = PRIOR_HALF_LIFE_DAYS,
+        half_life_days: float | None = PRE_STUDY_PRIOR_HALF_LIFE_DAYS,
         damping: float = 0.5,
     ) -> None:
         for arg, value in (("prior", prior), ("ppr", ppr), ("flat", flat)):

@@ -110,7 +110,7 @@ from signet_rl.scorers.gnn_inputs import (  # torch-free: shared with the served
     path_inputs,
     query_vector,
 )
-from signet_rl.scorers.prior import PRE_STUDY_PRIOR_HALF_LIFE_DAYS, PRIOR_HALF_LIFE_DAYS
+from signet_rl.scorers.prior import PRE_STUDY_PRIOR_HALF_LIFE_DAYS
 from signet_rl.traversal.config import TraversalConfig
 from signet_rl.traversal.path import Path
 
@@ -464,8 +464,9 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
             ``desire_fused`` and learning corrects it.
         base_scale: the skip's starting scale (>= 0).
         prior_half_life_days: the recency half-life of the base scores' prior column (> 0, or None: no
-            recency term); by default the prior's tuned one
-            (:data:`~signet_rl.scorers.prior.PRIOR_HALF_LIFE_DAYS`), 90 in a scorer saved without it.
+            recency term); by default 90 days
+            (:data:`~signet_rl.scorers.prior.PRE_STUDY_PRIOR_HALF_LIFE_DAYS`), the column every study of the
+            learned scorers ran with (the prior scorer's own default is its study's 27 days).
         floor_prior: > 0: learn a residual over the hybrid entry's floor (issue 24): every head's output is
             :func:`~signet_rl.scorers.features.floor_prior` (``floor_prior / (1 + flat's rank)`` on the floor,
             0 off it) plus the net's, and the output heads and the skip start at 0, so the untrained scorer
@@ -518,7 +519,7 @@ class GNNPathScorer(PerGraphFeaturizers[_GraphState]):
         hand_features: bool = True,
         base_scores: bool = True,
         base_scale: float = 0.2,
-        prior_half_life_days: float | None = PRIOR_HALF_LIFE_DAYS,
+        prior_half_life_days: float | None = PRE_STUDY_PRIOR_HALF_LIFE_DAYS,
         lr_decay_updates: int = 200,
         refresh_edge_stats: bool = True,
         aspect_buckets: int = 64,

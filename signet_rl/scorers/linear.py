@@ -52,7 +52,7 @@ from signet_rl.scorers.features import (
     floor_prior,
 )
 from signet_rl.scorers.fused import BASE_SCORES, BaseScores
-from signet_rl.scorers.prior import PRE_STUDY_PRIOR_HALF_LIFE_DAYS, PRIOR_HALF_LIFE_DAYS
+from signet_rl.scorers.prior import PRE_STUDY_PRIOR_HALF_LIFE_DAYS
 from signet_rl.traversal.path import Path
 
 __all__ = ["LinUCBScorer"]
@@ -80,9 +80,10 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         base_scores: append the non-learned scorers' standardised scores (prior, PPR, flat:
             :class:`~signet_rl.scorers.fused.BaseScores`) to :math:`z`, the inputs the GNN's residual gets.
         prior_half_life_days: the recency half-life of the base scores' prior column (> 0, or None: no
-            recency term); by default the prior's tuned one
-            (:data:`~signet_rl.scorers.prior.PRIOR_HALF_LIFE_DAYS`), 90 in a state saved without it
-            (:data:`ADDED_ARGUMENTS`).
+            recency term); by default 90 days
+            (:data:`~signet_rl.scorers.prior.PRE_STUDY_PRIOR_HALF_LIFE_DAYS`), the column every study of the
+            learned scorers ran with (the prior scorer's own default is its study's 27 days);
+            a state saved without it read 90 days too.
         encoder: text encoder name (query similarity features).
         classifier: predicts the query intent (default rule-based).
         edge_stats: learned desire-path statistics per edge (features ``desire_*``).
@@ -116,7 +117,7 @@ class LinUCBScorer(PerGraphFeaturizers[PathFeaturizer]):
         max_importance_weight: float = 10.0,
         intent_interactions: bool = True,
         base_scores: bool = True,
-        prior_half_life_days: float | None = PRIOR_HALF_LIFE_DAYS,
+        prior_half_life_days: float | None = PRE_STUDY_PRIOR_HALF_LIFE_DAYS,
         encoder: str = "hashing",
         classifier: IntentClassifier | None = None,
         edge_stats: EdgeStats | None = None,

@@ -95,7 +95,7 @@ from signet_rl.scorers.features import (
     time_features,
 )
 from signet_rl.scorers.fused import BASE_SCORES, BaseScores
-from signet_rl.scorers.prior import PRE_STUDY_PRIOR_HALF_LIFE_DAYS, PRIOR_HALF_LIFE_DAYS
+from signet_rl.scorers.prior import PRE_STUDY_PRIOR_HALF_LIFE_DAYS
 from signet_rl.traversal.path import Path
 
 __all__ = [
@@ -373,8 +373,9 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
             can serve (:meth:`predict` refuses the sidecar's inputs alone when this is on).
         prior_half_life_days: the recency half-life of the prior this predictor reads: the base scores'
             prior column and, with ``baseline="prior"``, the baseline ranking (> 0, or None: no recency
-            term); by default the prior's tuned one (:data:`~signet_rl.scorers.prior.PRIOR_HALF_LIFE_DAYS`),
-            90 in a checkpoint saved without it.
+            term); by default 90 days
+            (:data:`~signet_rl.scorers.prior.PRE_STUDY_PRIOR_HALF_LIFE_DAYS`), the column every study of the
+            learned scorers ran with (the prior scorer's own default is its study's 27 days).
         session_size: interactions per session for queries with neither a session nor a time.
         encoder: the text encoder of candidate embeddings (``hashing`` or ``minilm``).
         seed: seeds the initial weights (training draws no random numbers).
@@ -406,7 +407,7 @@ class SignetPredictorScorer(PerGraphFeaturizers[_GraphState]):
         baseline: str = "ppr",
         floor_baseline: bool = True,
         base_scores: bool = True,
-        prior_half_life_days: float | None = PRIOR_HALF_LIFE_DAYS,
+        prior_half_life_days: float | None = PRE_STUDY_PRIOR_HALF_LIFE_DAYS,
         session_size: int = 20,
         encoder: str = "hashing",
         seed: int = 0,

@@ -225,17 +225,18 @@ def test_a_checkpoint_without_stats_is_refused(gnn_run, tmp_path):
 
 
 def test_a_gnn_exported_before_the_tuned_half_life_serves_its_ninety_day_prior(gnn_artifact, tmp_path):
-    """An artifact whose config lacks prior_half_life_days (exported before the key) reads the 90-day prior
-    column it was trained with; today's export carries the key and its value."""
-    from signet_rl.scorers.prior import PRIOR_HALF_LIFE_DAYS
-
-    assert load_policy(gnn_artifact).scorer.base.prior.half_life_days == PRIOR_HALF_LIFE_DAYS
-    old = tmp_path / "old"
-    shutil.copytree(gnn_artifact, old)
-    manifest = json.loads((old / "manifest.json").read_text())
-    assert manifest["scorer"]["config"].pop("prior_half_life_days") == PRIOR_HALF_LIFE_DAYS
-    (old / "manifest.json").write_text(json.dumps(manifest))
-    assert load_policy(old).scorer.base.prior.half_life_days == 90.0
+    """The served GNN reads the half-life its manifest carries, and an artifact whose config lacks
+    prior_half_life_days (exported before the key) the 90-day prior column it was trained with."""
+    assert load_policy(gnn_artifact).scorer.base.prior.half_life_days == 90.0  # the learned default
+    copy = tmp_path / "copy"
+    shutil.copytree(gnn_artifact, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["scorer"]["config"]["prior_half_life_days"] = 27.0
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    assert load_policy(copy).scorer.base.prior.half_life_days == 27.0
+    manifest["scorer"]["config"].pop("prior_half_life_days")
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    assert load_policy(copy).scorer.base.prior.half_life_days == 90.0
 
 
 def test_load_policy_names_a_missing_file(gnn_artifact, tmp_path):
