@@ -3,10 +3,10 @@ Signet's predictor of the ``locomo-<scorer>`` recipes (``runs/report/locomo-<sco
 ``python -m signet_rl.train +experiment=learning/locomo-<scorer> seed=S`` job on the sweep-tuned defaults)
 against each other, ``best_flat`` and ``flat_signet_uncapped`` (Signet's own flat retriever at the same
 budget), read from the runs' ``artifacts/per_query.csv``. The runs print no non-learned desire rows
-(``baselines: []``, on the belief that over the hybrid entry they inject best_flat's slate); a check after
-the runs found they do not (``desire_fused`` differs from best_flat on 299 of 300 questions), so
-``--nonlearned`` evaluates ``desire_{prior,ppr,random,fused}`` as train's closing comparison builds them (the
-run's own walk, encoder, budget and test draw) and pairs the learned scorers against them.
+(``baselines: []``: over the hybrid entry they inject best_flat's slate); ``--nonlearned`` measures that
+instead of assuming it: it evaluates ``desire_{prior,ppr,random,fused}`` as train's closing comparison builds
+them (the run's own walk, encoder, budget and test draw) and pairs the learned scorers against them (it found
+``desire_fused`` left out of the scorers that rank the floor first, since fixed).
 
 Means: each seed's mean over its test queries, averaged over the seeds (as the "Learned scorers" tables).
 Intervals: each seed draws its own 300 test questions of one fold, so a query's difference is averaged over
