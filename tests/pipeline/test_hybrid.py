@@ -479,3 +479,12 @@ def test_density_injects_by_score_per_character():
     assert 0.9 / chars[shortest] > 1.0 / longest
     first = by_density.retrieve(q, 2000)[0]
     assert first.items == builder.construct(shortest).items
+
+
+def test_every_non_learned_scorer_ranks_the_floor_first_and_a_learned_one_ranks_everything():
+    """Over the hybrid entry the non-learned rows, desire_fused included (it was left out when it was added),
+    keep best_flat's floor first; a learned scorer ranks every candidate itself."""
+    for name in ("prior", "ppr", "random", "fused"):
+        assert DesirePathRetriever(name).floor_first is True, name
+    assert DesirePathRetriever("linucb").floor_first is False
+    assert DesirePathRetriever("fused", floor_first=False).floor_first is False
